@@ -1,0 +1,17 @@
+# Writes a C++ source holding every migration file as a raw string, in order.
+# Inputs: OUTPUT (the .cpp), INPUTS (a ;-list of migration files NNNN_name.sql).
+set(body "// Generated from sql/migrations by sql/embed_migrations.cmake. Do not edit.\n")
+string(APPEND body "#include \"wallet/migrations.hpp\"\n\nnamespace wallet {\n\nconst std::vector<Migration>& embedded_migrations() {\n")
+string(APPEND body "    static const std::vector<Migration> all = {\n")
+foreach(file IN LISTS INPUTS)
+  get_filename_component(name "${file}" NAME_WE)
+  string(REGEX MATCH "^([0-9]+)_(.*)$" _ "${name}")
+  set(version "${CMAKE_MATCH_1}")
+  set(label "${CMAKE_MATCH_2}")
+  math(EXPR version "${version} + 0")
+  file(READ "${file}" text)
+  string(APPEND body "        {${version}, \"${label}\", R\"wallet_sql(${text})wallet_sql\"},\n")
+endforeach()
+string(APPEND body "    };\n    return all;\n}\n\n}  // namespace wallet\n")
+file(WRITE "${OUTPUT}.tmp" "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUTPUT}.tmp" "${OUTPUT}")
