@@ -1,0 +1,49 @@
+// Small synchronous libpq helpers for the daemons and tools (never used inside
+// nginx, whose database access is asynchronous).
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wallet/handles.hpp"
+#include "wallet/result.hpp"
+
+namespace wallet::pg {
+
+// Connects and checks the connection; the error names no password.
+Result<PgConnPtr> connect(const std::string& url);
+
+// Runs SQL (no parameters, possibly several statements).
+Result<PgResultPtr> exec(PGconn* conn, const std::string& sql);
+
+// Runs one parameterized statement; std::nullopt parameters are SQL NULL.
+Result<PgResultPtr> exec_params(PGconn* conn, const std::string& sql,
+                                const std::vector<std::optional<std::string>>& params);
+
+// A literal or identifier quoted by libpq (for DDL, which takes no parameters).
+std::string quote_literal(PGconn* conn, std::string_view text);
+std::string quote_identifier(PGconn* conn, std::string_view text);
+
+// A transaction that rolls back unless committed: every early return is safe.
+class Transaction {
+public:
+    static Result<Transaction> begin(PGconn* conn, const std::string& begin_sql = "BEGIN");
+    Transaction(Transaction&& other) noexcept : conn_(std::exchange(other.conn_, nullptr)) {}
+    Transaction& operator=(Transaction&&) = delete;
+    Transaction(const Transaction&) = delete;
+    ~Transaction();
+    Result<bool> commit();
+
+private:
+    explicit Transaction(PGconn* conn) : conn_(conn) {}
+    PGconn* conn_;
+};
+
+// The error text of the last failed call, without a trailing newline.
+std::string last_error(PGconn* conn);
+
+}  // namespace wallet::pg
