@@ -1,0 +1,17 @@
+// ngx_http_wallet_history_module: the read-only wallet_history.* JSON-RPC API.
+// (Skeleton: directives and handlers arrive with the API issue.)
+#include "ngx_wallet_nginx.hpp"
+
+static ngx_http_module_t ngx_http_wallet_history_module_ctx = {
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+};
+
+extern "C" {
+ngx_module_t ngx_http_wallet_history_module = {
+    NGX_MODULE_V1,
+    &ngx_http_wallet_history_module_ctx,
+    nullptr,
+    NGX_HTTP_MODULE,
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    NGX_MODULE_V1_PADDING};
+}

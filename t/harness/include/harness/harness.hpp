@@ -1,0 +1,202 @@
+// Test harness: real PostgreSQL, Redis, nginx and project daemons on loopback,
+// each in its own temporary directory, torn down when the owning object dies
+// (also when a test fails). Logs of every live process are printed when a
+// test fails.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wallet/config.hpp"
+
+namespace harness {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// Absolute paths of the source tree, the build tree and shared/ (fixtures).
+fs::path source_dir();
+fs::path binary_dir();
+fs::path shared_dir();
+fs::path fixtures_dir();  // shared/fixtures/hive
+
+std::string read_file(const fs::path& path);
+void write_file(const fs::path& path, const std::string& contents);
+
+// A fresh directory, removed on destruction unless WALLET_TEST_KEEP=1.
+class TempDir {
+public:
+    explicit TempDir(const std::string& prefix = "wallet-test");
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+// A loopback TCP port that was free a moment ago.
+std::uint16_t free_port();
+
+// Polls until the predicate holds or the timeout passes.
+bool wait_until(const std::function<bool()>& predicate, std::chrono::milliseconds timeout = 20s,
+                std::chrono::milliseconds interval = 20ms);
+
+bool port_accepts(std::uint16_t port, const std::string& host = "127.0.0.1");
+
+struct ProcessOptions {
+    std::map<std::string, std::string> env;  // added to (or replacing) the inherited environment
+    std::vector<std::string> unset_env;      // removed from the inherited environment
+    fs::path log_path;                       // stdout and stderr; required
+    std::optional<fs::path> cwd;
+    bool unprivileged = false;               // drop to "nobody" when running as root
+};
+
+// A child process with its output in a log file. The destructor stops it.
+class Process {
+public:
+    Process() = default;
+    static Process start(const std::vector<std::string>& argv, ProcessOptions options);
+    Process(Process&& other) noexcept;
+    Process& operator=(Process&& other) noexcept;
+    ~Process();
+
+    pid_t pid() const { return pid_; }
+    bool running();
+    // Sends the signal, waits for exit, escalates to SIGKILL after the grace time.
+    // Returns the exit status as from waitpid (or -1 when not running).
+    int stop(int signal = SIGTERM, std::chrono::milliseconds grace = 10s);
+    void kill_now() { stop(SIGKILL, 5s); }
+    // Waits for exit without signalling; nullopt on timeout.
+    std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+    const fs::path& log_path() const { return log_path_; }
+    std::string log() const;
+
+private:
+    pid_t pid_ = -1;
+    int status_ = -1;
+    fs::path log_path_;
+    std::string name_;
+};
+
+// Registers a log file to print if the running test fails.
+void register_log(const std::string& label, const fs::path& path);
+void unregister_log(const fs::path& path);
+
+// Runs a command to completion; returns exit code and combined output.
+struct CommandResult {
+    int exit_code;
+    std::string output;
+};
+CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                          std::chrono::milliseconds timeout = 120s);
+
+// A private PostgreSQL 15 cluster on 127.0.0.1:<free port>, run as an
+// unprivileged user. The superuser is "postgres" with a random password.
+class PostgresServer {
+public:
+    PostgresServer();
+    ~PostgresServer();
+    std::uint16_t port() const { return port_; }
+    const std::string& superuser_password() const { return password_; }
+    std::string url(const std::string& user, const std::string& password, const std::string& database) const;
+    std::string superuser_url(const std::string& database = "postgres") const;
+    // Environment for load_settings/provisioning that points at this cluster.
+    std::map<std::string, std::string> env(const std::string& database = "wallet") const;
+    wallet::Settings settings(wallet::Component component, const std::string& database = "wallet") const;
+    // Provisions roles, database and schema (as wallet-db-setup does).
+    wallet::Settings provision(const std::string& database = "wallet");
+    void stop();
+    void start();
+    // Runs SQL as the superuser in the database, returns rows as text (tab-separated columns).
+    std::vector<std::string> query(const std::string& sql, const std::string& database = "wallet") const;
+
+private:
+    TempDir dir_;
+    std::uint16_t port_ = 0;
+    std::string password_;
+    Process process_;
+};
+
+inline const char* kWriterPassword = "writer-test-password-0001";
+inline const char* kReaderPassword = "reader-test-password-0001";
+
+// A private Redis on 127.0.0.1:<free port> and a unix socket.
+class RedisServer {
+public:
+    RedisServer();
+    ~RedisServer();
+    std::uint16_t port() const { return port_; }
+    fs::path unix_socket() const { return dir_.path() / "redis.sock"; }
+    void stop();
+    void start();
+    std::string command(const std::vector<std::string>& args) const;  // via redis-cli
+
+private:
+    TempDir dir_;
+    std::uint16_t port_ = 0;
+    Process process_;
+};
+
+// The project's nginx module, as built in this build tree.
+fs::path nginx_module_path();
+
+// nginx from Debian (/usr/sbin/nginx) with the project's module loaded, run in
+// the foreground from a temporary prefix. `http_config` is the body of the
+// http{} block; "{{PORT}}" in it is replaced by port().
+class NginxServer {
+public:
+    struct Options {
+        std::string http_config;
+        std::string main_config;      // extra main-level directives (env, thread_pool...)
+        int workers = 1;
+        bool load_module = true;
+        std::map<std::string, std::string> env;
+    };
+    explicit NginxServer(Options options);
+    ~NginxServer();
+    std::uint16_t port() const { return port_; }
+    std::string url(const std::string& path = "/") const;
+    const fs::path& prefix() const { return dir_.path(); }
+    fs::path error_log() const { return dir_.path() / "logs" / "error.log"; }
+    // Lines of error.log that mean a bug: alerts, crashes, sanitizer reports.
+    std::vector<std::string> fatal_log_lines() const;
+    void stop();
+    void reload();
+
+    // Writes the config and runs `nginx -t` on it without starting a server.
+    static CommandResult test_config(const Options& options);
+
+private:
+    static std::string render(const Options& options, std::uint16_t port, const fs::path& prefix);
+    Options options_;
+    TempDir dir_;
+    std::uint16_t port_ = 0;
+    Process process_;
+};
+
+struct HttpResponse {
+    long status = 0;
+    std::string body;
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string error;                           // transport error, empty on success
+};
+
+HttpResponse http_request(const std::string& method, const std::string& url, const std::string& body = "",
+                          const std::vector<std::string>& headers = {}, std::chrono::milliseconds timeout = 30s);
+inline HttpResponse http_post_json(const std::string& url, const std::string& body,
+                                   std::vector<std::string> headers = {}) {
+    headers.push_back("Content-Type: application/json");
+    return http_request("POST", url, body, headers);
+}
+
+}  // namespace harness

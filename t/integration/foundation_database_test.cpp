@@ -1,0 +1,162 @@
+// Migrations and roles against a real PostgreSQL 15.
+#include <gtest/gtest.h>
+
+#include "harness/harness.hpp"
+#include "wallet/db_setup.hpp"
+#include "wallet/migrations.hpp"
+#include "wallet/pg.hpp"
+
+using namespace harness;
+
+namespace {
+
+wallet::PgConnPtr connect_or_fail(const std::string& url) {
+    auto conn = wallet::pg::connect(url);
+    if (!conn) throw std::runtime_error(conn.error());
+    return std::move(conn).value();
+}
+
+// The SQLSTATE of a statement, "" when it succeeds.
+std::string sqlstate_of(PGconn* conn, const std::string& sql) {
+    wallet::PgResultPtr r(PQexec(conn, sql.c_str()));
+    auto status = PQresultStatus(r.get());
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return "";
+    const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+    return state != nullptr ? state : "?";
+}
+
+int latest_version() { return wallet::embedded_migrations().back().version; }
+
+}  // namespace
+
+TEST(FoundationMigrations, FreshApplyThenSecondApplyIsANoOp) {
+    PostgresServer pg;
+    auto settings = pg.provision();
+    EXPECT_EQ(pg.query("SELECT max(version) FROM schema_version"), std::vector<std::string>{std::to_string(latest_version())});
+    auto before = pg.query("SELECT version, name, applied_at FROM schema_version ORDER BY version");
+    auto tables_before = pg.query("SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace");
+
+    auto writer = connect_or_fail(settings.db.indexer_url);
+    auto again = wallet::apply_migrations(writer.get());
+    ASSERT_TRUE(again) << again.error();
+    EXPECT_EQ(*again, latest_version());
+    EXPECT_EQ(pg.query("SELECT version, name, applied_at FROM schema_version ORDER BY version"), before);
+    EXPECT_EQ(pg.query("SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace"), tables_before);
+
+    // Provisioning a second time is also harmless.
+    pg.provision();
+    EXPECT_EQ(pg.query("SELECT version, name, applied_at FROM schema_version ORDER BY version"), before);
+}
+
+TEST(FoundationMigrations, UpgradesADatabaseAtThePreviousVersion) {
+    PostgresServer pg;
+    auto settings = pg.settings(wallet::Component::DatabaseSetup);
+    // Provision roles and database, but apply all migrations except the newest.
+    const auto& all = wallet::embedded_migrations();
+    std::vector<wallet::Migration> previous(all.begin(), all.end() - 1);
+    pg.provision();
+    pg.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION wallet_writer; "
+             "GRANT USAGE ON SCHEMA public TO wallet_api_reader");
+    auto writer = connect_or_fail(settings.db.indexer_url);
+    auto old_version = wallet::apply_migrations(writer.get(), previous);
+    ASSERT_TRUE(old_version) << old_version.error();
+    EXPECT_EQ(*old_version, previous.empty() ? 0 : previous.back().version);
+
+    auto upgraded = wallet::apply_migrations(writer.get());
+    ASSERT_TRUE(upgraded) << upgraded.error();
+    EXPECT_EQ(*upgraded, latest_version());
+    EXPECT_EQ(pg.query("SELECT count(*) FROM schema_version"), std::vector<std::string>{std::to_string(all.size())});
+    EXPECT_EQ(pg.query("SELECT to_regclass('wallet_operation_events') IS NOT NULL"), std::vector<std::string>{"t"});
+}
+
+TEST(FoundationMigrations, AFailingMigrationLeavesNothingBehind) {
+    PostgresServer pg;
+    auto settings = pg.provision();
+    auto writer = connect_or_fail(settings.db.indexer_url);
+    auto migrations = wallet::embedded_migrations();
+    migrations.push_back({latest_version() + 1, "broken", "CREATE TABLE half_done (x int); SELECT no_such_function();"});
+    auto result = wallet::apply_migrations(writer.get(), migrations);
+    ASSERT_FALSE(result);
+    EXPECT_NE(result.error().find("broken"), std::string::npos);
+    EXPECT_EQ(pg.query("SELECT to_regclass('half_done') IS NULL"), std::vector<std::string>{"t"});
+    EXPECT_EQ(pg.query("SELECT max(version) FROM schema_version"), std::vector<std::string>{std::to_string(latest_version())});
+}
+
+TEST(FoundationRoles, ReaderCanOnlyRead) {
+    PostgresServer pg;
+    auto settings = pg.provision();
+    auto reader = connect_or_fail(settings.db.api_url);
+    EXPECT_EQ(sqlstate_of(reader.get(), "SELECT count(*) FROM wallet_operation_events"), "");
+    EXPECT_EQ(sqlstate_of(reader.get(), "SELECT * FROM indexer_checkpoint"), "");
+    EXPECT_EQ(sqlstate_of(reader.get(), "SELECT * FROM node_observation"), "");
+    const char* denied[] = {
+        "INSERT INTO wallet_operation_events (block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq,"
+        " op_type, \"timestamp\", assets, payload) VALUES (1, 0, 0, 0, 'alice', 'sender', 0, 'transfer', now(), '[]', '{}')",
+        "UPDATE wallet_operation_events SET memo = 'x'",
+        "DELETE FROM wallet_operation_events",
+        "TRUNCATE wallet_operation_events",
+        "CREATE TABLE evil (x int)",
+        "CREATE TEMP TABLE evil (x int)",
+        "CREATE SCHEMA evil",
+        "CREATE INDEX evil ON wallet_operation_events (memo)",
+        "DROP TABLE wallet_operation_events",
+        "SELECT * FROM backfill_shards",
+        "UPDATE indexer_checkpoint SET block_num = 1",
+    };
+    for (const char* sql : denied) {
+        std::string state = sqlstate_of(reader.get(), sql);
+        // 42501 insufficient privilege, 25006 read-only transaction.
+        EXPECT_TRUE(state == "42501" || state == "25006") << sql << " gave SQLSTATE '" << state << "'";
+    }
+}
+
+TEST(FoundationRoles, WriterIsNotASuperuserAndOwnsTheSchema) {
+    PostgresServer pg;
+    pg.provision();
+    EXPECT_EQ(pg.query("SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = 'wallet_writer'"),
+              std::vector<std::string>{"f\tf\tf"});
+    EXPECT_EQ(pg.query("SELECT rolsuper FROM pg_roles WHERE rolname = 'wallet_api_reader'"), std::vector<std::string>{"f"});
+    EXPECT_EQ(pg.query("SELECT tableowner FROM pg_tables WHERE tablename = 'wallet_operation_events'"),
+              std::vector<std::string>{"wallet_writer"});
+}
+
+TEST(FoundationRoles, ReaderStatementTimeoutIsInForce) {
+    PostgresServer pg;
+    auto env = pg.env();
+    env["WALLET_API_STATEMENT_TIMEOUT_MS"] = "300";
+    auto settings = wallet::load_settings(wallet::map_env(env), wallet::Component::DatabaseSetup);
+    auto version = wallet::provision_database(settings);
+    ASSERT_TRUE(version) << version.error();
+    auto reader = connect_or_fail(settings.db.api_url);
+    auto shown = wallet::pg::exec(reader.get(), "SHOW statement_timeout");
+    ASSERT_TRUE(shown);
+    EXPECT_EQ(std::string(PQgetvalue(shown->get(), 0, 0)), "300ms");
+    EXPECT_EQ(sqlstate_of(reader.get(), "SELECT pg_sleep(2)"), "57014");  // query_canceled by statement_timeout
+    // The writer has no such limit.
+    auto writer = connect_or_fail(settings.db.indexer_url);
+    EXPECT_EQ(sqlstate_of(writer.get(), "SELECT pg_sleep(0.5)"), "");
+}
+
+TEST(FoundationSetupTool, RefusesBadPasswordsNamingTheVariable) {
+    auto tool = (binary_dir() / "common" / "wallet-db-setup").string();
+    auto missing = run_command({tool}, {{"DB_PASSWORD", "superuser-password-1"}, {"WALLET_WRITER_PASSWORD", ""},
+                                        {"WALLET_API_READER_PASSWORD", "reader-password-12345"}});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.output.find("WALLET_WRITER_PASSWORD is required"), std::string::npos) << missing.output;
+    auto weak = run_command({tool}, {{"DB_PASSWORD", "superuser-password-1"}, {"WALLET_WRITER_PASSWORD", "writer-pw-12345"},
+                                     {"WALLET_API_READER_PASSWORD", "reader-password-12345"}});
+    EXPECT_EQ(weak.exit_code, 2);
+    EXPECT_NE(weak.output.find("WALLET_WRITER_PASSWORD is too weak"), std::string::npos) << weak.output;
+}
+
+TEST(FoundationSetupTool, ProvisionsAFreshClusterAndIsRerunnable) {
+    PostgresServer pg;
+    auto tool = (binary_dir() / "common" / "wallet-db-setup").string();
+    auto first = run_command({tool}, pg.env("walletdb"));
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_NE(first.output.find("schema version " + std::to_string(latest_version())), std::string::npos) << first.output;
+    auto second = run_command({tool}, pg.env("walletdb"));
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    EXPECT_EQ(pg.query("SELECT count(*) FROM schema_version", "walletdb"),
+              std::vector<std::string>{std::to_string(wallet::embedded_migrations().size())});
+}
