@@ -1,0 +1,75 @@
+// The README's first command, limited to its database: the embedded default's
+// PostgreSQL listens on DB_BIND_HOST (loopback) only, and Ctrl-C stops it.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "harness/harness.hpp"
+#include "wallet/config.hpp"
+#include "wallet/pg.hpp"
+
+using namespace harness;
+
+namespace {
+
+// Local addresses listening on the port, from the kernel's socket table.
+std::vector<std::string> listening_addresses(std::uint16_t port) {
+    auto out = run_command({"ss", "-ltnH", "sport = :" + std::to_string(port)}).output;
+    std::vector<std::string> addresses;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        std::string state, recvq, sendq, local;
+        if (fields >> state >> recvq >> sendq >> local) addresses.push_back(local);
+    }
+    return addresses;
+}
+
+}  // namespace
+
+TEST(FoundationStart, EmbeddedPostgresListensOnLoopbackOnlyAndStopsOnInterrupt) {
+    TempDir state("wallet-start");
+    const auto port = free_port();
+    ProcessOptions options;
+    options.log_path = state.path() / "start.log";
+    options.env = {{"WALLET_STATE_DIR", (state.path() / "state").string()},
+                   {"WALLET_START_SERVICES", "db"},
+                   {"WALLET_NO_BUILD", "1"},
+                   {"WALLET_BUILD_DIR", binary_dir().string()},
+                   {"DB_BIND_PORT", std::to_string(port)}};
+    options.unset_env = {"DB_BIND_HOST", "DB_PASSWORD", "WALLET_WRITER_PASSWORD", "WALLET_API_READER_PASSWORD"};
+    auto start = Process::start({"bash", (source_dir() / "scripts" / "start").string()}, options);
+    ASSERT_TRUE(wait_until([&] { return start.log().find("[start] ready") != std::string::npos || !start.running(); }, 120s))
+        << start.log();
+    ASSERT_TRUE(start.running()) << start.log();
+
+    auto addresses = listening_addresses(port);
+    ASSERT_FALSE(addresses.empty());
+    for (const auto& address : addresses) {
+        EXPECT_EQ(address, "127.0.0.1:" + std::to_string(port)) << "PostgreSQL must not listen beyond loopback";
+    }
+
+    // The provisioned reader role works over loopback with the generated secrets.
+    auto secrets = read_file(state.path() / "state" / "secrets.env");
+    auto reader_password = secrets.substr(secrets.find("WALLET_API_READER_PASSWORD=") + 27);
+    reader_password = reader_password.substr(0, reader_password.find('\n'));
+    auto conn = wallet::pg::connect(wallet::make_postgres_url("wallet_api_reader", reader_password, "127.0.0.1", port, "wallet"));
+    ASSERT_TRUE(conn) << conn.error();
+    auto listen = wallet::pg::exec(conn->get(), "SHOW listen_addresses");
+    ASSERT_TRUE(listen);
+    EXPECT_EQ(std::string(PQgetvalue(listen->get(), 0, 0)), "127.0.0.1");
+    conn.value().reset();
+
+    start.stop(SIGINT, 30s);
+    EXPECT_NE(start.log().find("[start] stopped"), std::string::npos) << start.log();
+    EXPECT_TRUE(wait_until([&] { return !port_accepts(port); }, 10s));
+}
+
+TEST(FoundationStart, RefusesANonLoopbackDatabaseAddress) {
+    auto tool = (binary_dir() / "common" / "wallet-db-setup").string();
+    auto result = run_command({tool}, {{"DB_BIND_HOST", "0.0.0.0"}, {"DB_PASSWORD", "superuser-password-1"},
+                                       {"WALLET_WRITER_PASSWORD", "writer-password-12345"},
+                                       {"WALLET_API_READER_PASSWORD", "reader-password-12345"}});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.output.find("DB_BIND_HOST"), std::string::npos) << result.output;
+}
