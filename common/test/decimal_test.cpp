@@ -1,5 +1,7 @@
 #include "wallet/decimal.hpp"
 
+#include <compare>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -127,20 +129,36 @@ TEST(Decimal, AdditionOverflowIsAnError) {
 }
 
 TEST(Decimal, ComparesNumerically) {
+    // Strictly ascending values at mixed scales, the range's extremes included
+    // (they must compare without overflow); every pair is checked both ways.
+    const char* ascending[] = {"-999999999999999999999999999999.99999999",
+                               "-2",
+                               "-1.999999999999999999",
+                               "-1.5",
+                               "-1",
+                               "-0.999",
+                               "-0.9",
+                               "-0.5",
+                               "0",
+                               "0.000000000000000001",
+                               "0.0001",
+                               "0.001",
+                               "0.2",
+                               "0.999",
+                               "1.000",
+                               "1.000001",
+                               "1.999999999999999999",
+                               "2",
+                               "99999999999999999999.99999999999999999",
+                               "99999999999999999999.999999999999999999",
+                               "999999999999999999999999999999.99999999"};
+    for (std::size_t i = 0; i < std::size(ascending); ++i) {
+        for (std::size_t j = 0; j < std::size(ascending); ++j) {
+            EXPECT_EQ(dec(ascending[i]) <=> dec(ascending[j]), i <=> j) << ascending[i] << " vs " << ascending[j];
+        }
+    }
     EXPECT_EQ(dec("1.0"), dec("1.000"));
     EXPECT_EQ(dec("0"), dec("-0.000"));
-    EXPECT_LT(dec("0.999"), dec("1"));
-    EXPECT_LT(dec("-1"), dec("-0.999"));
-    EXPECT_LT(dec("-1.5"), dec("-0.9"));
-    EXPECT_LT(dec("-0.5"), dec("0.2"));
-    EXPECT_GT(dec("1.000001"), dec("1.000"));
-    EXPECT_GT(dec("2"), dec("1.999999999999999999"));
-    EXPECT_LT(dec("-2"), dec("-1.999999999999999999"));
-    EXPECT_NE(dec("0.001"), dec("0.0001"));
-    // Extremes of the range compare without overflow.
-    EXPECT_LT(dec("-999999999999999999999999999999.99999999"), dec("0.000000000000000001"));
-    EXPECT_GT(dec("999999999999999999999999999999.99999999"), dec("99999999999999999999.999999999999999999"));
-    EXPECT_GT(dec("99999999999999999999.999999999999999999"), dec("99999999999999999999.99999999999999999"));
 }
 
 TEST(Decimal, NegationIsExact) {
