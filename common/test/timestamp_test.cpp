@@ -99,33 +99,34 @@ TEST(Timestamp, Orders) {
     EXPECT_EQ(Timestamp::parse("2016-03-24T16:05:00").value(), Timestamp::parse("2016-03-24T16:05:00Z").value());
 }
 
-// Every day from 1970 to 9999 against a naive day-by-day calendar walk: the
-// day's midnight prints as that date, parses back to the same second, and the
-// last second of the day belongs to it too.
+// Against a naive day-by-day calendar walk from 1970 to 9999: a day's
+// midnight prints as that date, parses back to the same second, and the day's
+// last second still belongs to it. Every day is checked up to 2105 (the
+// unsigned 32-bit limit and the 2100 non-leap year included); after that the
+// first and last day of every month, to keep the test fast.
 TEST(Timestamp, AgreesWithADayByDayCalendarWalk) {
     const int month_lengths[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     std::int64_t days = 0;
+    int checked = 0;
     char expected[32];
     for (int year = 1970; year <= 9999; ++year) {
         const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
         for (int month = 1; month <= 12; ++month) {
             const int length = month_lengths[month - 1] + (month == 2 && leap ? 1 : 0);
             for (int day = 1; day <= length; ++day, ++days) {
+                if (year > 2105 && day != 1 && day != length) continue;
                 std::snprintf(expected, sizeof expected, "%04d-%02d-%02dT00:00:00", year, month, day);
                 const Timestamp midnight = Timestamp::from_seconds(days * 86400).value();
                 ASSERT_EQ(midnight.to_node_form(), expected);
                 ASSERT_EQ(Timestamp::parse(expected)->seconds(), days * 86400);
-                expected[11] = '2';
-                expected[12] = '3';
-                expected[14] = '5';
-                expected[15] = '9';
-                expected[17] = '5';
-                expected[18] = '9';
+                std::snprintf(expected, sizeof expected, "%04d-%02d-%02dT23:59:59", year, month, day);
                 ASSERT_EQ(Timestamp::from_seconds(days * 86400 + 86399)->to_node_form(), expected);
+                ++checked;
             }
         }
     }
     EXPECT_EQ(days * 86400 - 1, Timestamp::kMaxSeconds);
+    EXPECT_GT(checked, 200000);
 }
 
 TEST(TimestampFixtures, EveryTimestampAndTimeFieldRoundTrips) {
