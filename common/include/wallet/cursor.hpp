@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "wallet/result.hpp"
 #include "wallet/timestamp.hpp"
