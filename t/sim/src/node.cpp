@@ -188,6 +188,7 @@ struct Node::Impl {
     }
 
     void write_real_op(JsonWriter& out, const RealOp& op, Form form) const;
+    void write_real_op_body(JsonWriter& out, const RealOp& op, Form form) const;
     void write_ops(const View& v, std::uint32_t block, bool only_virtual, Form form, JsonWriter& out) const;
     void write_header(const View& v, std::uint32_t block, JsonWriter& out) const;
     void write_block(const View& v, std::uint32_t block, Form form, JsonWriter& out) const;
@@ -226,6 +227,8 @@ struct Node::Impl {
     std::optional<RpcError> block_nai(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> block_condenser(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> block_range(const json_t*, const View&, const CallFault&, JsonWriter&);
+    std::optional<RpcError> one_block_nai(const json_t* params, const View& v, bool whole_block, JsonWriter& out);
+    std::optional<RpcError> one_block_condenser(const json_t* params, const View& v, bool whole_block, JsonWriter& out);
     std::optional<RpcError> account_history_nai(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> account_history_condenser(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> get_methods(const json_t*, const View&, const CallFault&, JsonWriter&);
@@ -259,18 +262,24 @@ void Node::Impl::write_real_op(JsonWriter& out, const RealOp& op, Form form) con
     out.boolean(op.virtual_op);
     out.raw(",\"timestamp\":");
     out.string(op.timestamp);
+    out.raw(",\"op\":");
+    write_real_op_body(out, op, form);
+    out.raw(form == Form::nai ? std::string_view(",\"operation_id\":0}") : std::string_view("}"));
+}
+
+void Node::Impl::write_real_op_body(JsonWriter& out, const RealOp& op, Form form) const {
     if (form == Form::nai) {
-        out.raw(",\"op\":{\"type\":\"");
+        out.raw("{\"type\":\"");
         out.raw(op.type);
         out.raw("_operation\",\"value\":");
         out.json(op.value.get());
-        out.raw("},\"operation_id\":0}");
+        out.put('}');
     } else {
-        out.raw(",\"op\":[\"");
+        out.raw("[\"");
         out.raw(op.type);
         out.raw("\",");
         write_legacy_value(out, op.value.get(), SymbolTable::mainnet());
-        out.raw("]}");
+        out.put(']');
     }
 }
 
@@ -320,60 +329,19 @@ void Node::Impl::write_header(const View& v, std::uint32_t block, JsonWriter& ou
     out.raw("\",\"extensions\":[]}");
 }
 
+// condenser_api's block: the legacy form, and each transaction also carries
+// its id, block number and position.
 void Node::Impl::write_real_block_legacy(const json_t* block, std::uint32_t number, JsonWriter& out) const {
-    out.put('{');
-    const char* key;
-    json_t* member;
-    bool first = true;
-    json_object_foreach(const_cast<json_t*>(block), key, member) {
-        if (!first) out.put(',');
-        first = false;
-        out.string(key);
-        out.put(':');
-        if (std::strcmp(key, "transactions") != 0) {
-            out.json(member);
-            continue;
-        }
-        const json_t* ids = json_object_get(block, "transaction_ids");
-        out.put('[');
-        for (std::size_t t = 0; t < json_array_size(member); ++t) {
-            if (t > 0) out.put(',');
-            const json_t* transaction = json_array_get(member, t);
-            out.put('{');
-            const char* field;
-            json_t* value;
-            json_object_foreach(const_cast<json_t*>(transaction), field, value) {
-                out.string(field);
-                out.put(':');
-                if (std::strcmp(field, "operations") == 0) {
-                    out.put('[');
-                    for (std::size_t o = 0; o < json_array_size(value); ++o) {
-                        if (o > 0) out.put(',');
-                        const json_t* op = json_array_get(value, o);
-                        std::string_view type = json_string_value(json_object_get(op, "type"));
-                        out.raw("[\"");
-                        out.raw(type.substr(0, type.size() - std::string_view("_operation").size()));
-                        out.raw("\",");
-                        write_legacy_value(out, json_object_get(op, "value"), SymbolTable::mainnet());
-                        out.put(']');
-                    }
-                    out.put(']');
-                } else {
-                    out.json(value);
-                }
-                out.put(',');
-            }
-            out.raw("\"transaction_id\":");
-            out.json(json_array_get(ids, t));
-            out.raw(",\"block_num\":");
-            out.uint(number);
-            out.raw(",\"transaction_num\":");
-            out.uint(t);
-            out.put('}');
-        }
-        out.put(']');
+    wallet::JsonPtr copy = wallet::json_own(json_deep_copy(block));
+    json_t* transactions = json_object_get(copy.get(), "transactions");
+    const json_t* ids = json_object_get(block, "transaction_ids");
+    for (std::size_t t = 0; t < json_array_size(transactions); ++t) {
+        json_t* transaction = json_array_get(transactions, t);
+        json_object_set(transaction, "transaction_id", json_array_get(ids, t));
+        json_object_set_new(transaction, "block_num", json_integer(number));
+        json_object_set_new(transaction, "transaction_num", json_integer(static_cast<json_int_t>(t)));
     }
-    out.put('}');
+    write_legacy_value(out, copy.get(), SymbolTable::mainnet());
 }
 
 void Node::Impl::write_block(const View& v, std::uint32_t block, Form form, JsonWriter& out) const {
@@ -430,19 +398,7 @@ void Node::Impl::write_block(const View& v, std::uint32_t block, Form form, Json
                 if (op.virtual_op || op.trx_in_block != transactions[t].index) continue;
                 if (!first) out.put(',');
                 first = false;
-                if (form == Form::nai) {
-                    out.raw("{\"type\":\"");
-                    out.raw(op.type);
-                    out.raw("_operation\",\"value\":");
-                    out.json(op.value.get());
-                    out.put('}');
-                } else {
-                    out.raw("[\"");
-                    out.raw(op.type);
-                    out.raw("\",");
-                    write_legacy_value(out, op.value.get(), SymbolTable::mainnet());
-                    out.put(']');
-                }
+                write_real_op_body(out, op, form);
             }
         } else {
             for (const SynOp& op : generated.ops) {
@@ -702,8 +658,9 @@ std::optional<RpcError> Node::Impl::global_properties_condenser(const json_t* pa
     return std::nullopt;
 }
 
-std::optional<RpcError> Node::Impl::block_header_nai(const json_t* params, const View& v, const CallFault&,
-                                                     JsonWriter& out) {
+// block_api.get_block(_header): {"<member>": ...}, or {} beyond the head.
+std::optional<RpcError> Node::Impl::one_block_nai(const json_t* params, const View& v, bool whole_block,
+                                                  JsonWriter& out) {
     if (auto error = as_object_args(params)) return error;
     std::uint32_t block = 0;
     if (auto error = to_uint32(json_object_get(params, "block_num"), block)) return error;
@@ -711,50 +668,45 @@ std::optional<RpcError> Node::Impl::block_header_nai(const json_t* params, const
         out.raw("{}");
         return std::nullopt;
     }
-    out.raw("{\"header\":");
-    write_header(v, block, out);
+    out.raw(whole_block ? std::string_view("{\"block\":") : std::string_view("{\"header\":"));
+    if (whole_block)
+        write_block(v, block, Form::nai, out);
+    else
+        write_header(v, block, out);
     out.put('}');
     return std::nullopt;
 }
 
-std::optional<RpcError> Node::Impl::block_header_condenser(const json_t* params, const View& v, const CallFault&,
-                                                           JsonWriter& out) {
+// condenser_api.get_block(_header): the object, or null beyond the head.
+std::optional<RpcError> Node::Impl::one_block_condenser(const json_t* params, const View& v, bool whole_block,
+                                                        JsonWriter& out) {
     if (auto error = as_array_args(params)) return error;
     if (auto error = check_arg_count(params, 1)) return error;
     std::uint32_t block = 0;
     if (auto error = to_uint32(json_array_get(params, 0), block)) return error;
     if (block < 1 || block > v.head)
         out.null();
+    else if (whole_block)
+        write_block(v, block, Form::legacy, out);
     else
         write_header(v, block, out);
     return std::nullopt;
 }
 
-std::optional<RpcError> Node::Impl::block_nai(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
-    if (auto error = as_object_args(params)) return error;
-    std::uint32_t block = 0;
-    if (auto error = to_uint32(json_object_get(params, "block_num"), block)) return error;
-    if (block < 1 || block > v.head) {
-        out.raw("{}");
-        return std::nullopt;
-    }
-    out.raw("{\"block\":");
-    write_block(v, block, Form::nai, out);
-    out.put('}');
-    return std::nullopt;
+std::optional<RpcError> Node::Impl::block_header_nai(const json_t* params, const View& v, const CallFault&,
+                                                     JsonWriter& out) {
+    return one_block_nai(params, v, false, out);
 }
-
+std::optional<RpcError> Node::Impl::block_nai(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
+    return one_block_nai(params, v, true, out);
+}
+std::optional<RpcError> Node::Impl::block_header_condenser(const json_t* params, const View& v, const CallFault&,
+                                                           JsonWriter& out) {
+    return one_block_condenser(params, v, false, out);
+}
 std::optional<RpcError> Node::Impl::block_condenser(const json_t* params, const View& v, const CallFault&,
                                                     JsonWriter& out) {
-    if (auto error = as_array_args(params)) return error;
-    if (auto error = check_arg_count(params, 1)) return error;
-    std::uint32_t block = 0;
-    if (auto error = to_uint32(json_array_get(params, 0), block)) return error;
-    if (block < 1 || block > v.head)
-        out.null();
-    else
-        write_block(v, block, Form::legacy, out);
-    return std::nullopt;
+    return one_block_condenser(params, v, true, out);
 }
 
 std::optional<RpcError> Node::Impl::block_range(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {

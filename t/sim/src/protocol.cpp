@@ -178,8 +178,16 @@ void write_legacy_value(JsonWriter& out, const json_t* value, const SymbolTable&
         return;
     }
     if (is_static_variant(value)) {
+        // An operation is [name, body]; other variants are [index, value].
+        std::string_view type = json_string_value(json_object_get(value, "type"));
         out.put('[');
-        out.integer(variant_index(json_string_value(json_object_get(value, "type"))));
+        if (type.ends_with("_operation")) {
+            out.put('"');
+            out.raw(type.substr(0, type.size() - std::string_view("_operation").size()));
+            out.put('"');
+        } else {
+            out.integer(variant_index(type));
+        }
         out.put(',');
         write_legacy_value(out, json_object_get(value, "value"), symbols);
         out.put(']');

@@ -738,6 +738,28 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
     auto name = [&](std::uint32_t index) { p = put(p, quoted_accounts_[index]); };
     auto asset = [&](std::int64_t amount, int which) { p = write_asset_at(p, amount, which, form); };
     auto permlink = [&](std::uint64_t r) { p = write_permlink_at(p, r); };
+    // {"<first>":author,"permlink":...  (the comment a reward or update is about)
+    auto on_comment = [&](std::uint32_t author) {
+        name(author);
+        p = lit(p, ",\"permlink\":");
+        permlink(op.r);
+    };
+    auto payouts = [&](std::int64_t hbd, std::int64_t hive, std::int64_t vests) {
+        p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
+        asset(hbd, kHbd);
+        p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
+        asset(hive, kHive);
+        p = lit(p, ",\"vesting_payout\":");
+        asset(vests, kVests);
+    };
+    // "from":...,"to":...,"amount":...
+    auto from_to_amount = [&](int symbol) {
+        name(op.a);
+        p = lit(p, ",\"to\":");
+        name(op.b);
+        p = lit(p, ",\"amount\":");
+        asset(op.x, symbol);
+    };
     const int liquid = op.hbd ? kHbd : kHive;
     switch (op.kind) {
         case Kind::vote:
@@ -878,11 +900,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
         case Kind::transfer:
         case Kind::transfer_to_savings:
             p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, liquid);
+            from_to_amount(liquid);
             p = lit(p, ",\"memo\":");
             p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
             *p++ = '}';
@@ -902,11 +920,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::fill_transfer_from_savings:
             p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, liquid);
+            from_to_amount(liquid);
             p = lit(p, ",\"request_id\":");
             p = put_int(p, op.y);
             p = lit(p, ",\"memo\":");
@@ -922,11 +936,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::transfer_to_vesting:
             p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, kHive);
+            from_to_amount(kHive);
             *p++ = '}';
             return p;
         case Kind::transfer_to_vesting_completed:
@@ -941,6 +951,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             *p++ = '}';
             return p;
         case Kind::withdraw_vesting:
+        case Kind::return_vesting_delegation:  // the same fields
             p = lit(p, "{\"account\":");
             name(op.a);
             p = lit(p, ",\"vesting_shares\":");
@@ -1034,28 +1045,14 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             p = lit(p, "{\"benefactor\":");
             name(op.a);
             p = lit(p, ",\"author\":");
-            name(op.b);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
-            asset(op.y, kHbd);
-            p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
-            asset(op.x, kHive);
-            p = lit(p, ",\"vesting_payout\":");
-            asset(op.z, kVests);
+            on_comment(op.b);
+            payouts(op.y, op.x, op.z);
             p = current ? lit(p, ",\"payout_must_be_claimed\":true}") : lit(p, "}");
             return p;
         case Kind::author_reward:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
-            asset(op.x, kHbd);
-            p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
-            asset(op.y, kHive);
-            p = lit(p, ",\"vesting_payout\":");
-            asset(op.z, kVests);
+            on_comment(op.a);
+            payouts(op.x, op.y, op.z);
             if (current) {
                 p = lit(p, ",\"curators_vesting_payout\":");
                 asset(op.w, kVests);
@@ -1065,9 +1062,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::comment_reward:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
+            on_comment(op.a);
             p = lit(p, ",\"payout\":");
             asset(op.x, kHbd);
             p = lit(p, ",\"author_rewards\":");
@@ -1082,9 +1077,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::comment_payout_update:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
+            on_comment(op.a);
             *p++ = '}';
             return p;
         case Kind::fill_vesting_withdraw:
@@ -1096,13 +1089,6 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             asset(op.x, kVests);
             p = lit(p, ",\"deposited\":");
             asset(op.y, op.hbd ? kVests : kHive);
-            *p++ = '}';
-            return p;
-        case Kind::return_vesting_delegation:
-            p = lit(p, "{\"account\":");
-            name(op.a);
-            p = lit(p, ",\"vesting_shares\":");
-            asset(op.x, kVests);
             *p++ = '}';
             return p;
     }

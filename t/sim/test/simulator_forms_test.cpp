@@ -128,24 +128,21 @@ TEST(SimulatorForms, LegacyAmountsAreDigitManipulation) {
 }
 
 TEST(SimulatorForms, TimesAreFormattedLikeGmtime) {
+    auto by_libc = [](std::int64_t seconds) {
+        std::time_t t = static_cast<std::time_t>(seconds);
+        std::tm parts{};
+        gmtime_r(&t, &parts);
+        char text[32];
+        std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+        return std::string(text);
+    };
     for (std::int64_t seconds : {0LL, 1458835200LL, 1458835203LL, 951782400LL /* 2000-02-29 */, 1709164799LL,
                                  4102444800LL, 1700000000LL + 86399LL}) {
-        std::time_t t = static_cast<std::time_t>(seconds);
-        std::tm parts{};
-        gmtime_r(&t, &parts);
-        char expected[32];
-        std::strftime(expected, sizeof expected, "%Y-%m-%dT%H:%M:%S", &parts);
-        EXPECT_EQ(sim::format_time(seconds), expected) << seconds;
-        EXPECT_EQ(sim::parse_time(expected), seconds);
+        EXPECT_EQ(sim::format_time(seconds), by_libc(seconds)) << seconds;
+        EXPECT_EQ(sim::parse_time(by_libc(seconds)), seconds);
     }
-    for (std::int64_t seconds = 1458835200; seconds < 1458835200 + 3LL * 90000000; seconds += 86400 * 37 + 4321) {
-        std::time_t t = static_cast<std::time_t>(seconds);
-        std::tm parts{};
-        gmtime_r(&t, &parts);
-        char expected[32];
-        std::strftime(expected, sizeof expected, "%Y-%m-%dT%H:%M:%S", &parts);
-        ASSERT_EQ(sim::format_time(seconds), expected) << seconds;
-    }
+    for (std::int64_t seconds = 1458835200; seconds < 1458835200 + 3LL * 90000000; seconds += 86400 * 37 + 4321)
+        ASSERT_EQ(sim::format_time(seconds), by_libc(seconds)) << seconds;
 }
 
 TEST(SimulatorForms, RequestsWithUint64BeyondInt64Parse) {
