@@ -89,12 +89,15 @@ struct View {
 }  // namespace
 
 std::optional<FaultKind> parse_fault_kind(std::string_view name) {
-    static constexpr std::pair<std::string_view, FaultKind> kNames[] = {
-        {"delay", FaultKind::delay},         {"hang", FaultKind::hang},
-        {"http_500", FaultKind::http_500},   {"http_503", FaultKind::http_503},
-        {"rpc_error", FaultKind::rpc_error}, {"truncated", FaultKind::truncated},
-        {"malformed", FaultKind::malformed}, {"oversized", FaultKind::oversized},
-        {"wrong_block", FaultKind::wrong_block}};
+    static constexpr std::pair<std::string_view, FaultKind> kNames[] = {{"delay", FaultKind::delay},
+                                                                        {"hang", FaultKind::hang},
+                                                                        {"http_500", FaultKind::http_500},
+                                                                        {"http_503", FaultKind::http_503},
+                                                                        {"rpc_error", FaultKind::rpc_error},
+                                                                        {"truncated", FaultKind::truncated},
+                                                                        {"malformed", FaultKind::malformed},
+                                                                        {"oversized", FaultKind::oversized},
+                                                                        {"wrong_block", FaultKind::wrong_block}};
     for (const auto& [text, kind] : kNames)
         if (text == name) return kind;
     return std::nullopt;
@@ -118,8 +121,8 @@ std::string_view fault_kind_name(FaultKind kind) {
 
 struct Node::Impl {
     NodeOptions options;
-    std::unique_ptr<RealChain> real;  // null on the synthetic chain
-    SyntheticChain synthetic;         // the synthetic chain, or the content of forked real blocks
+    std::unique_ptr<RealChain> real;    // null on the synthetic chain
+    SyntheticChain synthetic;           // the synthetic chain, or the content of forked real blocks
     wallet::JsonPtr global_properties;  // NAI form
     std::unordered_map<std::string, std::uint32_t> account_index;
 
@@ -145,20 +148,18 @@ struct Node::Impl {
     struct History {
         std::mutex mutex;
         std::uint32_t first_block = 1;
-        std::uint32_t indexed_to = 0;  // blocks (first_block, indexed_to] are in
+        std::uint32_t indexed_to = 0;                     // blocks (first_block, indexed_to] are in
         std::vector<std::vector<std::uint64_t>> entries;  // per account: block << 24 | op index
     } history;
 
-    explicit Impl(NodeOptions node_options)
-        : options(std::move(node_options)), synthetic(options.synthetic) {}
+    explicit Impl(NodeOptions node_options) : options(std::move(node_options)), synthetic(options.synthetic) {}
 
     bool is_real() const { return real != nullptr; }
 
     // -- state --------------------------------------------------------------
     std::uint32_t head_locked() const {
         std::int64_t head = static_cast<std::int64_t>(head_at_epoch) + head_adjustment;
-        if (block_interval.count() > 0)
-            head += (std::chrono::steady_clock::now() - epoch) / block_interval;
+        if (block_interval.count() > 0) head += (std::chrono::steady_clock::now() - epoch) / block_interval;
         return static_cast<std::uint32_t>(std::clamp<std::int64_t>(head, 1, 0xfffffff0LL));
     }
     View view() {
@@ -587,9 +588,10 @@ std::optional<RpcError> Node::Impl::account_history(const View& v, const std::st
             if (accepted) chosen.push_back(&item);
         }
         if (chosen.empty() && more_before)
-            return assert_failed("total_processed_items < 2000",
-                                 "Could not find filtered operation in 2000 operations, to continue searching, set start=" +
-                                     std::to_string(newest_seq >= 2000 ? newest_seq - 2000 : 0) + ".");
+            return assert_failed(
+                "total_processed_items < 2000",
+                "Could not find filtered operation in 2000 operations, to continue searching, set start=" +
+                    std::to_string(newest_seq >= 2000 ? newest_seq - 2000 : 0) + ".");
     }
     if (form == Form::nai) out.raw("{\"history\":");
     out.put('[');
@@ -709,7 +711,8 @@ std::optional<RpcError> Node::Impl::block_condenser(const json_t* params, const 
     return one_block_condenser(params, v, true, out);
 }
 
-std::optional<RpcError> Node::Impl::block_range(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
+std::optional<RpcError> Node::Impl::block_range(const json_t* params, const View& v, const CallFault&,
+                                                JsonWriter& out) {
     if (auto error = as_object_args(params)) return error;
     std::uint32_t start = 0;
     std::uint32_t count = 0;
@@ -823,10 +826,12 @@ Node::Impl::Method Node::Impl::find_method(std::string_view api, std::string_vie
         api_known = true;
         if (entry.method == method) return entry.handler;
     }
-    error = api_known ? RpcError{kParseParamsError, "Assert Exception:method_itr != api_itr->second.end(): Could not find method " +
-                                                        std::string(method)}
-                      : RpcError{kParseParamsError, "Assert Exception:api_itr != data._registered_apis.end(): Could not find API " +
-                                                        std::string(api)};
+    error = api_known ? RpcError{kParseParamsError,
+                                 "Assert Exception:method_itr != api_itr->second.end(): Could not find method " +
+                                     std::string(method)}
+                      : RpcError{kParseParamsError,
+                                 "Assert Exception:api_itr != data._registered_apis.end(): Could not find API " +
+                                     std::string(api)};
     return nullptr;
 }
 
@@ -872,7 +877,8 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
     }
     const json_t* id = json_object_get(request, "id");
     if (id != nullptr && !json_is_integer(id) && !json_is_string(id))
-        return write_error(out, nullptr, {kInvalidRequest, "Only integer value or string is allowed for member \"id\""});
+        return write_error(out, nullptr,
+                           {kInvalidRequest, "Only integer value or string is allowed for member \"id\""});
     const json_t* version = json_object_get(request, "jsonrpc");
     if (!json_is_string(version) || std::string_view(json_string_value(version)) != "2.0")
         return write_error(out, id, {kInvalidRequest, "jsonrpc value is not \"2.0\""});
@@ -887,22 +893,27 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
         if (params == nullptr) return write_error(out, id, {kNoParams, "A member \"params\" does not exist"});
         std::size_t count = json_is_array(params) ? json_array_size(params) : 0;
         if (count != 2 && count != 3)
-            return write_error(out, id, {kParseParamsError, "Assert Exception:v.size() == 2 || v.size() == 3: params should be "
-                                                            "{\"api\", \"method\", \"args\""});
+            return write_error(out, id,
+                               {kParseParamsError,
+                                "Assert Exception:v.size() == 2 || v.size() == 3: params should be "
+                                "{\"api\", \"method\", \"args\""});
         const json_t* api = json_array_get(params, 0);
         const json_t* name = json_array_get(params, 1);
         if (!json_is_string(api) || !json_is_string(name))
-            return write_error(out, id, {kServerError, "Bad Cast:Invalid cast from " +
-                                                           std::string(fc_type_name(json_is_string(api) ? name : api)) +
-                                                           " to string"});
+            return write_error(
+                out, id,
+                {kServerError, "Bad Cast:Invalid cast from " +
+                                   std::string(fc_type_name(json_is_string(api) ? name : api)) + " to string"});
         api_name = json_string_value(api);
         method_name = json_string_value(name);
         params = count == 3 ? json_array_get(params, 2) : nullptr;
     } else {
         std::size_t dot = method.find('.');
         if (dot == std::string_view::npos || method.find('.', dot + 1) != std::string_view::npos)
-            return write_error(out, id, {kParseParamsError, "Assert Exception:v.size() == 2: method specification invalid. "
-                                                            "Should be api.method"});
+            return write_error(out, id,
+                               {kParseParamsError,
+                                "Assert Exception:v.size() == 2: method specification invalid. "
+                                "Should be api.method"});
         api_name = method.substr(0, dot);
         method_name = method.substr(dot + 1);
     }
@@ -910,8 +921,7 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
     std::optional<RpcError> error;
     Method handler = find_method(api_name, method_name, error);
     if (handler == nullptr) return write_error(out, id, *error);
-    if (fault.rpc_error)
-        return write_error(out, id, {kErrorDuringCall, "Unable to acquire READ lock"});
+    if (fault.rpc_error) return write_error(out, id, {kErrorDuringCall, "Unable to acquire READ lock"});
 
     std::size_t mark = out.size();
     out.raw("{\"jsonrpc\":\"2.0\",\"result\":");
@@ -949,7 +959,8 @@ std::optional<FaultKind> Node::Impl::decide_fault(std::uint64_t request_number, 
         };
         bool matches = false;
         if (json_is_array(body)) {
-            for (std::size_t i = 0; i < json_array_size(body) && !matches; ++i) matches = calls_one(json_array_get(body, i));
+            for (std::size_t i = 0; i < json_array_size(body) && !matches; ++i)
+                matches = calls_one(json_array_get(body, i));
         } else {
             matches = calls_one(body);
         }
@@ -983,7 +994,8 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
         response.body = "<html>\r\n<head><title>" + std::to_string(response.status) + " " +
                         std::string(wallet::http_reason_phrase(response.status)) +
                         "</title></head>\r\n<body>\r\n<center><h1>" + std::to_string(response.status) + " " +
-                        std::string(wallet::http_reason_phrase(response.status)) + "</h1></center>\r\n</body>\r\n</html>\r\n";
+                        std::string(wallet::http_reason_phrase(response.status)) +
+                        "</h1></center>\r\n</body>\r\n</html>\r\n";
         return;
     }
     if (fault == FaultKind::delay) {
@@ -1140,7 +1152,8 @@ std::optional<FaultOptions> parse_faults(const json_t* spec, std::string& error)
         }
         faults.kinds.push_back(*kind);
     }
-    if (const json_t* value = json_object_get(spec, "seed")) faults.seed = static_cast<std::uint64_t>(json_integer_value(value));
+    if (const json_t* value = json_object_get(spec, "seed"))
+        faults.seed = static_cast<std::uint64_t>(json_integer_value(value));
     if (const json_t* value = json_object_get(spec, "delay_ms"))
         faults.delay = std::chrono::milliseconds(json_integer_value(value));
     if (const json_t* value = json_object_get(spec, "hang_ms"))
@@ -1151,7 +1164,8 @@ std::optional<FaultOptions> parse_faults(const json_t* spec, std::string& error)
         if (!json_is_null(value)) faults.count = static_cast<std::uint64_t>(json_integer_value(value));
     const json_t* methods = json_object_get(spec, "methods");
     for (std::size_t i = 0; i < json_array_size(methods); ++i)
-        if (json_is_string(json_array_get(methods, i))) faults.methods.emplace_back(json_string_value(json_array_get(methods, i)));
+        if (json_is_string(json_array_get(methods, i)))
+            faults.methods.emplace_back(json_string_value(json_array_get(methods, i)));
     return faults;
 }
 
@@ -1168,7 +1182,8 @@ void Node::Impl::handle_control(const wallet::HttpRequest& request, wallet::Http
     {
         std::lock_guard lock(mutex);
         if (const json_t* value = json_object_get(spec, "block_interval_ms")) {
-            if (!json_is_integer(value) || json_integer_value(value) < 0) return refuse("block_interval_ms must be >= 0");
+            if (!json_is_integer(value) || json_integer_value(value) < 0)
+                return refuse("block_interval_ms must be >= 0");
             std::uint32_t head = head_locked();
             epoch = std::chrono::steady_clock::now();
             head_at_epoch = head;
