@@ -88,34 +88,24 @@ struct View {
 
 }  // namespace
 
+namespace {
+
+constexpr std::pair<std::string_view, FaultKind> kFaultNames[] = {
+    {"delay", FaultKind::delay},         {"hang", FaultKind::hang},           {"http_500", FaultKind::http_500},
+    {"http_503", FaultKind::http_503},   {"rpc_error", FaultKind::rpc_error}, {"truncated", FaultKind::truncated},
+    {"malformed", FaultKind::malformed}, {"oversized", FaultKind::oversized}, {"wrong_block", FaultKind::wrong_block}};
+
+}  // namespace
+
 std::optional<FaultKind> parse_fault_kind(std::string_view name) {
-    static constexpr std::pair<std::string_view, FaultKind> kNames[] = {{"delay", FaultKind::delay},
-                                                                        {"hang", FaultKind::hang},
-                                                                        {"http_500", FaultKind::http_500},
-                                                                        {"http_503", FaultKind::http_503},
-                                                                        {"rpc_error", FaultKind::rpc_error},
-                                                                        {"truncated", FaultKind::truncated},
-                                                                        {"malformed", FaultKind::malformed},
-                                                                        {"oversized", FaultKind::oversized},
-                                                                        {"wrong_block", FaultKind::wrong_block}};
-    for (const auto& [text, kind] : kNames)
+    for (const auto& [text, kind] : kFaultNames)
         if (text == name) return kind;
     return std::nullopt;
 }
 
 std::string_view fault_kind_name(FaultKind kind) {
-    switch (kind) {
-        case FaultKind::delay: return "delay";
-        case FaultKind::hang: return "hang";
-        case FaultKind::http_500: return "http_500";
-        case FaultKind::http_503: return "http_503";
-        case FaultKind::rpc_error: return "rpc_error";
-        case FaultKind::truncated: return "truncated";
-        case FaultKind::malformed: return "malformed";
-        case FaultKind::oversized: return "oversized";
-        case FaultKind::wrong_block: return "wrong_block";
-        case FaultKind::none: break;
-    }
+    for (const auto& [text, known] : kFaultNames)
+        if (known == kind) return text;
     return "none";
 }
 
