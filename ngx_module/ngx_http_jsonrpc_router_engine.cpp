@@ -343,7 +343,7 @@ public:
             }
             destroy(conn);
         }
-        conns_.push_back(std::make_unique<HttpConn>(*this, call.log(), instance_.max_response));
+        conns_.push_back(std::make_unique<HttpConn>(*this, ngx_cycle->log, instance_.max_response));
         HttpConn* conn = conns_.back().get();
         conn->self = std::prev(conns_.end());
         if (!conn->open(addr_, target_.tls() ? instance_.ssl : nullptr, target_.host, instance_.ssl_verify)) {
@@ -507,7 +507,7 @@ public:
     void submit(Call& call) override {
         if (conns_.empty()) {
             for (std::size_t i = 0; i < std::max<std::size_t>(1, instance_.ws_upstream_connections); ++i) {
-                conns_.push_back(std::make_unique<WsConn>(*this, call.log(), instance_.max_response));
+                conns_.push_back(std::make_unique<WsConn>(*this, ngx_cycle->log, instance_.max_response));
             }
         }
         // The least busy connection; a closed one is reopened.

@@ -186,7 +186,9 @@ private:
 // destroyed the stream, which then touches nothing more.
 class Stream {
 public:
-    Stream(ngx_log_t* log) : log_(log) {}
+    // `log` must outlive the stream: pooled connections outlive the client
+    // request that opened them, so they log to the cycle's log.
+    explicit Stream(ngx_log_t* log) : log_(log) {}
     virtual ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;

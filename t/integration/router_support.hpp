@@ -112,6 +112,9 @@ inline NginxServer::Options nginx_options(std::string http_config, int workers =
     NginxServer::Options options;
     options.http_config = std::move(http_config);
     options.workers = workers;
+    if (const char* cores = std::getenv("ROUTER_TEST_CORE_DIR")) {
+        options.main_config = std::string("working_directory ") + cores + ";\nworker_rlimit_core 2g;\n";
+    }
     return options;
 }
 
