@@ -623,9 +623,17 @@ bool WsConn::on_event(router::ws::Event& event) {
             return false;
         case Kind::Message: {
             auto id = router::reply_upstream_id(event.payload);
-            auto it = id ? pending_.find(*id) : pending_.end();
+            if (!id) {
+                // Not attributable to one call on a multiplexed connection:
+                // every call waiting on it fails, and it is reopened later.
+                ngx_log_error(NGX_LOG_ERR, log_, 0, "jsonrpc_router: WebSocket target sent an answer without a request id");
+                close();
+                fail_all(jsonrpc::code::bad_upstream_response, "answer without a request id");
+                return false;
+            }
+            auto it = pending_.find(*id);
             if (it == pending_.end()) {
-                ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: WebSocket answer for no pending request dropped");
+                ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: late WebSocket answer dropped");
                 return true;
             }
             Call* call = it->second;
