@@ -729,9 +729,9 @@ private:
             if (call == nullptr) continue;
             call->waiting_cache = false;
             if (reply->type == REDIS_REPLY_STRING) {
-                call->cache_answered(true, std::string_view(reply->str, reply->len));
+                call->cache_answered(CacheSource::Redis, std::string_view(reply->str, reply->len));
             } else {
-                call->cache_answered(false, {});
+                call->cache_answered(CacheSource::None, {});
             }
             if (!is_open()) return false;
         }
@@ -755,7 +755,7 @@ private:
         for (Call* call : pending) {
             if (call == nullptr) continue;
             call->waiting_cache = false;
-            call->cache_answered(false, {});
+            call->cache_answered(CacheSource::None, {});
         }
     }
 
@@ -772,16 +772,16 @@ class MemoryCache {
 public:
     void configure(std::size_t capacity) { capacity_ = std::max(capacity_, capacity); }
 
-    bool lookup(const std::string& key, std::int64_t now_ms, std::string& value) {
+    // The stored value, valid until the next store.
+    const std::string* lookup(const std::string& key, std::int64_t now_ms) {
         auto it = entries_.find(key);
-        if (it == entries_.end()) return false;
+        if (it == entries_.end()) return nullptr;
         if (it->second.expires_ms <= now_ms) {
             erase(it);
-            return false;
+            return nullptr;
         }
         lru_.splice(lru_.begin(), lru_, it->second.position);
-        value = it->second.value;
-        return true;
+        return &it->second.value;
     }
 
     void store(const std::string& key, const std::string& value, std::int64_t expires_ms) {
@@ -875,22 +875,21 @@ Upstream& Worker::upstream(const RouterInstance& instance, std::size_t target) {
 void Worker::cache_lookup(Call& call) {
     const RouterInstance& instance = call.exchange().instance();
     std::string key = instance.cache_prefix + call.plan().cache_key;
-    std::string value;
     if (instance.memory_cache_bytes > 0) {
         impl_->memory.configure(instance.memory_cache_bytes);
-        if (impl_->memory.lookup(key, wall_clock_ms(), value)) {
-            call.cache_answered(true, value);
+        if (const std::string* value = impl_->memory.lookup(key, wall_clock_ms())) {
+            call.cache_answered(CacheSource::Memory, *value);
             return;
         }
     }
     if (!instance.redis_enabled) {
-        call.cache_answered(false, {});
+        call.cache_answered(CacheSource::None, {});
         return;
     }
     auto& redis = impl_->state(instance).redis;
     if (!redis) redis = std::make_unique<RedisClient>(instance, ngx_cycle->log);
     if (!redis->usable()) {
-        call.cache_answered(false, {});
+        call.cache_answered(CacheSource::None, {});
         return;
     }
     call.waiting_cache = true;
@@ -966,17 +965,17 @@ void Call::start() {
     Worker::get().cache_lookup(*this);
 }
 
-void Call::cache_answered(bool found, std::string_view stored) {
+void Call::cache_answered(CacheSource source, std::string_view stored) {
     if (done_) return;
     waiting_cache = false;
     if (timer_.timer_set) ngx_del_timer(&timer_);
-    if (found) {
+    if (source != CacheSource::None) {
         // "<expiry ms> <result>"; anything else is not ours and is a miss.
         auto space = stored.find(' ');
         if (space != std::string_view::npos && space > 0) {
             std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
             if (expires > wall_clock_ms()) {
-                Worker::get().remember(*this, stored);
+                if (source == CacheSource::Redis) Worker::get().remember(*this, stored);
                 cache_status = "HIT";
                 finish(router::render_cached(stored.substr(space + 1), plan().id));
                 return;

@@ -47,6 +47,8 @@ struct RouterInstance {
 
 class Call;
 class Exchange;
+
+enum class CacheSource { None, Memory, Redis };
 class Worker;
 
 // A transport to one target; it answers Calls through Call::upstream_*.
@@ -76,8 +78,8 @@ public:
     void upstream_failed(int code, const std::string& reason);
     // A failure found inside submit(): reported from the event loop.
     void fail_later(int code, std::string reason);
-    // Cache lookup outcome (miss when `found` is false).
-    void cache_answered(bool found, std::string_view result);
+    // Cache lookup outcome: the stored value, or a miss (source None).
+    void cache_answered(CacheSource source, std::string_view stored);
 
     // Transport bookkeeping.
     Upstream* upstream = nullptr;   // set while the call is with a transport
