@@ -8,6 +8,9 @@
 #   miss    the router forwarding every call to the same backend
 # then WebSocket clients (router-ws-load) on the router's endpoint.
 # Ends with: RESULT router hit_ratio=<hit/static> miss_ratio=<miss/proxy> ws_rps=<n> ...
+# Rates on a shared machine are noisy: the rounds interleave candidate and
+# baseline and report medians, and the nginx worker's CPU time per request
+# (worker_us_*, cpu_*_ratio = baseline CPU / candidate CPU) is given too.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -98,10 +101,18 @@ LUA
 post_script "$work/hit.lua" "$hit_body"
 post_script "$work/miss.lua" "$miss_body"
 
+worker_pid=$(pgrep -P "$nginx_pid" | head -1)
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+worker_ticks() { awk '{print $14 + $15}' "/proc/$worker_pid/stat"; }
+declare -A cpu_us  # nginx worker CPU microseconds per request, by port (last round)
 measure() {  # $1 = port, $2 = lua script; prints requests/s
-  local out
+  local out before after requests
+  before=$(worker_ticks)
   out=$(wrk -t1 -c"$connections" -d"${seconds}s" -s "$2" "http://127.0.0.1:$1/")
+  after=$(worker_ticks)
   if echo "$out" | grep -q "Non-2xx"; then echo "non-2xx answers on port $1" >&2; exit 1; fi
+  requests=$(echo "$out" | awk '/requests in/ {print $1}')
+  cpu_us[$1]=$(awk -v t="$((after - before))" -v u="$tick_us" -v n="$requests" 'BEGIN { printf "%.1f", (n > 0 ? t * u / n : 0) }')
   echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}'
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -114,10 +125,14 @@ for port in "$static_port" "$hit_port" "$hit_redis_port"; do measure "$port" "$w
 for port in "$proxy_port" "$miss_port"; do measure "$port" "$work/miss.lua" > /dev/null; done
 hit_ratios=(); miss_ratios=(); statics=(); hits=(); hit_redis=(); proxies=(); misses=()
 for round in $(seq "$rounds"); do
-  s=$(measure "$static_port" "$work/hit.lua"); h=$(measure "$hit_port" "$work/hit.lua")
-  hr=$(measure "$hit_redis_port" "$work/hit.lua")
-  p=$(measure "$proxy_port" "$work/miss.lua"); m=$(measure "$miss_port" "$work/miss.lua")
-  echo "round $round: static=$s hit=$h hit_redis_only=$hr proxy_pass=$p miss=$m" >&2
+  measure "$static_port" "$work/hit.lua" > "$work/rps"; s=$(cat "$work/rps")
+  measure "$hit_port" "$work/hit.lua" > "$work/rps"; h=$(cat "$work/rps")
+  measure "$hit_redis_port" "$work/hit.lua" > "$work/rps"; hr=$(cat "$work/rps")
+  measure "$proxy_port" "$work/miss.lua" > "$work/rps"; p=$(cat "$work/rps")
+  measure "$miss_port" "$work/miss.lua" > "$work/rps"; m=$(cat "$work/rps")
+  echo "round $round: static=$s hit=$h hit_redis_only=$hr proxy_pass=$p miss=$m req/s;" \
+       "worker us/request: static=${cpu_us[$static_port]} hit=${cpu_us[$hit_port]} hit_redis_only=${cpu_us[$hit_redis_port]}" \
+       "proxy_pass=${cpu_us[$proxy_port]} miss=${cpu_us[$miss_port]}" >&2
   statics+=("$s"); hits+=("$h"); hit_redis+=("$hr"); proxies+=("$p"); misses+=("$m")
   hit_ratios+=("$(ratio "$h" "$s")"); miss_ratios+=("$(ratio "$m" "$p")")
 done
@@ -125,7 +140,11 @@ static_rps=$(median "${statics[@]}"); hit_rps=$(median "${hits[@]}"); hit_redis_
 proxy_rps=$(median "${proxies[@]}"); miss_rps=$(median "${misses[@]}")
 
 echo "== WebSocket, cache hits" >&2
+before=$(worker_ticks)
 ws_out=$("$ws_load" --port "$hit_port" --connections "$connections" --depth 4 --seconds "$seconds" --message "$hit_body")
+after=$(worker_ticks)
+ws_messages=$(echo "$ws_out" | sed -n 's/.*messages=\([0-9]*\).*/\1/p')
+ws_us=$(awk -v t="$((after - before))" -v u="$tick_us" -v n="$ws_messages" 'BEGIN { printf "%.1f", (n > 0 ? t * u / n : 0) }')
 echo "$ws_out" >&2
 ws_rps=$(echo "$ws_out" | sed -n 's/.*rps=\([0-9]*\).*/\1/p')
 echo "== WebSocket, misses" >&2
@@ -136,4 +155,7 @@ case "$ws_out$ws_miss_out" in *"errors=0"*"errors=0"*) ;; *) echo "WebSocket err
 
 echo "RESULT router hit_ratio=$(median "${hit_ratios[@]}") miss_ratio=$(median "${miss_ratios[@]}") ws_rps=$ws_rps" \
      "static_rps=$static_rps hit_rps=$hit_rps hit_redis_only_rps=$hit_redis_rps proxy_pass_rps=$proxy_rps miss_rps=$miss_rps" \
-     "hit_redis_only_ratio=$(ratio "$hit_redis_rps" "$static_rps") ws_miss_rps=$ws_miss_rps rounds=$rounds connections=$connections seconds=$seconds"
+     "hit_redis_only_ratio=$(ratio "$hit_redis_rps" "$static_rps") ws_miss_rps=$ws_miss_rps rounds=$rounds connections=$connections seconds=$seconds" \
+     "worker_us_static=${cpu_us[$static_port]} worker_us_hit=${cpu_us[$hit_port]} worker_us_hit_redis_only=${cpu_us[$hit_redis_port]}" \
+     "worker_us_proxy_pass=${cpu_us[$proxy_port]} worker_us_miss=${cpu_us[$miss_port]} worker_us_ws_hit=$ws_us" \
+     "cpu_hit_ratio=$(ratio "${cpu_us[$static_port]}" "${cpu_us[$hit_port]}") cpu_miss_ratio=$(ratio "${cpu_us[$proxy_port]}" "${cpu_us[$miss_port]}")"
