@@ -14,15 +14,26 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     return text;
 }
 
+// The chain deployment's routing map with node (HTTP) and social (WebSocket)
+// stand-ins; wallet_history goes to the node stand-in.
+struct Deployment {
+    explicit Deployment(const std::string& name) : dir(name) {
+        write_file(routes, routes_with_targets(source_dir() / "conf" / "routes.hive.json",
+                                               {{"node", node.http_url()}, {"social", social.ws_url()}, {"wallet_indexer", node.http_url()}}));
+    }
+    Backend node{"node"}, social{"social"};
+    RedisServer redis;
+    TempDir dir;
+    fs::path routes = dir.path() / "routes.json";
+};
+
 }  // namespace
 
 TEST(RouterLauncher, RunsNginxFromTheEnvironment) {
-    Backend node("node"), social("social");
-    RedisServer redis;
-    TempDir dir("router-launcher");
-    fs::path routes = dir.path() / "routes.json";
-    write_file(routes, routes_with_targets(source_dir() / "conf" / "routes.hive.json",
-                                           {{"node", node.http_url()}, {"social", social.ws_url()}, {"wallet_indexer", node.http_url()}}));
+    Deployment d("router-launcher");
+    TempDir& dir = d.dir;
+    const fs::path& routes = d.routes;
+    RedisServer& redis = d.redis;
     std::uint16_t port = free_port();
     ProcessOptions options;
     options.log_path = dir.path() / "launcher.log";
@@ -71,12 +82,10 @@ TEST(RouterLauncher, RefusesBadSettingsAndBadRoutingFiles) {
 }
 
 TEST(RouterInclude, TheConfIncludeServesPostAndWebSocketOnOneUrl) {
-    Backend node("node"), social("social");
-    RedisServer redis;
-    TempDir dir("router-include");
-    fs::path routes = dir.path() / "routes.json";
-    write_file(routes, routes_with_targets(source_dir() / "conf" / "routes.hive.json",
-                                           {{"node", node.http_url()}, {"social", social.http_url()}, {"wallet_indexer", node.http_url()}}));
+    Deployment d("router-include");
+    TempDir& dir = d.dir;
+    const fs::path& routes = d.routes;
+    RedisServer& redis = d.redis;
     std::string include = read_file(source_dir() / "conf" / "nginx" / "jsonrpc-router.conf");
     include = replace_all(include, "/etc/wallet-rpc/routes.json", routes.string());
     include = replace_all(include, "127.0.0.1:6379", "127.0.0.1:" + std::to_string(redis.port()));
