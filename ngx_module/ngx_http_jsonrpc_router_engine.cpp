@@ -56,7 +56,8 @@ std::string resp_command(std::initializer_list<std::string_view> args) {
 
 Stream::~Stream() { close(); }
 
-bool Stream::open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls_host, bool verify) {
+bool Stream::open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls_host, bool verify,
+                  ngx_msec_t connect_timeout) {
     close();
     ssl_ = ssl;
     tls_host_ = tls_host;
@@ -92,6 +93,10 @@ bool Stream::open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls
             return false;
         }
     }
+    // A connect that hangs (a blackholed address) fails on its own; the
+    // timer does not hold up a graceful shutdown.
+    c_->write->cancelable = 1;
+    ngx_add_timer(c_->write, connect_timeout);
     // Connected at once (unix sockets usually are): continue from the event
     // loop, never from inside the caller.
     if (rc == NGX_OK) {
@@ -247,6 +252,7 @@ void Stream::tls_done(ngx_connection_t* c) {
 bool Stream::became_ready() {
     ready_ = true;
     if (c_->write->timer_set) ngx_del_timer(c_->write);
+    c_->write->cancelable = 0;
     if (!on_open()) return false;
     if (!flush()) return false;
     return read_available();
@@ -346,7 +352,8 @@ public:
         conns_.push_back(std::make_unique<HttpConn>(*this, ngx_cycle->log, instance_.max_response));
         HttpConn* conn = conns_.back().get();
         conn->self = std::prev(conns_.end());
-        if (!conn->open(addr_, target_.tls() ? instance_.ssl : nullptr, target_.host, instance_.ssl_verify)) {
+        if (!conn->open(addr_, target_.tls() ? instance_.ssl : nullptr, target_.host, instance_.ssl_verify,
+                        static_cast<ngx_msec_t>(target_.timeout_ms))) {
             destroy(conn);
             call.upstream = nullptr;
             call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
@@ -549,7 +556,8 @@ bool WsConn::start(const ngx_addr_t& addr, const router::Target& target, const R
     key_ = router::ws::make_client_key();
     path_ = target.path;
     host_header_ = target.host_header;
-    if (!open(addr, target.tls() ? instance.ssl : nullptr, target.host, instance.ssl_verify)) {
+    if (!open(addr, target.tls() ? instance.ssl : nullptr, target.host, instance.ssl_verify,
+              static_cast<ngx_msec_t>(target.timeout_ms))) {
         state_ = State::Closed;
         return false;
     }
@@ -676,7 +684,7 @@ public:
         if (is_open()) return true;
         if (ngx_current_msec < retry_at_) return false;
         reader_.reset(redisReaderCreate());
-        if (!reader_ || !open(instance_.redis_addr, nullptr, "", false)) {
+        if (!reader_ || !open(instance_.redis_addr, nullptr, "", false, std::max<ngx_msec_t>(instance_.redis_timeout, 1000))) {
             back_off("connect failed");
             return false;
         }

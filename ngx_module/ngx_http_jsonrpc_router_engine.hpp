@@ -196,7 +196,8 @@ public:
     Stream& operator=(const Stream&) = delete;
 
     // Starts connecting; false (and nothing registered) on an immediate failure.
-    bool open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls_host, bool verify);
+    bool open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls_host, bool verify,
+              ngx_msec_t connect_timeout);
     // Queues bytes and sends what the socket takes. False when the stream failed.
     bool write(std::string_view data);
     void close();

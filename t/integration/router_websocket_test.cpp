@@ -172,3 +172,26 @@ asyncio.run(main(sys.argv[1]))
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.output, "social py node 1\n");
 }
+
+// A reload (or graceful stop) must not wait for WebSocket clients, pooled
+// upstream connections or Redis: the old worker closes them and exits.
+TEST(RouterReload, OldWorkerClosesItsConnectionsAndExits) {
+    Backend node("node"), social("social");
+    RedisServer redis;
+    TempDir dir("router-reload");
+    write_file(dir.path() / "routes.json", R"({"targets": {"node": ")" + node.http_url() + R"(", "social": ")" +
+                                               social.ws_url() + R"("},
+  "routes": {"^bridge\\.": {"target": "social", "cache": 30}, "^condenser_api\\.": {"target": "node"}}})");
+    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", redis_directive(redis))));
+    WsClient client(nginx.port());
+    EXPECT_EQ(text_at(parse_json(client.call(rpc("bridge.get_post", "[1]"))).get(), "result.backend"), "social");
+    EXPECT_EQ(text_at(parse_json(http_post_json(nginx.url(), rpc("condenser_api.get_block", "[1]")).body).get(),
+                      "result.backend"),
+              "node");
+    nginx.reload();
+    EXPECT_TRUE(wait_until([&] { return read_file(nginx.error_log()).find("exited with code 0") != std::string::npos; }));
+    EXPECT_EQ(client.next_message(), "");  // the old worker let the client go
+    WsClient fresh(nginx.port());
+    EXPECT_EQ(text_at(parse_json(fresh.call(rpc("bridge.get_post", "[1]", "2"))).get(), "id"), "2");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
