@@ -189,6 +189,10 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
 
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
+    if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+                                              "Invalid Request: request too large");
+    }
     if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
         if (conf->websocket && ngx_http_jsonrpc_router_is_upgrade(r)) return ngx_http_jsonrpc_router_websocket(r, conf);
         ngx_int_t rc = ngx_http_discard_request_body(r);
@@ -305,6 +309,33 @@ static char* setup_tls(ngx_conf_t* cf, ngx_http_jsonrpc_router_loc_conf_t* conf,
     return NGX_CONF_OK;
 }
 
+// `error_page 413` to this location itself, unless the operator set one:
+// nginx refuses an oversized body before any handler runs, and the
+// redirected request (err_status 413) is answered with a JSON-RPC error.
+// Only exact and prefix locations can be redirected to by name.
+static ngx_int_t add_too_large_page(ngx_conf_t* cf, ngx_http_core_loc_conf_t* clcf) {
+    if (clcf->regex != nullptr || clcf->named || clcf->name.len == 0 || clcf->name.data[0] != '/') return NGX_OK;
+    std::size_t existing = clcf->error_pages ? clcf->error_pages->nelts : 0;
+    auto* old_pages = existing ? static_cast<ngx_http_err_page_t*>(clcf->error_pages->elts) : nullptr;
+    for (std::size_t i = 0; i < existing; ++i) {
+        if (old_pages[i].status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) return NGX_OK;
+    }
+    // A copy: the array may be the server's, inherited.
+    ngx_array_t* pages = ngx_array_create(cf->pool, existing + 1, sizeof(ngx_http_err_page_t));
+    if (pages == nullptr) return NGX_ERROR;
+    for (std::size_t i = 0; i < existing; ++i) {
+        auto* copy = static_cast<ngx_http_err_page_t*>(ngx_array_push(pages));
+        *copy = old_pages[i];
+    }
+    auto* page = static_cast<ngx_http_err_page_t*>(ngx_array_push(pages));
+    ngx_memzero(page, sizeof(ngx_http_err_page_t));
+    page->status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    page->overwrite = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    page->value.value = clcf->name;
+    clcf->error_pages = pages;
+    return NGX_OK;
+}
+
 static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent_ptr, void* child_ptr) {
     auto* prev = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(parent_ptr);
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(child_ptr);
@@ -360,11 +391,12 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
             char* rc = setup_tls(cf, conf, instance);
             if (rc != NGX_CONF_OK) return rc;
         }
-        // The body must stay in memory and the size limit is ours (answered
-        // as JSON-RPC): nginx's own limit is lifted for this location.
+        // The body stays in memory, and nginx enforces the limit while
+        // reading (chunked bodies too); its 413 is answered as JSON-RPC.
         auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-        clcf->client_max_body_size = 0;
+        clcf->client_max_body_size = static_cast<off_t>(conf->max_body);
         clcf->client_body_buffer_size = std::max(clcf->client_body_buffer_size, conf->max_body);
+        if (add_too_large_page(cf, clcf) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
     } catch (const std::exception& e) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router: %s", e.what());
         return static_cast<char*>(NGX_CONF_ERROR);
