@@ -900,7 +900,7 @@ void Worker::cache_lookup(Call& call) {
         call.cache_answered(CacheSource::None, {});
         return;
     }
-    call.waiting_cache = true;
+    call.wait_for_redis();
     redis->get(call, key);
 }
 
@@ -969,8 +969,12 @@ void Call::start() {
         return;
     }
     cache_status = "MISS";
-    ngx_add_timer(&timer_, exchange_.instance().redis_timeout);
     Worker::get().cache_lookup(*this);
+}
+
+void Call::wait_for_redis() {
+    waiting_cache = true;
+    ngx_add_timer(&timer_, exchange_.instance().redis_timeout);
 }
 
 void Call::cache_answered(CacheSource source, std::string_view stored) {
@@ -1118,9 +1122,9 @@ void Exchange::call_finished() {
     }
 }
 
-std::string Exchange::response() const {
-    if (!whole_error_.empty()) return whole_error_;
-    if (!plan_.batch) return calls_.empty() ? std::string() : calls_[0]->response;
+std::string Exchange::take_response() {
+    if (!whole_error_.empty()) return std::move(whole_error_);
+    if (!plan_.batch) return calls_.empty() ? std::string() : std::move(calls_[0]->response);
     std::vector<std::string> parts;
     parts.reserve(calls_.size());
     for (const auto& call : calls_) parts.push_back(call->response);

@@ -72,6 +72,8 @@ public:
     Exchange& exchange() { return exchange_; }
     ngx_log_t* log() const;
     void start();
+    // A Redis lookup is sent: its reply, or the Redis timeout, comes next.
+    void wait_for_redis();
 
     // Transport callbacks; the transport has already dropped its reference.
     void upstream_replied(int http_status, std::string body);
@@ -124,8 +126,8 @@ public:
     // Plans and starts every call; may complete (call exchange_done) before returning.
     void start(std::string body);
     bool done() const { return done_; }
-    // The response body: one object, or an array for a batch.
-    std::string response() const;
+    // The response body (one object, or an array for a batch), moved out.
+    std::string take_response();
     const std::string& request_id() const { return request_id_; }
     // Headers that describe a single call: cache status, route, target.
     std::string cache_status() const;

@@ -108,7 +108,7 @@ public:
         finished_ = true;
         ngx_int_t rc = NGX_ERROR;
         try {
-            response_ = exchange.response();
+            response_ = exchange.take_response();
             ngx_wallet::add_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
             ngx_wallet::add_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
             if (const jsonrpc_router::RouterInstance* i = &exchange.instance(); exchange.route() != nullptr && i) {

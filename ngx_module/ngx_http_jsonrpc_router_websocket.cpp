@@ -84,7 +84,7 @@ public:
 
     void exchange_done(Exchange& exchange) override {
         try {
-            out_ += ws::encode_frame(ws::Opcode::Text, exchange.response());
+            out_ += ws::encode_frame(ws::Opcode::Text, exchange.take_response());
         } catch (...) {
             closing_ = true;
         }
