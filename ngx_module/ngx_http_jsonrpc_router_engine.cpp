@@ -99,9 +99,7 @@ bool Stream::open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls
     ngx_add_timer(c_->write, connect_timeout);
     // Connected at once (unix sockets usually are): continue from the event
     // loop, never from inside the caller.
-    if (rc == NGX_OK) {
-        ngx_post_event(c_->write, &ngx_posted_events);
-    }
+    if (rc == NGX_OK) post_event(c_->write);
     return true;
 }
 
@@ -125,9 +123,7 @@ bool Stream::write(std::string_view data) {
     out_.append(data);
     // Sent from the event loop (posted), so that a failure is never reported
     // inside the caller.
-    if (ready_ && c_ != nullptr && !c_->write->posted) {
-        ngx_post_event(c_->write, &ngx_posted_events);
-    }
+    if (ready_ && c_ != nullptr) post_event(c_->write);
     return c_ != nullptr;
 }
 
@@ -139,9 +135,7 @@ void Stream::park(ngx_msec_t timeout) {
     c_->write->handler = parked_handler;
     c_->read->cancelable = 1;
     ngx_add_timer(c_->read, timeout);
-    if (c_->read->ready) {
-        ngx_post_event(c_->read, &ngx_posted_events);
-    }
+    if (c_->read->ready) post_event(c_->read);
 }
 
 void Stream::unpark() {
@@ -150,9 +144,7 @@ void Stream::unpark() {
     c_->idle = 0;
     c_->read->cancelable = 0;
     if (c_->read->timer_set) ngx_del_timer(c_->read);
-    if (c_->read->posted) {
-        ngx_delete_posted_event(c_->read);
-    }
+    unpost_event(c_->read);
     c_->read->handler = read_handler;
     c_->write->handler = write_handler;
 }
@@ -948,9 +940,7 @@ Call::Call(Exchange& exchange, std::size_t index) : exchange_(exchange), index_(
 
 Call::~Call() {
     if (timer_.timer_set) ngx_del_timer(&timer_);
-    if (timer_.posted) {
-        ngx_delete_posted_event(&timer_);
-    }
+    unpost_event(&timer_);
     if (waiting_cache) Worker::get().cache_cancel(*this);
     if (upstream != nullptr) upstream->cancel(*this);
 }
@@ -1007,7 +997,7 @@ void Call::go_upstream() {
 void Call::fail_later(int code, std::string reason) {
     deferred_code_ = code;
     deferred_reason_ = std::move(reason);
-    ngx_post_event(&timer_, &ngx_posted_events);
+    post_event(&timer_);
 }
 
 void Call::on_timer(ngx_event_t* ev) {
@@ -1075,9 +1065,7 @@ void Call::fail(int code, const std::string& message, const std::string& detail)
 
 void Call::finish(std::string text) {
     if (timer_.timer_set) ngx_del_timer(&timer_);
-    if (timer_.posted) {
-        ngx_delete_posted_event(&timer_);
-    }
+    unpost_event(&timer_);
     response = std::move(text);
     done_ = true;
     exchange_.call_finished();  // may destroy this Call: nothing after it
@@ -1089,8 +1077,6 @@ Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner
     : instance_(instance), log_(log), owner_(owner), request_id_(Worker::get().next_request_id()) {}
 
 Exchange::~Exchange() = default;
-
-Worker& Exchange::worker() const { return Worker::get(); }
 
 void Exchange::start(std::string body) {
     body_ = std::move(body);

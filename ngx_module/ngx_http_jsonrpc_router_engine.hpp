@@ -25,6 +25,14 @@ extern "C" {
 
 namespace jsonrpc_router {
 
+// nginx's posted-event macros, as functions (they expand to bare ifs).
+inline void post_event(ngx_event_t* ev) { ngx_post_event(ev, &ngx_posted_events); }
+inline void unpost_event(ngx_event_t* ev) {
+    if (ev->posted) {
+        ngx_delete_posted_event(ev);
+    }
+}
+
 // Settings of one `jsonrpc_router` location, fixed at configuration time.
 struct RouterInstance {
     router::RoutingTable table;
@@ -136,7 +144,6 @@ public:
     std::string path() const;
 
     const RouterInstance& instance() const { return instance_; }
-    Worker& worker() const;
     ngx_log_t* log() const { return log_; }
     const router::RequestPlan& plan() const { return plan_; }
     void call_finished();

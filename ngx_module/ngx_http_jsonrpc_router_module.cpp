@@ -111,7 +111,7 @@ public:
             response_ = exchange.take_response();
             ngx_wallet::add_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
             ngx_wallet::add_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
-            if (const jsonrpc_router::RouterInstance* i = &exchange.instance(); exchange.route() != nullptr && i) {
+            if (exchange.route() != nullptr) {
                 ngx_wallet::add_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
                 ngx_wallet::add_header(r_, "X-JSONRPC-Target", exchange.target_name());
             }

@@ -15,6 +15,8 @@
 
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
+using jsonrpc_router::post_event;
+using jsonrpc_router::unpost_event;
 namespace ws = router::ws;
 
 namespace {
@@ -56,9 +58,7 @@ public:
     ~Session() {
         if (idle_timer_.timer_set) ngx_del_timer(&idle_timer_);
         if (ping_timer_.timer_set) ngx_del_timer(&ping_timer_);
-        if (write_posted_.posted) {
-        ngx_delete_posted_event(&write_posted_);
-    }
+        unpost_event(&write_posted_);
     }
 
     void begin(const std::string& accept) {
@@ -94,9 +94,7 @@ public:
             finished_.splice(finished_.end(), inflight_, it->second);
             inflight_index_.erase(it);
         }
-        if (!write_posted_.posted) {
-        ngx_post_event(&write_posted_, &ngx_posted_events);
-    }
+        post_event(&write_posted_);
     }
 
 private:
@@ -192,9 +190,7 @@ private:
                     start_exchange(std::move(event.payload));
                     break;
             }
-            if (!write_posted_.posted) {
-        ngx_post_event(&write_posted_, &ngx_posted_events);
-    }
+            post_event(&write_posted_);
         }
     }
 
@@ -210,9 +206,7 @@ private:
         if (closing_) return;
         closing_ = true;
         out_ += ws::encode_close(code, reason);
-        if (!write_posted_.posted) {
-        ngx_post_event(&write_posted_, &ngx_posted_events);
-    }
+        post_event(&write_posted_);
     }
 
     // False when the connection failed (and the session is gone).
