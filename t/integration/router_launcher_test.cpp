@@ -44,6 +44,7 @@ TEST(RouterLauncher, RunsNginxFromTheEnvironment) {
                    {"PROXY_REDIS", "127.0.0.1:" + std::to_string(redis.port())},
                    {"PROXY_MAX_BATCH", "3"},
                    {"RUNTIME_DIRECTORY", (dir.path() / "run").string()}};
+    options.env.merge(sanitizer_env());
     fs::create_directories(dir.path() / "run");
     register_log("wallet-rpc-proxy", options.log_path);
     auto proxy = Process::start({launcher().string(), "--config", routes.string()}, options);
@@ -71,7 +72,7 @@ TEST(RouterLauncher, RefusesBadSettingsAndBadRoutingFiles) {
     TempDir dir("router-launcher-bad");
     fs::path routes = dir.path() / "routes.json";
     write_file(routes, R"({"targets":{"a":"http://127.0.0.1:1"},"routes":{"^x":{"target":"b"}}})");
-    auto bad_file = run_command({launcher().string(), "--config", routes.string(), "--test"});
+    auto bad_file = run_command({launcher().string(), "--config", routes.string(), "--test"}, sanitizer_env());
     EXPECT_NE(bad_file.exit_code, 0);
     EXPECT_NE(bad_file.output.find(R"(routes."^x".target: unknown target 'b')"), std::string::npos) << bad_file.output;
     auto bad_port = run_command({launcher().string(), "--config", routes.string()}, {{"PORT", "http"}});
