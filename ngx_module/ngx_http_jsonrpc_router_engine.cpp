@@ -121,10 +121,24 @@ void Stream::close() {
 
 bool Stream::write(std::string_view data) {
     out_.append(data);
-    // Sent from the event loop (posted), so that a failure is never reported
-    // inside the caller.
-    if (ready_ && c_ != nullptr) post_event(c_->write);
-    return c_ != nullptr;
+    if (!ready_ || c_ == nullptr || c_->write->posted) return c_ != nullptr;
+    // Sent at once when the socket takes it; a failure is only noticed here
+    // and reported from the event loop (posted), never inside the caller.
+    while (out_sent_ < out_.size()) {
+        ssize_t n = c_->send(c_, reinterpret_cast<u_char*>(out_.data() + out_sent_), out_.size() - out_sent_);
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(c_->write, 0) != NGX_OK) post_event(c_->write);
+            return true;
+        }
+        if (n == NGX_ERROR) {
+            post_event(c_->write);
+            return true;
+        }
+        out_sent_ += static_cast<std::size_t>(n);
+    }
+    out_.clear();
+    out_sent_ = 0;
+    return true;
 }
 
 void Stream::park(ngx_msec_t timeout) {
