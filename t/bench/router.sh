@@ -20,7 +20,7 @@ rounds=${BENCH_ROUNDS:-3}
 connections=${BENCH_CONNECTIONS:-32}
 module=$build/ngx_module/ngx_http_wallet_module.so
 backend_bin=$build/t/backends/router-test-backend
-ws_load=$build/t/bench/router-ws-load
+ws_load=$build/t/backends/router-ws-load
 for f in "$module" "$backend_bin" "$ws_load"; do [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }; done
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/install-deps)" >&2; exit 1; }
 
