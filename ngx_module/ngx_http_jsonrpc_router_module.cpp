@@ -1,17 +1,407 @@
-// ngx_http_jsonrpc_router_module: the JSON-RPC router (routing file, Redis cache, WebSocket).
-// (Skeleton: directives and handlers arrive with the router issue.)
-#include "ngx_wallet_nginx.hpp"
+// ngx_http_jsonrpc_router_module: the JSON-RPC router of spec 001. A location
+// with `jsonrpc_router <routing file>;` answers JSON-RPC over POST and
+// WebSocket, routes each call by its method to a target of the routing file,
+// and caches results in Redis (with an optional per-worker memory layer).
+//
+//   location = / {
+//       jsonrpc_router              /etc/wallet/routes.hive.json;
+//       jsonrpc_router_redis        127.0.0.1:6379;
+//   }
+#include <memory>
+#include <new>
+#include <string>
+
+#include "jsonrpc_error.hpp"
+#include "ngx_http_jsonrpc_router_conf.hpp"
+#include "ngx_wallet_shared.hpp"
+
+extern "C" {
+#include <ngx_event_openssl.h>
+}
+
+using jsonrpc_router::Exchange;
+using jsonrpc_router::ExchangeOwner;
+using jsonrpc_router::RouterInstance;
+
+static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf);
+static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
+static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r);
+static void ngx_http_jsonrpc_router_exit_process(ngx_cycle_t* cycle);
+
+static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
+    {ngx_string("jsonrpc_router"), NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, ngx_http_jsonrpc_router, NGX_HTTP_LOC_CONF_OFFSET,
+     0, nullptr},
+    {ngx_string("jsonrpc_router_redis"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, redis), nullptr},
+    {ngx_string("jsonrpc_router_redis_timeout"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, redis_timeout), nullptr},
+    {ngx_string("jsonrpc_router_cache_prefix"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, cache_prefix), nullptr},
+    {ngx_string("jsonrpc_router_memory_cache"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, memory_cache), nullptr},
+    {ngx_string("jsonrpc_router_max_batch"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, max_batch), nullptr},
+    {ngx_string("jsonrpc_router_max_body"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, max_body), nullptr},
+    {ngx_string("jsonrpc_router_keepalive"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, keepalive), nullptr},
+    {ngx_string("jsonrpc_router_keepalive_timeout"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, keepalive_timeout),
+     nullptr},
+    {ngx_string("jsonrpc_router_ws_connections"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ws_connections), nullptr},
+    {ngx_string("jsonrpc_router_websocket"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, websocket), nullptr},
+    {ngx_string("jsonrpc_router_ws_idle_timeout"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ws_idle_timeout), nullptr},
+    {ngx_string("jsonrpc_router_ws_ping_interval"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ws_ping_interval),
+     nullptr},
+    {ngx_string("jsonrpc_router_ssl_verify"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ssl_verify), nullptr},
+    {ngx_string("jsonrpc_router_ssl_trusted_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+     NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ssl_trusted_certificate), nullptr},
+    ngx_null_command};
 
 static ngx_http_module_t ngx_http_jsonrpc_router_module_ctx = {
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr,                                  // preconfiguration
+    nullptr,                                  // postconfiguration
+    nullptr,                                  // create main configuration
+    nullptr,                                  // init main configuration
+    nullptr,                                  // create server configuration
+    nullptr,                                  // merge server configuration
+    ngx_http_jsonrpc_router_create_loc_conf,  // create location configuration
+    ngx_http_jsonrpc_router_merge_loc_conf,   // merge location configuration
 };
 
 extern "C" {
 ngx_module_t ngx_http_jsonrpc_router_module = {
     NGX_MODULE_V1,
     &ngx_http_jsonrpc_router_module_ctx,
-    nullptr,
+    ngx_http_jsonrpc_router_commands,
     NGX_HTTP_MODULE,
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr,                               // init master
+    nullptr,                               // init module
+    nullptr,                               // init process
+    nullptr,                               // init thread
+    nullptr,                               // exit thread
+    ngx_http_jsonrpc_router_exit_process,  // exit process
+    nullptr,                               // exit master
     NGX_MODULE_V1_PADDING};
 }
+
+// ---- HTTP POST: one Exchange per request ---------------------------------------------
+
+namespace {
+
+class HttpJob final : public ExchangeOwner {
+public:
+    HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
+
+    void start(std::string body) { exchange_.start(std::move(body)); }
+    bool finished() const { return finished_; }
+    bool in_handler = true;
+
+    void exchange_done(Exchange& exchange) override {
+        finished_ = true;
+        ngx_int_t rc = NGX_ERROR;
+        try {
+            response_ = exchange.take_response();
+            ngx_wallet::add_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
+            ngx_wallet::add_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
+            if (exchange.route() != nullptr) {
+                ngx_wallet::add_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
+                ngx_wallet::add_header(r_, "X-JSONRPC-Target", exchange.target_name());
+            }
+            rc = ngx_wallet::send_json(r_, NGX_HTTP_OK, response_, false);
+        } catch (...) {
+            rc = NGX_ERROR;
+        }
+        ngx_connection_t* c = r_->connection;
+        bool async = !in_handler;
+        ngx_http_finalize_request(r_, rc);  // may free the request and this job
+        if (async) ngx_http_run_posted_requests(c);
+    }
+
+private:
+    ngx_http_request_t* r_;
+    Exchange exchange_;
+    std::string response_;  // referenced by the output chain until the request ends
+    bool finished_ = false;
+};
+
+void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob*>(data)); }
+
+void body_handler(ngx_http_request_t* r) {
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
+    std::string body;
+    if (!ngx_wallet::request_body_string(r, body) || body.size() > conf->max_body) {
+        ngx_http_finalize_request(
+            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+                                              "Invalid Request: request too large"));
+        return;
+    }
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+    if (cleanup == nullptr) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    HttpJob* job = nullptr;
+    try {
+        auto owned = std::make_unique<HttpJob>(r, *conf->instance);
+        job = owned.get();
+        cleanup->handler = delete_job;
+        cleanup->data = owned.release();
+    } catch (...) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    r->main->count++;  // held while the calls start: a synchronous answer must not free r here
+    try {
+        job->start(std::move(body));
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0, "jsonrpc_router: exception while starting a request");
+    }
+    job->in_handler = false;
+    if (!job->finished()) {
+        // Waiting for the cache or a target: notice a client that goes away.
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_request_empty_handler;
+    }
+    ngx_http_finalize_request(r, NGX_DONE);
+}
+
+}  // namespace
+
+ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message) {
+    try {
+        std::string request_id = jsonrpc_router::Worker::get().next_request_id();
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
+                      code, message);
+        ngx_wallet::add_header(r, "X-JSONRPC-Request-Id", request_id);
+        return ngx_wallet::send_json(r, status, jsonrpc::render_error("null", code, message, request_id));
+    } catch (...) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
+    if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+                                              "Invalid Request: request too large");
+    }
+    if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
+        if (conf->websocket && ngx_http_jsonrpc_router_is_upgrade(r)) return ngx_http_jsonrpc_router_websocket(r, conf);
+        ngx_int_t rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) return rc;
+        static const std::string status_body = R"({"status":"OK","service":"jsonrpc_router"})";
+        return ngx_wallet::send_json(r, NGX_HTTP_OK, status_body, false);
+    }
+    if (!(r->method & NGX_HTTP_POST)) {
+        ngx_int_t rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) return rc;
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_NOT_ALLOWED, jsonrpc::code::invalid_request,
+                                              "Invalid Request: use POST or a WebSocket");
+    }
+    if (r->headers_in.content_length_n > static_cast<off_t>(conf->max_body)) {
+        ngx_int_t rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) return rc;
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+                                              "Invalid Request: request too large");
+    }
+    r->request_body_in_single_buf = 1;
+    ngx_int_t rc = ngx_http_read_client_request_body(r, body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
+    return NGX_DONE;
+}
+
+// ---- configuration --------------------------------------------------------------------
+
+static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_pcalloc(cf->pool, sizeof(ngx_http_jsonrpc_router_loc_conf_t)));
+    if (conf == nullptr) return nullptr;
+    conf->redis_timeout = NGX_CONF_UNSET_MSEC;
+    conf->memory_cache = NGX_CONF_UNSET_SIZE;
+    conf->max_batch = NGX_CONF_UNSET_UINT;
+    conf->max_body = NGX_CONF_UNSET_SIZE;
+    conf->keepalive = NGX_CONF_UNSET_UINT;
+    conf->keepalive_timeout = NGX_CONF_UNSET_MSEC;
+    conf->ws_connections = NGX_CONF_UNSET_UINT;
+    conf->websocket = NGX_CONF_UNSET;
+    conf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
+    conf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
+    conf->ssl_verify = NGX_CONF_UNSET;
+    return conf;
+}
+
+static void delete_instance(void* data) { std::unique_ptr<RouterInstance> owned(static_cast<RouterInstance*>(data)); }
+
+// `jsonrpc_router <file>`: loads and validates the routing file now, so that
+// `nginx -t` fails on a bad one with the file, the key and the reason.
+static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* conf_ptr) {
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(conf_ptr);
+    if (conf->instance != nullptr) return const_cast<char*>("is duplicate");
+    ngx_str_t* value = static_cast<ngx_str_t*>(cf->args->elts);
+    conf->routes_file = value[1];
+    if (ngx_conf_full_name(cf->cycle, &conf->routes_file, 1) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
+    try {
+        auto table = router::load_routing_file(std::string(ngx_wallet::to_view(conf->routes_file)));
+        if (!table) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %s", table.error().c_str());
+            return static_cast<char*>(NGX_CONF_ERROR);
+        }
+        ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(cf->pool, 0);
+        if (cleanup == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+        auto instance = std::make_unique<RouterInstance>();
+        instance->table = std::move(table).value();
+        conf->instance = instance.get();
+        cleanup->handler = delete_instance;
+        cleanup->data = instance.release();
+    } catch (const std::exception& e) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "routing file: %s", e.what());
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = ngx_http_jsonrpc_router_handler;
+    return NGX_CONF_OK;
+}
+
+// An address for a target or Redis, resolved now (never at request time).
+static bool resolve_address(ngx_conf_t* cf, const std::string& text, ngx_addr_t& out, std::string& error) {
+    ngx_url_t url{};
+    auto* copy = static_cast<u_char*>(ngx_pnalloc(cf->pool, text.size()));
+    if (copy == nullptr) return false;
+    ngx_memcpy(copy, text.data(), text.size());
+    url.url = ngx_str_t{text.size(), copy};
+    url.no_resolve = 0;
+    if (ngx_parse_url(cf->pool, &url) != NGX_OK || url.naddrs == 0) {
+        error = url.err ? url.err : "cannot be resolved";
+        return false;
+    }
+    out = url.addrs[0];
+    return true;
+}
+
+static char* setup_tls(ngx_conf_t* cf, ngx_http_jsonrpc_router_loc_conf_t* conf, RouterInstance& instance) {
+    auto* ssl = static_cast<ngx_ssl_t*>(ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t)));
+    if (ssl == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    ssl->log = cf->log;
+    if (ngx_ssl_create(ssl, NGX_SSL_TLSv1_2 | NGX_SSL_TLSv1_3, nullptr) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cleanup == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    cleanup->handler = ngx_ssl_cleanup_ctx;
+    cleanup->data = ssl;
+    if (conf->ssl_verify) {
+        if (conf->ssl_trusted_certificate.len > 0) {
+            if (ngx_ssl_trusted_certificate(cf, ssl, &conf->ssl_trusted_certificate, 4) != NGX_OK) {
+                return static_cast<char*>(NGX_CONF_ERROR);
+            }
+        } else if (SSL_CTX_set_default_verify_paths(ssl->ctx) != 1) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router: no system CA certificates");
+            return static_cast<char*>(NGX_CONF_ERROR);
+        }
+    }
+    instance.ssl = ssl;
+    instance.ssl_verify = conf->ssl_verify != 0;
+    return NGX_CONF_OK;
+}
+
+// `error_page 413` to this location itself, unless the operator set one:
+// nginx refuses an oversized body before any handler runs, and the
+// redirected request (err_status 413) is answered with a JSON-RPC error.
+// Only exact and prefix locations can be redirected to by name.
+static ngx_int_t add_too_large_page(ngx_conf_t* cf, ngx_http_core_loc_conf_t* clcf) {
+    if (clcf->regex != nullptr || clcf->named || clcf->name.len == 0 || clcf->name.data[0] != '/') return NGX_OK;
+    std::size_t existing = clcf->error_pages ? clcf->error_pages->nelts : 0;
+    auto* old_pages = existing ? static_cast<ngx_http_err_page_t*>(clcf->error_pages->elts) : nullptr;
+    for (std::size_t i = 0; i < existing; ++i) {
+        if (old_pages[i].status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) return NGX_OK;
+    }
+    // A copy: the array may be the server's, inherited.
+    ngx_array_t* pages = ngx_array_create(cf->pool, existing + 1, sizeof(ngx_http_err_page_t));
+    if (pages == nullptr) return NGX_ERROR;
+    for (std::size_t i = 0; i < existing; ++i) {
+        auto* copy = static_cast<ngx_http_err_page_t*>(ngx_array_push(pages));
+        *copy = old_pages[i];
+    }
+    auto* page = static_cast<ngx_http_err_page_t*>(ngx_array_push(pages));
+    ngx_memzero(page, sizeof(ngx_http_err_page_t));
+    page->status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    page->overwrite = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    page->value.value = clcf->name;
+    clcf->error_pages = pages;
+    return NGX_OK;
+}
+
+static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent_ptr, void* child_ptr) {
+    auto* prev = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(parent_ptr);
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(child_ptr);
+    ngx_conf_merge_str_value(conf->redis, prev->redis, "127.0.0.1:6379");
+    ngx_conf_merge_msec_value(conf->redis_timeout, prev->redis_timeout, 100);
+    ngx_conf_merge_str_value(conf->cache_prefix, prev->cache_prefix, "jsonrpc:");
+    ngx_conf_merge_size_value(conf->memory_cache, prev->memory_cache, 16 * 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->max_batch, prev->max_batch, 50);
+    ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->keepalive, prev->keepalive, 32);
+    ngx_conf_merge_msec_value(conf->keepalive_timeout, prev->keepalive_timeout, 60000);
+    ngx_conf_merge_uint_value(conf->ws_connections, prev->ws_connections, 2);
+    ngx_conf_merge_value(conf->websocket, prev->websocket, 1);
+    ngx_conf_merge_msec_value(conf->ws_idle_timeout, prev->ws_idle_timeout, 120000);
+    ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval, 30000);
+    ngx_conf_merge_value(conf->ssl_verify, prev->ssl_verify, 1);
+    ngx_conf_merge_str_value(conf->ssl_trusted_certificate, prev->ssl_trusted_certificate, "");
+    if (conf->instance == nullptr) return NGX_CONF_OK;
+
+    try {
+        RouterInstance& instance = *conf->instance;
+        instance.limits.max_batch = conf->max_batch;
+        instance.cache_prefix = std::string(ngx_wallet::to_view(conf->cache_prefix));
+        instance.memory_cache_bytes = conf->memory_cache;
+        instance.keepalive = conf->keepalive;
+        instance.keepalive_timeout = conf->keepalive_timeout;
+        instance.ws_upstream_connections = conf->ws_connections;
+        instance.redis_timeout = conf->redis_timeout;
+        std::string redis(ngx_wallet::to_view(conf->redis));
+        instance.redis_enabled = redis != "off";
+        instance.redis_name = redis;
+        std::string error;
+        if (instance.redis_enabled && !resolve_address(cf, redis, instance.redis_addr, error)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_redis \"%s\": %s", redis.c_str(), error.c_str());
+            return static_cast<char*>(NGX_CONF_ERROR);
+        }
+        bool needs_tls = false;
+        instance.target_addrs.resize(instance.table.targets.size());
+        for (std::size_t i = 0; i < instance.table.targets.size(); ++i) {
+            const router::Target& t = instance.table.targets[i];
+            std::string address = t.transport == router::Transport::Unix
+                                      ? "unix:" + t.socket_path
+                                      : (t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host) + ":" +
+                                            std::to_string(t.port);
+            if (!resolve_address(cf, address, instance.target_addrs[i], error)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %V: targets.%s: %s", &conf->routes_file,
+                                   t.name.c_str(), error.c_str());
+                return static_cast<char*>(NGX_CONF_ERROR);
+            }
+            needs_tls = needs_tls || t.tls();
+        }
+        if (needs_tls) {
+            char* rc = setup_tls(cf, conf, instance);
+            if (rc != NGX_CONF_OK) return rc;
+        }
+        // The body stays in memory, and nginx enforces the limit while
+        // reading (chunked bodies too); its 413 is answered as JSON-RPC.
+        auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+        clcf->client_max_body_size = static_cast<off_t>(conf->max_body);
+        clcf->client_body_buffer_size = std::max(clcf->client_body_buffer_size, conf->max_body);
+        if (add_too_large_page(cf, clcf) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
+    } catch (const std::exception& e) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router: %s", e.what());
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
+static void ngx_http_jsonrpc_router_exit_process(ngx_cycle_t*) { jsonrpc_router::Worker::shutdown(); }

@@ -1,0 +1,80 @@
+// A validating JSON parser that keeps the original text: every value is a
+// span of the input, so numbers (big or fractional ids), strings and whole
+// sub-documents pass through byte for byte. Used where a JSON-RPC proxy must
+// not re-serialize what it forwards (ids, params, upstream results).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jsonrpc {
+
+enum class JsonKind : std::uint8_t { Null, False, True, Number, String, Array, Object };
+
+enum class JsonParseStatus : std::uint8_t { Ok, Syntax, TooDeep };
+
+// One value of a parsed document. Object children alternate key, value.
+struct JsonNode {
+    JsonKind kind;
+    std::uint32_t begin;  // offset of the value's first byte
+    std::uint32_t end;    // offset one past its last byte
+    std::uint32_t next;   // index of the node after this value's subtree
+    std::uint32_t count;  // elements of an array, members of an object
+};
+
+class JsonDocument {
+public:
+    // Parses `text` (which must outlive the document). Depth counts nested
+    // arrays/objects; the top level is depth 1.
+    JsonParseStatus parse(std::string_view text, std::size_t max_depth);
+    const std::string& error() const { return error_; }
+
+    std::string_view source() const { return text_; }
+    std::size_t root() const { return 0; }
+    const JsonNode& node(std::size_t index) const { return nodes_[index]; }
+    JsonKind kind(std::size_t index) const { return nodes_[index].kind; }
+    std::string_view text(std::size_t index) const {
+        return text_.substr(nodes_[index].begin, nodes_[index].end - nodes_[index].begin);
+    }
+
+    // Children of an array (elements) or object (key, value, key, value...).
+    std::vector<std::size_t> children(std::size_t index) const;
+    // The value of the first member named `key` in an object.
+    std::optional<std::size_t> member(std::size_t object, std::string_view key) const;
+    // The decoded contents of a string node (escapes resolved).
+    std::string string_value(std::size_t index) const;
+    // Compact text with object members sorted by key, recursively.
+    std::string canonical(std::size_t index) const;
+
+private:
+    bool parse_value(std::size_t depth);
+    bool parse_string();
+    bool parse_number();
+    bool parse_literal(std::string_view word, JsonKind kind);
+    void skip_space();
+    bool fail(const char* what);
+    void append_canonical(std::size_t index, std::string& out) const;
+
+    std::string_view text_;
+    std::size_t pos_ = 0;
+    std::size_t max_depth_ = 0;
+    bool too_deep_ = false;
+    std::string error_;
+    std::vector<JsonNode> nodes_;
+};
+
+// Decodes the body of a JSON string literal (without its quotes); false on a
+// bad escape. The literal must already be validated for UTF-8.
+bool json_unescape(std::string_view literal_body, std::string& out);
+// A JSON string literal (with quotes) for valid UTF-8 text.
+std::string json_quote(std::string_view text);
+// Appends a JSON string literal for `text`.
+void json_append_quoted(std::string& out, std::string_view text);
+// True when `text` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
+bool valid_utf8(std::string_view text);
+
+}  // namespace jsonrpc

@@ -1,0 +1,309 @@
+#include "router_config.hpp"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "jsonrpc_json.hpp"
+#include "wallet/handles.hpp"
+
+namespace router {
+
+const char* transport_name(Transport transport) {
+    switch (transport) {
+        case Transport::Http: return "http";
+        case Transport::Https: return "https";
+        case Transport::Ws: return "ws";
+        case Transport::Wss: return "wss";
+        case Transport::Unix: return "sock";
+    }
+    return "?";
+}
+
+// ---- patterns ----------------------------------------------------------------
+
+void RoutePattern::CodeDeleter::operator()(void* code) const noexcept {
+    pcre2_code_free(static_cast<pcre2_code*>(code));
+}
+
+namespace {
+
+struct MatchDataDeleter {
+    void operator()(pcre2_match_data* m) const noexcept { pcre2_match_data_free(m); }
+};
+
+// One match block per thread is enough: only whether it matched is used.
+pcre2_match_data* thread_match_data() {
+    thread_local std::unique_ptr<pcre2_match_data, MatchDataDeleter> data(pcre2_match_data_create(1, nullptr));
+    return data.get();
+}
+
+}  // namespace
+
+wallet::Result<RoutePattern> RoutePattern::compile(const std::string& pattern) {
+    int error_code = 0;
+    PCRE2_SIZE error_offset = 0;
+    // Anchored at compile time (not match time) so that JIT code is used.
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                     PCRE2_ANCHORED | PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
+    if (code == nullptr) {
+        PCRE2_UCHAR message[256];
+        pcre2_get_error_message(error_code, message, sizeof(message));
+        return wallet::make_error("bad regular expression: " + std::string(reinterpret_cast<char*>(message)) +
+                                  " at offset " + std::to_string(error_offset));
+    }
+    RoutePattern out;
+    out.text_ = pattern;
+    out.jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+    out.code_ = std::shared_ptr<void>(code, CodeDeleter{});
+    return out;
+}
+
+bool RoutePattern::matches(std::string_view subject) const {
+    auto* code = static_cast<pcre2_code*>(code_.get());
+    int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0,
+                         thread_match_data(), nullptr);
+    return rc >= 0;
+}
+
+// ---- targets -----------------------------------------------------------------
+
+wallet::Result<Target> parse_target_url(const std::string& url) {
+    Target t;
+    t.url = url;
+    auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) return wallet::make_error("not a URL (expected scheme://...)");
+    std::string scheme = url.substr(0, scheme_end);
+    std::string rest = url.substr(scheme_end + 3);
+    if (scheme == "http") {
+        t.transport = Transport::Http;
+        t.port = 80;
+    } else if (scheme == "https") {
+        t.transport = Transport::Https;
+        t.port = 443;
+    } else if (scheme == "ws") {
+        t.transport = Transport::Ws;
+        t.port = 80;
+    } else if (scheme == "wss") {
+        t.transport = Transport::Wss;
+        t.port = 443;
+    } else if (scheme == "sock") {
+        t.transport = Transport::Unix;
+        if (rest.empty() || rest[0] != '/') {
+            return wallet::make_error("a sock:// target needs an absolute socket path (sock:///abs/path.sock)");
+        }
+        t.socket_path = rest;
+        t.host_header = "localhost";
+        return t;
+    } else {
+        return wallet::make_error("bad scheme '" + scheme + "' (expected http, https, ws, wss or sock)");
+    }
+    auto path_start = rest.find('/');
+    std::string authority = rest.substr(0, path_start);
+    if (path_start != std::string::npos) t.path = rest.substr(path_start);
+    if (authority.empty()) return wallet::make_error("no host in URL");
+    if (authority.find('@') != std::string::npos) return wallet::make_error("credentials in URLs are not supported");
+    std::string port_text;
+    if (authority[0] == '[') {
+        auto close = authority.find(']');
+        if (close == std::string::npos) return wallet::make_error("bad IPv6 address");
+        t.host = authority.substr(1, close - 1);
+        if (close + 1 < authority.size()) {
+            if (authority[close + 1] != ':') return wallet::make_error("bad host:port");
+            port_text = authority.substr(close + 2);
+        }
+    } else {
+        auto colon = authority.rfind(':');
+        t.host = authority.substr(0, colon);
+        if (colon != std::string::npos) port_text = authority.substr(colon + 1);
+    }
+    if (t.host.empty()) return wallet::make_error("no host in URL");
+    if (!port_text.empty() || authority.back() == ':') {
+        if (port_text.empty() || port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos) {
+            return wallet::make_error("bad port '" + port_text + "'");
+        }
+        long port = std::stol(port_text);
+        if (port < 1 || port > 65535) return wallet::make_error("port out of range");
+        t.port = static_cast<std::uint16_t>(port);
+    }
+    t.host_header = authority;
+    return t;
+}
+
+// ---- routing table -------------------------------------------------------------
+
+const Route* RoutingTable::match(std::string_view path) const {
+    for (const Route& r : routes) {
+        if (r.pattern.matches(path)) return &r;
+    }
+    return nullptr;
+}
+
+std::optional<std::size_t> RoutingTable::find_target(std::string_view name) const {
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (targets[i].name == name) return i;
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+using jsonrpc::JsonDocument;
+using jsonrpc::JsonKind;
+
+class Loader {
+public:
+    Loader(const std::string& source) : source_(source) {}
+
+    wallet::Result<RoutingTable> load(std::string_view text) {
+        JsonDocument doc;
+        if (doc.parse(text, 64) != jsonrpc::JsonParseStatus::Ok) return fail("", "not valid JSON: " + doc.error());
+        if (doc.kind(0) != JsonKind::Object) return fail("", "the routing file must be a JSON object");
+        RoutingTable table;
+        table.source = source_;
+        auto top = doc.children(0);
+        for (std::size_t i = 0; i < top.size(); i += 2) {
+            std::string key = doc.string_value(top[i]);
+            if (key != "targets" && key != "timeouts" && key != "routes" && key != "default-cache") {
+                return fail(key, "unknown key (expected targets, timeouts, routes, default-cache)");
+            }
+            for (std::size_t j = 0; j < i; j += 2) {
+                if (doc.string_value(top[j]) == key) return fail(key, "duplicate key");
+            }
+        }
+        auto targets = doc.member(0, "targets");
+        if (!targets) return fail("targets", "missing");
+        if (doc.kind(*targets) != JsonKind::Object) return fail("targets", "must be an object of name -> URL");
+        auto target_nodes = doc.children(*targets);
+        for (std::size_t i = 0; i < target_nodes.size(); i += 2) {
+            std::string name = doc.string_value(target_nodes[i]);
+            std::string key = "targets." + name;
+            if (table.find_target(name)) return fail(key, "duplicate target");
+            if (doc.kind(target_nodes[i + 1]) != JsonKind::String) return fail(key, "must be a URL string");
+            auto target = parse_target_url(doc.string_value(target_nodes[i + 1]));
+            if (!target) return fail(key, target.error());
+            Target t = std::move(target).value();
+            t.name = name;
+            table.targets.push_back(std::move(t));
+        }
+
+        if (auto timeouts = doc.member(0, "timeouts")) {
+            if (doc.kind(*timeouts) == JsonKind::Number) {
+                auto ms = timeout_ms(doc, *timeouts, "timeouts");
+                if (!ms) return wallet::make_error(ms.error());
+                for (Target& t : table.targets) t.timeout_ms = *ms;
+            } else if (doc.kind(*timeouts) == JsonKind::Object) {
+                auto nodes = doc.children(*timeouts);
+                for (std::size_t i = 0; i < nodes.size(); i += 2) {
+                    std::string name = doc.string_value(nodes[i]);
+                    std::string key = "timeouts." + name;
+                    auto index = table.find_target(name);
+                    if (!index) return fail(key, "unknown target '" + name + "'");
+                    auto ms = timeout_ms(doc, nodes[i + 1], key);
+                    if (!ms) return wallet::make_error(ms.error());
+                    table.targets[*index].timeout_ms = *ms;
+                }
+            } else {
+                return fail("timeouts", "must be a number of seconds or an object of target -> seconds");
+            }
+        }
+
+        if (auto default_cache = doc.member(0, "default-cache")) {
+            auto ttl = seconds(doc, *default_cache, "default-cache");
+            if (!ttl) return wallet::make_error(ttl.error());
+            table.default_cache = *ttl;
+        }
+
+        auto routes = doc.member(0, "routes");
+        if (!routes) return fail("routes", "missing");
+        if (doc.kind(*routes) != JsonKind::Object) return fail("routes", "must be an object of regex -> route");
+        auto route_nodes = doc.children(*routes);
+        for (std::size_t i = 0; i < route_nodes.size(); i += 2) {
+            std::string pattern = doc.string_value(route_nodes[i]);
+            std::string key = "routes." + jsonrpc::json_quote(pattern);
+            for (const Route& r : table.routes) {
+                if (r.pattern.text() == pattern) return fail(key, "duplicate route");
+            }
+            std::size_t value = route_nodes[i + 1];
+            if (doc.kind(value) != JsonKind::Object) return fail(key, "must be an object");
+            auto compiled = RoutePattern::compile(pattern);
+            if (!compiled) return fail(key, compiled.error());
+            Route route{std::move(compiled).value(), 0, std::nullopt, 0, false};
+            auto members = doc.children(value);
+            for (std::size_t m = 0; m < members.size(); m += 2) {
+                std::string name = doc.string_value(members[m]);
+                if (name != "target" && name != "cache" && name != "translate_to_app_base") {
+                    return fail(key + "." + name, "unknown key (expected target, cache, translate_to_app_base)");
+                }
+            }
+            auto target = doc.member(value, "target");
+            if (!target) return fail(key + ".target", "missing");
+            if (doc.kind(*target) != JsonKind::String) return fail(key + ".target", "must be a string");
+            std::string target_name = doc.string_value(*target);
+            auto index = table.find_target(target_name);
+            if (!index) return fail(key + ".target", "unknown target '" + target_name + "'");
+            route.target = *index;
+            if (auto cache = doc.member(value, "cache")) {
+                auto ttl = seconds(doc, *cache, key + ".cache");
+                if (!ttl) return wallet::make_error(ttl.error());
+                route.cache = *ttl;
+            }
+            if (auto translate = doc.member(value, "translate_to_app_base")) {
+                JsonKind k = doc.kind(*translate);
+                if (k != JsonKind::True && k != JsonKind::False) {
+                    return fail(key + ".translate_to_app_base", "must be true or false");
+                }
+                route.translate = k == JsonKind::True;
+            }
+            table.routes.push_back(std::move(route));
+        }
+        for (Route& r : table.routes) r.ttl = r.cache.value_or(table.default_cache);
+        return table;
+    }
+
+private:
+    wallet::Error fail(const std::string& key, const std::string& reason) const {
+        std::string where = source_;
+        if (!key.empty()) where += ": " + key;
+        return wallet::make_error(where + ": " + reason);
+    }
+
+    wallet::Result<std::int64_t> seconds(const JsonDocument& doc, std::size_t node, const std::string& key) const {
+        std::string_view text = doc.text(node);
+        if (doc.kind(node) != JsonKind::Number || text.find_first_of(".eE-") != std::string_view::npos ||
+            text.size() > 9) {
+            return fail(key, "must be a non-negative integer number of seconds");
+        }
+        return std::stoll(std::string(text));
+    }
+
+    wallet::Result<std::int64_t> timeout_ms(const JsonDocument& doc, std::size_t node, const std::string& key) const {
+        if (doc.kind(node) != JsonKind::Number) return fail(key, "must be a number of seconds");
+        double value = std::strtod(std::string(doc.text(node)).c_str(), nullptr);
+        if (!(value > 0) || value > 86400 || !std::isfinite(value)) {
+            return fail(key, "must be a positive number of seconds (at most 86400)");
+        }
+        return static_cast<std::int64_t>(std::llround(value * 1000.0));
+    }
+
+    std::string source_;
+};
+
+}  // namespace
+
+wallet::Result<RoutingTable> parse_routing_table(std::string_view json_text, const std::string& source) {
+    return Loader(source).load(json_text);
+}
+
+wallet::Result<RoutingTable> load_routing_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return wallet::make_error(path + ": cannot be read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_routing_table(text.str(), path);
+}
+
+}  // namespace router

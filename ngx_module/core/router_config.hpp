@@ -1,0 +1,79 @@
+// The routing file of spec 001: targets, timeouts, routes (declaration order
+// kept), default-cache. Loaded and validated once, when nginx reads its
+// configuration; a bad file is reported with the file, the key and the reason.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wallet/result.hpp"
+
+namespace router {
+
+enum class Transport : std::uint8_t { Http, Https, Ws, Wss, Unix };
+
+const char* transport_name(Transport transport);
+
+struct Target {
+    std::string name;
+    std::string url;           // as written in the file
+    Transport transport = Transport::Http;
+    std::string host;          // host name or numeric address (empty for unix sockets)
+    std::uint16_t port = 0;
+    std::string socket_path;   // sock:// targets
+    std::string path = "/";    // request path on the target
+    std::string host_header;   // Host: value sent upstream
+    std::int64_t timeout_ms = 10000;
+    bool tls() const { return transport == Transport::Https || transport == Transport::Wss; }
+    bool websocket() const { return transport == Transport::Ws || transport == Transport::Wss; }
+};
+
+// A compiled PCRE2 pattern with Python re.match semantics (anchored at the
+// start only). Thread-compatible: matching uses a per-thread match block.
+class RoutePattern {
+public:
+    static wallet::Result<RoutePattern> compile(const std::string& pattern);
+    bool matches(std::string_view subject) const;
+    const std::string& text() const { return text_; }
+    bool jit() const { return jit_; }
+
+private:
+    struct CodeDeleter {
+        void operator()(void* code) const noexcept;
+    };
+    std::string text_;
+    std::shared_ptr<void> code_;  // pcre2_code_8, freed by CodeDeleter
+    bool jit_ = false;
+};
+
+struct Route {
+    RoutePattern pattern;
+    std::size_t target = 0;     // index into RoutingTable::targets
+    std::optional<std::int64_t> cache;
+    std::int64_t ttl = 0;       // cache, or default-cache when cache is absent
+    bool translate = false;     // translate_to_app_base
+};
+
+struct RoutingTable {
+    std::string source;         // file name, for messages
+    std::vector<Target> targets;
+    std::vector<Route> routes;
+    std::int64_t default_cache = 0;
+
+    // The first route whose pattern matches `path` (api.method), or nullptr.
+    const Route* match(std::string_view path) const;
+    std::optional<std::size_t> find_target(std::string_view name) const;
+};
+
+// Parses and validates a routing file's text; `source` names it in errors.
+wallet::Result<RoutingTable> parse_routing_table(std::string_view json_text, const std::string& source);
+wallet::Result<RoutingTable> load_routing_file(const std::string& path);
+
+// Splits a target URL; the error names what is wrong with it.
+wallet::Result<Target> parse_target_url(const std::string& url);
+
+}  // namespace router

@@ -1,0 +1,279 @@
+#include "router_request.hpp"
+
+#include <openssl/sha.h>
+
+#include "jsonrpc_json.hpp"
+
+namespace router {
+
+using jsonrpc::JsonDocument;
+using jsonrpc::JsonKind;
+using jsonrpc::JsonParseStatus;
+namespace code = jsonrpc::code;
+
+namespace {
+
+constexpr std::size_t kMaxReadableKeyParams = 200;
+
+jsonrpc::ErrorInfo invalid(std::string message) { return {code::invalid_request, std::move(message)}; }
+
+void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& table, CallPlan& call) {
+    if (doc.kind(node) != JsonKind::Object) {
+        call.error = invalid("Invalid Request: not a JSON-RPC request object");
+        return;
+    }
+    auto id = doc.member(node, "id");
+    if (id) {
+        JsonKind k = doc.kind(*id);
+        if (k != JsonKind::String && k != JsonKind::Number && k != JsonKind::Null) {
+            call.error = invalid("Invalid Request: id must be a string, a number or null");
+            return;
+        }
+        call.id = std::string(doc.text(*id));
+    }
+    auto version = doc.member(node, "jsonrpc");
+    if (!version || doc.kind(*version) != JsonKind::String || doc.string_value(*version) != "2.0") {
+        call.error = invalid("Invalid Request: jsonrpc must be \"2.0\"");
+        return;
+    }
+    auto method = doc.member(node, "method");
+    if (!method || doc.kind(*method) != JsonKind::String) {
+        call.error = invalid("Invalid Request: method must be a string");
+        return;
+    }
+    auto params = doc.member(node, "params");
+    if (params && doc.kind(*params) != JsonKind::Array && doc.kind(*params) != JsonKind::Object &&
+        doc.kind(*params) != JsonKind::Null) {
+        call.error = invalid("Invalid Request: params must be an array or an object");
+        return;
+    }
+    std::string method_name = doc.string_value(*method);
+    std::string api;
+    std::string api_method;
+    std::string inner_params;  // the params of api.method, canonical
+    std::optional<std::size_t> inner_params_node;
+    bool legacy = method_name == "call";
+    if (legacy) {
+        if (!params || doc.kind(*params) != JsonKind::Array || doc.node(*params).count < 2 ||
+            doc.node(*params).count > 3) {
+            call.error = invalid("Invalid Request: call needs params [api, method, params]");
+            return;
+        }
+        auto elements = doc.children(*params);
+        JsonKind api_kind = doc.kind(elements[0]);
+        if (api_kind == JsonKind::String) {
+            api = doc.string_value(elements[0]);
+        } else if (api_kind == JsonKind::Number && doc.text(elements[0]) == "0") {
+            api = "database_api";  // numeric api ids of the steemd era
+        } else if (api_kind == JsonKind::Number && doc.text(elements[0]) == "1") {
+            api = "login_api";
+        } else {
+            call.error = invalid("Invalid Request: call needs an api name");
+            return;
+        }
+        if (doc.kind(elements[1]) != JsonKind::String) {
+            call.error = invalid("Invalid Request: call needs a method name");
+            return;
+        }
+        api_method = doc.string_value(elements[1]);
+        if (elements.size() == 3) inner_params_node = elements[2];
+        call.path = api + "." + api_method;
+    } else {
+        call.path = method_name;
+        auto dot = method_name.find('.');
+        if (dot != std::string::npos) {
+            api = method_name.substr(0, dot);
+            api_method = method_name.substr(dot + 1);
+        }
+        inner_params_node = params;
+    }
+    if (api.empty() && legacy) {
+        call.error = invalid("Invalid Request: empty api name");
+        return;
+    }
+
+    call.route = table.match(call.path);
+    if (call.route == nullptr) {
+        call.error = jsonrpc::ErrorInfo{code::method_not_found, "no route for method " + call.path};
+        return;
+    }
+    call.ttl = call.route->ttl;
+
+    // What goes upstream: the request as sent, or its legacy form.
+    if (!legacy && call.route->translate && !api.empty()) {
+        call.method_json = "\"call\"";
+        call.params_json = "[";
+        jsonrpc::json_append_quoted(call.params_json, api);
+        call.params_json += ',';
+        jsonrpc::json_append_quoted(call.params_json, api_method);
+        call.params_json += ',';
+        if (params && doc.kind(*params) != JsonKind::Null) {
+            call.params_json += doc.text(*params);
+        } else {
+            call.params_json += "[]";
+        }
+        call.params_json += ']';
+    } else {
+        call.method_json = std::string(doc.text(*method));
+        if (params) call.params_json = std::string(doc.text(*params));
+    }
+
+    if (call.ttl > 0) {
+        std::string canonical = inner_params_node ? doc.canonical(*inner_params_node) : std::string("null");
+        call.cache_key = cache_key(call.path, canonical);
+    }
+}
+
+std::string sha256_hex(std::string_view data) {
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * SHA256_DIGEST_LENGTH);
+    for (unsigned char b : digest) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 0xF]);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
+    std::string out;
+    out.reserve(48 + method_json.size() + params_json.size());
+    out += "{\"jsonrpc\":\"2.0\",\"method\":";
+    out += method_json;
+    if (!params_json.empty()) {
+        out += ",\"params\":";
+        out += params_json;
+    }
+    out += ",\"id\":";
+    out += std::to_string(upstream_id);
+    out += '}';
+    return out;
+}
+
+std::string cache_key(std::string_view path, std::string_view canonical_params) {
+    std::string key(path);
+    key += ' ';
+    if (canonical_params.size() <= kMaxReadableKeyParams) {
+        key += canonical_params;
+    } else {
+        key += "sha256:";
+        key += sha256_hex(canonical_params);
+    }
+    return key;
+}
+
+RequestPlan plan_request(std::string_view body, const RoutingTable& table, const RequestLimits& limits) {
+    RequestPlan plan;
+    JsonDocument doc;
+    JsonParseStatus status = doc.parse(body, limits.max_depth + 1);
+    if (status == JsonParseStatus::TooDeep) {
+        plan.error = invalid("Invalid Request: nesting deeper than " + std::to_string(limits.max_depth));
+        return plan;
+    }
+    if (status != JsonParseStatus::Ok) {
+        plan.error = jsonrpc::ErrorInfo{code::parse_error, "Parse error: " + doc.error()};
+        return plan;
+    }
+    if (doc.kind(0) == JsonKind::Array) {
+        plan.batch = true;
+        std::size_t count = doc.node(0).count;
+        if (count == 0) {
+            plan.error = invalid("Invalid Request: empty batch");
+            return plan;
+        }
+        if (count > limits.max_batch) {
+            plan.error = jsonrpc::ErrorInfo{code::batch_too_large, "JSONRPC batch size of " + std::to_string(count) +
+                                                                       " exceeds " + std::to_string(limits.max_batch)};
+            return plan;
+        }
+        auto elements = doc.children(0);
+        plan.calls.resize(elements.size());
+        for (std::size_t i = 0; i < elements.size(); ++i) plan_call(doc, elements[i], table, plan.calls[i]);
+        return plan;
+    }
+    plan.calls.resize(1);
+    plan_call(doc, 0, table, plan.calls[0]);
+    return plan;
+}
+
+UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits) {
+    UpstreamReply reply;
+    JsonDocument doc;
+    if (doc.parse(body, limits.max_response_depth) != JsonParseStatus::Ok) {
+        reply.problem = body.empty() ? "empty body" : "not JSON";
+        return reply;
+    }
+    if (doc.kind(0) != JsonKind::Object) {
+        reply.problem = "not a JSON-RPC response object";
+        return reply;
+    }
+    auto result = doc.member(0, "result");
+    auto error = doc.member(0, "error");
+    if (!result && !error) {
+        reply.problem = "neither result nor error";
+        return reply;
+    }
+    reply.valid = true;
+    std::string& out = reply.response;
+    out.reserve(body.size() + caller_id.size() + 32);
+    out += "{\"jsonrpc\":\"2.0\"";
+    if (result) {
+        out += ",\"result\":";
+        out += doc.text(*result);
+    }
+    if (error) {
+        out += ",\"error\":";
+        out += doc.text(*error);
+    }
+    out += ",\"id\":";
+    out += caller_id;
+    out += '}';
+    if (result && !error) {
+        reply.cacheable = true;
+        reply.result = std::string(doc.text(*result));
+    }
+    return reply;
+}
+
+std::string render_cached(std::string_view result, std::string_view caller_id) {
+    std::string out;
+    out.reserve(result.size() + caller_id.size() + 40);
+    out += "{\"jsonrpc\":\"2.0\",\"result\":";
+    out += result;
+    out += ",\"id\":";
+    out += caller_id;
+    out += '}';
+    return out;
+}
+
+std::optional<std::uint64_t> reply_upstream_id(std::string_view body) {
+    JsonDocument doc;
+    if (doc.parse(body, 512) != JsonParseStatus::Ok || doc.kind(0) != JsonKind::Object) return std::nullopt;
+    auto id = doc.member(0, "id");
+    if (!id || doc.kind(*id) != JsonKind::Number) return std::nullopt;
+    std::string_view text = doc.text(*id);
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string_view::npos) {
+        return std::nullopt;
+    }
+    return std::stoull(std::string(text));
+}
+
+std::string render_batch(const std::vector<std::string>& responses) {
+    std::size_t size = 2;
+    for (const auto& r : responses) size += r.size() + 1;
+    std::string out;
+    out.reserve(size);
+    out.push_back('[');
+    for (std::size_t i = 0; i < responses.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        out += responses[i];
+    }
+    out.push_back(']');
+    return out;
+}
+
+}  // namespace router

@@ -1,0 +1,74 @@
+// What the router does with one request body, without any I/O: parse, split
+// a batch, normalize the dotted and legacy `call` forms, pick the route,
+// build the upstream request (translated when the route says so) and the
+// cache key; then turn upstream bodies and cached results into responses
+// carrying the caller's own id.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jsonrpc_error.hpp"
+#include "router_config.hpp"
+
+namespace router {
+
+struct RequestLimits {
+    std::size_t max_batch = 50;
+    std::size_t max_depth = 64;           // nesting of a request
+    std::size_t max_response_depth = 512; // nesting of an upstream response
+};
+
+// One JSON-RPC call (a single request, or one element of a batch).
+struct CallPlan {
+    std::string id = "null";               // raw JSON text of the caller's id
+    std::optional<jsonrpc::ErrorInfo> error;  // answered without routing
+    std::string path;                      // api.method, what routes match
+    const Route* route = nullptr;
+    std::string method_json;               // upstream "method" member (JSON text)
+    std::string params_json;               // upstream "params" member (JSON text; empty = none)
+    std::string cache_key;                 // empty when the route does not cache
+    std::int64_t ttl = 0;
+
+    // The request sent to the target, with the proxy's own id.
+    std::string upstream_body(std::uint64_t upstream_id) const;
+};
+
+struct RequestPlan {
+    bool batch = false;
+    std::optional<jsonrpc::ErrorInfo> error;  // the whole body failed (answered with id null)
+    std::vector<CallPlan> calls;
+};
+
+RequestPlan plan_request(std::string_view body, const RoutingTable& table, const RequestLimits& limits);
+
+// The cache key of api.method + params (canonical form: compact, object keys
+// sorted); long params are hashed.
+std::string cache_key(std::string_view path, std::string_view canonical_params);
+
+struct UpstreamReply {
+    bool valid = false;       // false: not a JSON-RPC response (-> 1100)
+    std::string response;     // the response with the caller's id
+    std::string result;       // the `result` text when cacheable (result and no error)
+    bool cacheable = false;
+    std::string problem;      // why it is invalid
+};
+
+// Checks an upstream body and rewrites its id to the caller's.
+UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits);
+
+// A response built from a cached result, with the caller's id.
+std::string render_cached(std::string_view result, std::string_view caller_id);
+
+// The upstream id of a reply (for WebSocket upstreams matching answers to
+// requests); nullopt when absent or not a non-negative integer.
+std::optional<std::uint64_t> reply_upstream_id(std::string_view body);
+
+// Joins the per-call responses of a batch.
+std::string render_batch(const std::vector<std::string>& responses);
+
+}  // namespace router

@@ -1,0 +1,33 @@
+// Location configuration of ngx_http_jsonrpc_router_module, shared by the
+// module's glue files (HTTP handler, WebSocket endpoint).
+#pragma once
+
+#include "ngx_http_jsonrpc_router_engine.hpp"
+#include "ngx_wallet_nginx.hpp"
+
+extern "C" ngx_module_t ngx_http_jsonrpc_router_module;
+
+struct ngx_http_jsonrpc_router_loc_conf_t {
+    ngx_str_t routes_file;
+    jsonrpc_router::RouterInstance* instance;  // owned by a cleanup of the configuration pool
+    ngx_str_t redis;                           // host:port, unix:/path or off
+    ngx_msec_t redis_timeout;
+    ngx_str_t cache_prefix;
+    size_t memory_cache;
+    ngx_uint_t max_batch;
+    size_t max_body;
+    ngx_uint_t keepalive;
+    ngx_msec_t keepalive_timeout;
+    ngx_uint_t ws_connections;
+    ngx_flag_t websocket;
+    ngx_msec_t ws_idle_timeout;
+    ngx_msec_t ws_ping_interval;
+    ngx_flag_t ssl_verify;
+    ngx_str_t ssl_trusted_certificate;
+};
+
+// Takes over a WebSocket upgrade request; returns what the content handler returns.
+ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf);
+bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r);
+// A JSON-RPC error answer generated before any routing (bad method, too large).
+ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message);

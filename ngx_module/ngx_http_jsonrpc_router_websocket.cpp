@@ -1,0 +1,295 @@
+// WebSocket clients on the router's endpoint (RFC 6455, inside the module):
+// the upgrade is answered here, then the connection is read and written by
+// this session on nginx's event loop. Each text message is one Exchange,
+// routed and cached exactly like a POST body; several may be in flight and
+// each answer is one text frame. Ping/pong, close, a maximum message size and
+// an idle timeout apply.
+#include <list>
+#include <memory>
+#include <string>
+
+#include "ngx_http_jsonrpc_router_conf.hpp"
+#include "ngx_wallet_shared.hpp"
+#include "router_http.hpp"
+#include "router_websocket.hpp"
+
+using jsonrpc_router::Exchange;
+using jsonrpc_router::ExchangeOwner;
+using jsonrpc_router::post_event;
+using jsonrpc_router::unpost_event;
+namespace ws = router::ws;
+
+namespace {
+
+constexpr std::size_t kMaxInFlight = 256;          // messages per connection before reading pauses
+constexpr std::size_t kMaxPendingOutput = 16 << 20;  // bytes queued to the client before reading pauses
+
+std::string find_header(ngx_http_request_t* r, std::string_view name) {
+    ngx_list_part_t* part = &r->headers_in.headers.part;
+    auto* h = static_cast<ngx_table_elt_t*>(part->elts);
+    for (ngx_uint_t i = 0;; ++i) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) break;
+            part = part->next;
+            h = static_cast<ngx_table_elt_t*>(part->elts);
+            i = 0;
+        }
+        std::string_view key = ngx_wallet::to_view(h[i].key);
+        if (key.size() == name.size() && ngx_strncasecmp(h[i].key.data, reinterpret_cast<u_char*>(const_cast<char*>(name.data())), name.size()) == 0) {
+            return std::string(ngx_wallet::to_view(h[i].value));
+        }
+    }
+    return {};
+}
+
+class Session final : public ExchangeOwner {
+public:
+    Session(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf)
+        : r_(r), c_(r->connection), conf_(conf), decoder_(ws::Decoder::Role::Server, conf->max_body) {
+        for (ngx_event_t* ev : {&idle_timer_, &ping_timer_}) {
+            ev->data = this;
+            ev->log = c_->log;
+            ev->cancelable = 1;  // a graceful shutdown does not wait for them
+        }
+        idle_timer_.handler = on_idle;
+        ping_timer_.handler = on_ping;
+    }
+
+    ~Session() {
+        if (idle_timer_.timer_set) ngx_del_timer(&idle_timer_);
+        if (ping_timer_.timer_set) ngx_del_timer(&ping_timer_);
+        unpost_event(&write_posted_);
+    }
+
+    void begin(const std::string& accept) {
+        out_ = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+               accept + "\r\n\r\n";
+        write_posted_.handler = on_posted_write;
+        write_posted_.data = this;
+        write_posted_.log = c_->log;
+        // Frames the client sent right behind its handshake are already read.
+        ngx_buf_t* b = r_->header_in;
+        if (b != nullptr && b->pos < b->last) {
+            decoder_.feed(std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos)));
+            b->pos = b->last;
+        }
+        r_->read_event_handler = on_read;
+        r_->write_event_handler = on_write;
+        c_->idle = 1;  // a graceful shutdown closes it
+        ngx_add_timer(&idle_timer_, conf_->ws_idle_timeout);
+        if (conf_->ws_ping_interval > 0) ngx_add_timer(&ping_timer_, conf_->ws_ping_interval);
+        if (!flush()) return;
+        process();
+    }
+
+    void exchange_done(Exchange& exchange) override {
+        try {
+            out_ += ws::encode_frame(ws::Opcode::Text, exchange.take_response());
+        } catch (...) {
+            closing_ = true;
+        }
+        auto it = inflight_index_.find(&exchange);
+        if (it != inflight_index_.end()) {
+            // Destroyed once the call stack that completed it has unwound.
+            finished_.splice(finished_.end(), inflight_, it->second);
+            inflight_index_.erase(it);
+        }
+        post_event(&write_posted_);
+    }
+
+private:
+    static void on_read(ngx_http_request_t* r) { session(r)->process(); }
+    static void on_write(ngx_http_request_t* r) { session(r)->after_write(); }
+
+    static void on_posted_write(ngx_event_t* ev) { static_cast<Session*>(ev->data)->after_write(); }
+
+    static void on_idle(ngx_event_t* ev) {
+        auto* s = static_cast<Session*>(ev->data);
+        s->close_with(ws::close_code::going_away, "idle timeout");
+    }
+
+    static void on_ping(ngx_event_t* ev) {
+        auto* s = static_cast<Session*>(ev->data);
+        s->out_ += ws::encode_frame(ws::Opcode::Ping, "");
+        ngx_add_timer(&s->ping_timer_, s->conf_->ws_ping_interval);
+        if (s->flush()) s->after_write_checks();
+    }
+
+    static Session* session(ngx_http_request_t* r);
+
+    void after_write() {
+        finished_.clear();
+        if (!flush()) return;
+        after_write_checks();
+    }
+
+    void after_write_checks() {
+        if (closing_ && out_sent_ == out_.size()) {
+            terminate();
+            return;
+        }
+        if (paused_ && !should_pause()) {
+            paused_ = false;
+            process();
+        }
+    }
+
+    bool should_pause() const { return inflight_.size() >= kMaxInFlight || out_.size() - out_sent_ > kMaxPendingOutput; }
+
+    // Reads what is available and handles every complete frame.
+    void process() {
+        if (closing_) return;
+        if (!handle_frames()) return;
+        for (;;) {
+            if (should_pause()) {
+                paused_ = true;
+                return;
+            }
+            u_char buffer[16384];
+            ssize_t n = c_->recv(c_, buffer, sizeof(buffer));
+            if (n == NGX_AGAIN) {
+                if (ngx_handle_read_event(c_->read, 0) != NGX_OK) terminate();
+                return;
+            }
+            if (n == 0 || n == NGX_ERROR) {
+                terminate();  // the client went away
+                return;
+            }
+            ngx_add_timer(&idle_timer_, conf_->ws_idle_timeout);
+            decoder_.feed(std::string_view(reinterpret_cast<const char*>(buffer), static_cast<std::size_t>(n)));
+            if (!handle_frames()) return;
+        }
+    }
+
+    // False when the session is closing or gone.
+    bool handle_frames() {
+        ws::Event event;
+        for (;;) {
+            if (should_pause()) return true;
+            auto status = decoder_.next(event);
+            if (status == ws::Decoder::Status::NeedMore) return true;
+            if (status == ws::Decoder::Status::Error) {
+                ngx_log_error(NGX_LOG_INFO, c_->log, 0, "jsonrpc_router: WebSocket client error: %s", decoder_.error().c_str());
+                close_with(decoder_.error_code(), decoder_.error());
+                return false;
+            }
+            switch (event.kind) {
+                case ws::Event::Kind::Ping:
+                    out_ += ws::encode_frame(ws::Opcode::Pong, event.payload);
+                    break;
+                case ws::Event::Kind::Pong:
+                    break;
+                case ws::Event::Kind::Close:
+                    close_with(ws::close_code::normal, "");
+                    return false;
+                case ws::Event::Kind::Message:
+                    if (event.opcode != ws::Opcode::Text) {
+                        close_with(ws::close_code::unsupported_data, "JSON-RPC needs text messages");
+                        return false;
+                    }
+                    start_exchange(std::move(event.payload));
+                    break;
+            }
+            post_event(&write_posted_);
+        }
+    }
+
+    void start_exchange(std::string message) {
+        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this));
+        auto it = std::prev(inflight_.end());
+        Exchange* exchange = it->get();
+        inflight_index_.emplace(exchange, it);
+        exchange->start(std::move(message));  // may finish at once (cache hit, error)
+    }
+
+    void close_with(std::uint16_t code, const std::string& reason) {
+        if (closing_) return;
+        closing_ = true;
+        out_ += ws::encode_close(code, reason);
+        post_event(&write_posted_);
+    }
+
+    // False when the connection failed (and the session is gone).
+    bool flush() {
+        while (out_sent_ < out_.size()) {
+            ssize_t n = c_->send(c_, reinterpret_cast<u_char*>(out_.data() + out_sent_), out_.size() - out_sent_);
+            if (n == NGX_ERROR) {
+                terminate();
+                return false;
+            }
+            if (n == NGX_AGAIN) {
+                if (ngx_handle_write_event(c_->write, 0) != NGX_OK) {
+                    terminate();
+                    return false;
+                }
+                return true;
+            }
+            out_sent_ += static_cast<std::size_t>(n);
+        }
+        out_.clear();
+        out_sent_ = 0;
+        return true;
+    }
+
+    void terminate() {
+        ngx_connection_t* c = c_;
+        ngx_http_finalize_request(r_, NGX_HTTP_CLOSE);  // frees the request and this session
+        ngx_http_run_posted_requests(c);
+    }
+
+    ngx_http_request_t* r_;
+    ngx_connection_t* c_;
+    ngx_http_jsonrpc_router_loc_conf_t* conf_;
+    ws::Decoder decoder_;
+    std::string out_;
+    std::size_t out_sent_ = 0;
+    std::list<std::unique_ptr<Exchange>> inflight_;
+    std::list<std::unique_ptr<Exchange>> finished_;
+    std::unordered_map<Exchange*, std::list<std::unique_ptr<Exchange>>::iterator> inflight_index_;
+    ngx_event_t idle_timer_{};
+    ngx_event_t ping_timer_{};
+    ngx_event_t write_posted_{};
+    bool closing_ = false;
+    bool paused_ = false;
+};
+
+void delete_session(void* data) { std::unique_ptr<Session> owned(static_cast<Session*>(data)); }
+
+}  // namespace
+
+Session* Session::session(ngx_http_request_t* r) {
+    return static_cast<Session*>(ngx_http_get_module_ctx(r, ngx_http_jsonrpc_router_module));
+}
+
+bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r) {
+    std::string upgrade = find_header(r, "Upgrade");
+    return !upgrade.empty() && router::header_has_token(upgrade, "websocket");
+}
+
+ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf) {
+    try {
+        std::string connection = find_header(r, "Connection");
+        std::string version = find_header(r, "Sec-WebSocket-Version");
+        std::string key = find_header(r, "Sec-WebSocket-Key");
+        if (r->method != NGX_HTTP_GET || r->http_version != NGX_HTTP_VERSION_11 ||
+            !router::header_has_token(connection, "upgrade") || version != "13" || key.size() != 24) {
+            return NGX_HTTP_BAD_REQUEST;
+        }
+        ngx_int_t rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) return rc;
+        ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+        if (cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        auto owned = std::make_unique<Session>(r, conf);
+        Session* session = owned.get();
+        cleanup->handler = delete_session;
+        cleanup->data = owned.release();
+        ngx_http_set_ctx(r, session, ngx_http_jsonrpc_router_module);
+        r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;  // for the access log
+        r->keepalive = 0;
+        r->main->count++;  // the session holds the request until the connection closes
+        session->begin(ws::accept_key(key));
+        return NGX_DONE;
+    } catch (...) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}

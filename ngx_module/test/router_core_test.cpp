@@ -1,0 +1,319 @@
+// Unit tests of the router's nginx-free core: JSON spans, routing file,
+// request planning, upstream reply rewriting, HTTP parsing, WebSocket framing.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "jsonrpc_error.hpp"
+#include "jsonrpc_json.hpp"
+#include "router_config.hpp"
+#include "router_http.hpp"
+#include "router_request.hpp"
+#include "router_websocket.hpp"
+
+using namespace router;
+
+namespace {
+
+const char* kSmallRoutes = R"({
+  "targets": {"node": "http://127.0.0.1:8091", "social": "ws://127.0.0.1:8092/ws", "local": "sock:///run/hived.sock"},
+  "timeouts": {"node": 3, "social": 0.5},
+  "routes": {
+    "^condenser_api.get_content": {"target": "social", "cache": 3},
+    "^condenser_api.": {"target": "node"},
+    "^database_api.": {"target": "node", "translate_to_app_base": true},
+    "^block_api.": {"target": "node", "translate_to_app_base": false},
+    "^bridge.": {"target": "social"}
+  },
+  "default-cache": 7
+})";
+
+RoutingTable small_table() {
+    auto t = parse_routing_table(kSmallRoutes, "small.json");
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
+    return std::move(t).value();
+}
+
+std::string load_error(const std::string& text) {
+    auto t = parse_routing_table(text, "bad.json");
+    return t.ok() ? "" : t.error();
+}
+
+}  // namespace
+
+TEST(RouterJson, KeepsNumbersAndStringsVerbatim) {
+    jsonrpc::JsonDocument doc;
+    std::string text = R"({"id": 123456789012345678901234567890.50, "s": "a\u00e9\"", "n": null})";
+    ASSERT_EQ(doc.parse(text, 8), jsonrpc::JsonParseStatus::Ok);
+    EXPECT_EQ(doc.text(*doc.member(0, "id")), "123456789012345678901234567890.50");
+    EXPECT_EQ(doc.string_value(*doc.member(0, "s")), "a\xC3\xA9\"");
+    EXPECT_EQ(doc.kind(*doc.member(0, "n")), jsonrpc::JsonKind::Null);
+}
+
+TEST(RouterJson, RejectsMalformedInput) {
+    jsonrpc::JsonDocument doc;
+    for (std::string bad : {"", "{", "{\"a\":}", "[1,]", "01", "1.", "\"\x01\"", "{\"a\":1} x", "nul", "\"\\x\"",
+                            "\"\xC0\xAF\"", "\"\xED\xA0\x80\"", "\"\\ud800\""}) {
+        EXPECT_EQ(doc.parse(bad, 8), jsonrpc::JsonParseStatus::Syntax) << bad;
+    }
+    EXPECT_EQ(doc.parse("[[[[[]]]]]", 4), jsonrpc::JsonParseStatus::TooDeep);
+    EXPECT_EQ(doc.parse("[[[[[]]]]]", 5), jsonrpc::JsonParseStatus::Ok);
+}
+
+TEST(RouterJson, CanonicalFormSortsKeysRecursively) {
+    jsonrpc::JsonDocument a, b;
+    ASSERT_EQ(a.parse(R"({"b": [1, {"y":2,"x":1}], "a": "\u0041"})", 8), jsonrpc::JsonParseStatus::Ok);
+    ASSERT_EQ(b.parse(R"({"a":"A","b":[1,{"x":1,"y":2}]})", 8), jsonrpc::JsonParseStatus::Ok);
+    EXPECT_EQ(a.canonical(0), b.canonical(0));
+    EXPECT_EQ(a.canonical(0), R"({"a":"A","b":[1,{"x":1,"y":2}]})");
+}
+
+TEST(RouterJson, ErrorObjectCarriesIdAndRequestId) {
+    EXPECT_EQ(jsonrpc::render_error("\"x\"", -32601, "no route for method a.b", "r1"),
+              R"({"jsonrpc":"2.0","error":{"code":-32601,"message":"no route for method a.b","data":{"request_id":"r1"}},"id":"x"})");
+}
+
+TEST(RouterConfig, LoadsTargetsTimeoutsAndOrder) {
+    RoutingTable t = small_table();
+    ASSERT_EQ(t.targets.size(), 3u);
+    EXPECT_EQ(t.targets[0].timeout_ms, 3000);
+    EXPECT_EQ(t.targets[1].timeout_ms, 500);
+    EXPECT_EQ(t.targets[2].timeout_ms, 10000);
+    EXPECT_EQ(t.targets[1].transport, Transport::Ws);
+    EXPECT_EQ(t.targets[1].path, "/ws");
+    EXPECT_EQ(t.targets[2].transport, Transport::Unix);
+    EXPECT_EQ(t.targets[2].socket_path, "/run/hived.sock");
+    ASSERT_EQ(t.routes.size(), 5u);
+    EXPECT_EQ(t.routes[0].ttl, 3);
+    EXPECT_EQ(t.routes[1].ttl, 7);
+    EXPECT_TRUE(t.routes[2].translate);
+    EXPECT_FALSE(t.routes[3].translate);
+    EXPECT_EQ(t.match("condenser_api.get_content_replies"), &t.routes[0]);
+    EXPECT_EQ(t.match("condenser_api.get_accounts"), &t.routes[1]);
+    EXPECT_EQ(t.match("xcondenser_api.get_accounts"), nullptr);  // anchored at the start
+}
+
+TEST(RouterConfig, IntTimeoutAppliesToEveryTarget) {
+    auto t = parse_routing_table(R"({"targets":{"a":"http://h:1","b":"https://h"},"timeouts":4,"routes":{}})", "x");
+    ASSERT_TRUE(t.ok()) << t.error();
+    EXPECT_EQ(t->targets[0].timeout_ms, 4000);
+    EXPECT_EQ(t->targets[1].timeout_ms, 4000);
+    EXPECT_EQ(t->targets[1].port, 443);
+}
+
+TEST(RouterConfig, PredecessorFileLoadsUnchanged) {
+    auto t = load_routing_file(std::string(WALLET_SHARED_DIR) + "/fixtures/proxy/ecency-rpc-proxy__config.example.hive.json");
+    ASSERT_TRUE(t.ok()) << t.error();
+    EXPECT_EQ(t->routes.size(), 22u);
+    EXPECT_EQ(t->targets[t->match("condenser_api.get_follow_count")->target].name, "hivemind");
+    EXPECT_EQ(t->targets[t->match("condenser_api.get_follow_countx")->target].name, "hived");
+}
+
+TEST(RouterConfig, ErrorsNameFileKeyAndReason) {
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":{"^x":{"target":"b"}}})"),
+              R"(bad.json: routes."^x".target: unknown target 'b')");
+    EXPECT_NE(load_error(R"({"targets":{"a":"http://h"},"routes":{"^x(":{"target":"a"}}})").find(
+                  R"(bad.json: routes."^x(": bad regular expression: missing closing parenthesis)"),
+              std::string::npos);
+    EXPECT_EQ(load_error(R"({"targets":{"a":"ftp://h"},"routes":{}})"),
+              "bad.json: targets.a: bad scheme 'ftp' (expected http, https, ws, wss or sock)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":{"^x":{"target":"a","cache":"5"}}})"),
+              R"(bad.json: routes."^x".cache: must be a non-negative integer number of seconds)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":{"^x":{"target":"a","translate_to_app_base":1}}})"),
+              R"(bad.json: routes."^x".translate_to_app_base: must be true or false)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"timeouts":{"b":1},"routes":{}})"),
+              "bad.json: timeouts.b: unknown target 'b'");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"timeouts":"1","routes":{}})"),
+              "bad.json: timeouts: must be a number of seconds or an object of target -> seconds");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"sock://rel.sock"},"routes":{}})"),
+              "bad.json: targets.a: a sock:// target needs an absolute socket path (sock:///abs/path.sock)");
+    EXPECT_EQ(load_error(R"({"targets":{},"routes":{},"default_cache":1})"),
+              "bad.json: default_cache: unknown key (expected targets, timeouts, routes, default-cache)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":[]})"), "bad.json: routes: must be an object of regex -> route");
+    EXPECT_EQ(load_error("{"), "bad.json: not valid JSON: expected an object key at offset 1");
+}
+
+TEST(RouterRequest, DottedAndLegacyFormsNormalizeToOnePath) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    auto dotted = plan_request(R"({"jsonrpc":"2.0","method":"condenser_api.get_content","params":["a","b"],"id":1})", t, limits);
+    auto legacy = plan_request(
+        R"({"jsonrpc":"2.0","method":"call","params":["condenser_api","get_content",["a", "b"]],"id":2})", t, limits);
+    ASSERT_EQ(dotted.calls.size(), 1u);
+    ASSERT_FALSE(dotted.calls[0].error);
+    ASSERT_FALSE(legacy.calls[0].error);
+    EXPECT_EQ(dotted.calls[0].path, "condenser_api.get_content");
+    EXPECT_EQ(legacy.calls[0].path, "condenser_api.get_content");
+    EXPECT_EQ(dotted.calls[0].cache_key, legacy.calls[0].cache_key);
+    EXPECT_EQ(dotted.calls[0].cache_key, R"(condenser_api.get_content ["a","b"])");
+    // Legacy requests go upstream as sent.
+    EXPECT_EQ(legacy.calls[0].upstream_body(9),
+              R"({"jsonrpc":"2.0","method":"call","params":["condenser_api","get_content",["a", "b"]],"id":9})");
+}
+
+TEST(RouterRequest, TranslationOnlyWhenTrue) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    auto translated = plan_request(R"({"jsonrpc":"2.0","method":"database_api.get_x","params":{"k":1},"id":1})", t, limits);
+    EXPECT_EQ(translated.calls[0].upstream_body(5),
+              R"({"jsonrpc":"2.0","method":"call","params":["database_api","get_x",{"k":1}],"id":5})");
+    auto no_params = plan_request(R"({"jsonrpc":"2.0","method":"database_api.get_y","id":1})", t, limits);
+    EXPECT_EQ(no_params.calls[0].upstream_body(5),
+              R"({"jsonrpc":"2.0","method":"call","params":["database_api","get_y",[]],"id":5})");
+    auto explicit_false = plan_request(R"({"jsonrpc":"2.0","method":"block_api.get_block","params":{"block_num":1},"id":1})", t, limits);
+    EXPECT_EQ(explicit_false.calls[0].upstream_body(5),
+              R"({"jsonrpc":"2.0","method":"block_api.get_block","params":{"block_num":1},"id":5})");
+    auto absent = plan_request(R"({"jsonrpc":"2.0","method":"bridge.get_post","params":{"a":1},"id":1})", t, limits);
+    EXPECT_EQ(absent.calls[0].upstream_body(5), R"({"jsonrpc":"2.0","method":"bridge.get_post","params":{"a":1},"id":5})");
+}
+
+TEST(RouterRequest, IdsOfEveryTypeAreKept) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    for (std::string id : {"\"abc\"", "0", "-7", "18446744073709551616123", "1.5e300", "0.25", "null"}) {
+        auto plan = plan_request(R"({"jsonrpc":"2.0","method":"bridge.x","id":)" + id + "}", t, limits);
+        EXPECT_EQ(plan.calls[0].id, id);
+        auto reply = rewrite_upstream_reply(R"({"jsonrpc":"2.0","result":{"a":1},"id":42})", plan.calls[0].id, limits);
+        EXPECT_EQ(reply.response, R"({"jsonrpc":"2.0","result":{"a":1},"id":)" + id + "}");
+    }
+    auto missing = plan_request(R"({"jsonrpc":"2.0","method":"bridge.x"})", t, limits);
+    EXPECT_EQ(missing.calls[0].id, "null");
+    auto bad_id = plan_request(R"({"jsonrpc":"2.0","method":"bridge.x","id":[1]})", t, limits);
+    ASSERT_TRUE(bad_id.calls[0].error);
+    EXPECT_EQ(bad_id.calls[0].error->code, jsonrpc::code::invalid_request);
+}
+
+TEST(RouterRequest, ErrorsOfTheWholeBodyAndOfElements) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    limits.max_batch = 3;
+    EXPECT_EQ(plan_request("{bad", t, limits).error->code, jsonrpc::code::parse_error);
+    EXPECT_EQ(plan_request("", t, limits).error->code, jsonrpc::code::parse_error);
+    EXPECT_EQ(plan_request("[]", t, limits).error->code, jsonrpc::code::invalid_request);
+    EXPECT_EQ(plan_request("[1,2,3,4]", t, limits).error->code, jsonrpc::code::batch_too_large);
+    EXPECT_EQ(plan_request(std::string(100, '[') + std::string(100, ']'), t, limits).error->code,
+              jsonrpc::code::invalid_request);
+    auto batch = plan_request(R"([1, {"jsonrpc":"2.0","method":"nope.x","id":"n"}, {"jsonrpc":"2.0","method":"bridge.y","id":3}])",
+                              t, limits);
+    ASSERT_FALSE(batch.error);
+    ASSERT_EQ(batch.calls.size(), 3u);
+    EXPECT_EQ(batch.calls[0].error->code, jsonrpc::code::invalid_request);
+    EXPECT_EQ(batch.calls[1].error->code, jsonrpc::code::method_not_found);
+    EXPECT_EQ(batch.calls[1].error->message, "no route for method nope.x");
+    EXPECT_EQ(batch.calls[1].id, "\"n\"");
+    EXPECT_FALSE(batch.calls[2].error);
+    EXPECT_EQ(plan_request(R"({"jsonrpc":"2.0","method":"call","params":["a"],"id":1})", t, limits).calls[0].error->code,
+              jsonrpc::code::invalid_request);
+    EXPECT_EQ(plan_request(R"({"jsonrpc":"1.0","method":"bridge.x","id":1})", t, limits).calls[0].error->code,
+              jsonrpc::code::invalid_request);
+}
+
+TEST(RouterRequest, CacheKeyIgnoresKeyOrderAndWhitespace) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    auto a = plan_request(R"({"jsonrpc":"2.0","method":"bridge.p","params":{"b":1,"a":[1, 2]},"id":1})", t, limits);
+    auto b = plan_request(R"({"id":2,"params":{ "a":[1,2],"b":1},"method":"bridge.p","jsonrpc":"2.0"})", t, limits);
+    EXPECT_EQ(a.calls[0].cache_key, b.calls[0].cache_key);
+    std::string long_params(500, 'x');
+    auto c = plan_request(R"({"jsonrpc":"2.0","method":"bridge.p","params":[")" + long_params + R"("],"id":1})", t, limits);
+    EXPECT_EQ(c.calls[0].cache_key.substr(0, 16), "bridge.p sha256:");
+    auto uncached = plan_request(R"({"jsonrpc":"2.0","method":"bridge.p","id":1})",
+                                 std::move(parse_routing_table(R"({"targets":{"a":"http://h"},"routes":{"^b":{"target":"a"}}})", "x")).value(),
+                                 limits);
+    EXPECT_TRUE(uncached.calls[0].cache_key.empty());
+}
+
+TEST(RouterRequest, UpstreamRepliesAreCheckedAndCachedOnlyWithResult) {
+    RequestLimits limits;
+    auto ok = rewrite_upstream_reply(R"({"jsonrpc":"2.0","result":{"text":"an error here"},"id":9})", "\"c\"", limits);
+    EXPECT_TRUE(ok.valid);
+    EXPECT_TRUE(ok.cacheable);
+    EXPECT_EQ(ok.result, R"({"text":"an error here"})");
+    auto err = rewrite_upstream_reply(R"({"jsonrpc":"2.0","error":{"code":-32002,"message":"m"},"id":9})", "1", limits);
+    EXPECT_TRUE(err.valid);
+    EXPECT_FALSE(err.cacheable);
+    EXPECT_EQ(err.response, R"({"jsonrpc":"2.0","error":{"code":-32002,"message":"m"},"id":1})");
+    EXPECT_FALSE(rewrite_upstream_reply("<html>", "1", limits).valid);
+    EXPECT_FALSE(rewrite_upstream_reply("", "1", limits).valid);
+    EXPECT_FALSE(rewrite_upstream_reply("[1]", "1", limits).valid);
+    EXPECT_FALSE(rewrite_upstream_reply(R"({"id":1})", "1", limits).valid);
+    EXPECT_EQ(render_cached("[1,2]", "\"me\""), R"({"jsonrpc":"2.0","result":[1,2],"id":"me"})");
+    EXPECT_EQ(reply_upstream_id(R"({"jsonrpc":"2.0","result":1,"id":77})"), 77u);
+    EXPECT_FALSE(reply_upstream_id(R"({"jsonrpc":"2.0","result":1,"id":"77"})"));
+}
+
+TEST(RouterHttp, ParsesLengthChunkedAndCloseDelimitedBodies) {
+    HttpMessageParser a(HttpMessageParser::Kind::Response);
+    EXPECT_EQ(a.feed("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel"), HttpMessageParser::State::Incomplete);
+    EXPECT_EQ(a.feed("lo"), HttpMessageParser::State::Complete);
+    EXPECT_EQ(a.body(), "hello");
+    EXPECT_TRUE(a.keep_alive());
+
+    HttpMessageParser b(HttpMessageParser::Kind::Response);
+    std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
+    HttpMessageParser::State s = HttpMessageParser::State::Incomplete;
+    for (char c : chunked) s = b.feed(std::string_view(&c, 1));
+    EXPECT_EQ(s, HttpMessageParser::State::Complete);
+    EXPECT_EQ(b.body(), "abcde");
+
+    HttpMessageParser c(HttpMessageParser::Kind::Response);
+    EXPECT_EQ(c.feed("HTTP/1.0 200 OK\r\n\r\nxyz"), HttpMessageParser::State::Incomplete);
+    EXPECT_EQ(c.finish(), HttpMessageParser::State::Complete);
+    EXPECT_EQ(c.body(), "xyz");
+    EXPECT_FALSE(c.keep_alive());
+
+    HttpMessageParser d(HttpMessageParser::Kind::Response);
+    EXPECT_EQ(d.feed("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x01x"),
+              HttpMessageParser::State::Complete);
+    EXPECT_EQ(d.take_leftover(), "\x81\x01x");
+
+    HttpMessageParser e(HttpMessageParser::Kind::Request);
+    EXPECT_EQ(e.feed("POST /rpc HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"),
+              HttpMessageParser::State::Complete);
+    EXPECT_EQ(e.method(), "POST");
+    EXPECT_EQ(e.target(), "/rpc");
+    EXPECT_FALSE(e.keep_alive());
+    EXPECT_TRUE(header_has_token("keep-alive, Upgrade", "upgrade"));
+}
+
+TEST(RouterWebSocket, AcceptKeyFromRfc6455) {
+    EXPECT_EQ(ws::accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+TEST(RouterWebSocket, RoundTripsMaskedFragmentedAndControlFrames) {
+    ws::Decoder server(ws::Decoder::Role::Server, 1 << 20);
+    std::string big(70000, 'a');
+    server.feed(ws::encode_frame(ws::Opcode::Text, "hel", true, false));
+    server.feed(ws::encode_frame(ws::Opcode::Ping, "p", true));
+    server.feed(ws::encode_frame(ws::Opcode::Continuation, "lo", true));
+    server.feed(ws::encode_frame(ws::Opcode::Text, big, true));
+    server.feed(ws::encode_close(1000, "bye", true));
+    ws::Event e;
+    ASSERT_EQ(server.next(e), ws::Decoder::Status::Event);
+    EXPECT_EQ(e.kind, ws::Event::Kind::Ping);
+    ASSERT_EQ(server.next(e), ws::Decoder::Status::Event);
+    EXPECT_EQ(e.kind, ws::Event::Kind::Message);
+    EXPECT_EQ(e.payload, "hello");
+    ASSERT_EQ(server.next(e), ws::Decoder::Status::Event);
+    EXPECT_EQ(e.payload.size(), big.size());
+    ASSERT_EQ(server.next(e), ws::Decoder::Status::Event);
+    EXPECT_EQ(e.kind, ws::Event::Kind::Close);
+    EXPECT_EQ(e.close_code, 1000);
+    EXPECT_EQ(server.next(e), ws::Decoder::Status::NeedMore);
+}
+
+TEST(RouterWebSocket, RefusesUnmaskedOversizedAndInvalidUtf8) {
+    ws::Event e;
+    ws::Decoder a(ws::Decoder::Role::Server, 100);
+    a.feed(ws::encode_frame(ws::Opcode::Text, "x", false));
+    EXPECT_EQ(a.next(e), ws::Decoder::Status::Error);
+    EXPECT_EQ(a.error_code(), ws::close_code::protocol_error);
+    ws::Decoder b(ws::Decoder::Role::Server, 100);
+    b.feed(ws::encode_frame(ws::Opcode::Text, std::string(101, 'x'), true));
+    EXPECT_EQ(b.next(e), ws::Decoder::Status::Error);
+    EXPECT_EQ(b.error_code(), ws::close_code::too_big);
+    ws::Decoder c(ws::Decoder::Role::Server, 100);
+    c.feed(ws::encode_frame(ws::Opcode::Text, "\xff", true));
+    EXPECT_EQ(c.next(e), ws::Decoder::Status::Error);
+    EXPECT_EQ(c.error_code(), ws::close_code::invalid_payload);
+}

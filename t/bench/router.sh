@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Benchmark of the JSON-RPC router (t/bench/run router). One nginx worker,
+# wrk against four servers of the same nginx, measured one after another:
+#   static  `return 200` with the very body a cache hit answers
+#   hit     the router answering from its cache (memory layer + Redis)
+#   hit_redis  the same with the memory layer off (every hit asks Redis)
+#   proxy   plain proxy_pass with upstream keepalive to the stand-in backend
+#   miss    the router forwarding every call to the same backend
+# then WebSocket clients (router-ws-load) on the router's endpoint.
+# Ends with: RESULT router hit_ratio=<hit/static> miss_ratio=<miss/proxy> ws_rps=<n> ...
+# Rates on a shared machine are noisy: the rounds interleave candidate and
+# baseline and report medians, and the nginx worker's CPU time per request
+# (worker_us_*, cpu_*_ratio = baseline CPU / candidate CPU) is given too.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${WALLET_BUILD_DIR:-$root/build}
+seconds=${BENCH_SECONDS:-3}
+rounds=${BENCH_ROUNDS:-3}
+connections=${BENCH_CONNECTIONS:-32}
+module=$build/ngx_module/ngx_http_wallet_module.so
+backend_bin=$build/t/backends/router-test-backend
+ws_load=$build/t/backends/router-ws-load
+for f in "$module" "$backend_bin" "$ws_load"; do [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }; done
+command -v wrk >/dev/null || { echo "wrk is not installed (scripts/install-deps)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/router-bench.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; exit 1; }
+
+redis_port=$(free_port); backend_port=$(free_port)
+/usr/bin/redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" > "$work/redis.log" 2>&1 &
+pids+=($!)
+"$backend_bin" --name bench --port "$backend_port" > "$work/backend.log" 2>&1 &
+pids+=($!)
+wait_port "$redis_port"; wait_port "$backend_port"
+
+cat > "$work/routes.json" <<JSON
+{"targets": {"bench": "http://127.0.0.1:$backend_port"}, "timeouts": 10,
+ "routes": {"^cached\\\\.": {"target": "bench", "cache": 300}, "^bench\\\\.": {"target": "bench"}},
+ "default-cache": 0}
+JSON
+
+static_port=$(free_port); hit_port=$(free_port); hit_redis_port=$(free_port); proxy_port=$(free_port); miss_port=$(free_port)
+hit_body='{"jsonrpc":"2.0","method":"cached.get_dynamic_global_properties","params":[],"id":1}'
+miss_body='{"jsonrpc":"2.0","method":"bench.get_dynamic_global_properties","params":[],"id":1}'
+mkdir -p "$work/logs" "$work/tmp"
+user_line=""; [ "$(id -u)" = 0 ] && user_line="user root root;"
+
+write_conf() {  # $1 = body of the static location
+cat > "$work/nginx.conf" <<CONF
+daemon off; master_process on; worker_processes 1; $user_line
+error_log $work/logs/error.log warn; pid $work/logs/nginx.pid;
+load_module $module;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/tmp/body; proxy_temp_path $work/tmp/proxy;
+  fastcgi_temp_path $work/tmp/fastcgi; uwsgi_temp_path $work/tmp/uwsgi; scgi_temp_path $work/tmp/scgi;
+  keepalive_requests 1000000;
+  upstream bench_backend { server 127.0.0.1:$backend_port; keepalive 32; }
+  server { listen 127.0.0.1:$static_port; location / { default_type application/json; return 200 '$1'; } }
+  server { listen 127.0.0.1:$hit_port; location / { jsonrpc_router $work/routes.json; jsonrpc_router_redis 127.0.0.1:$redis_port; } }
+  server { listen 127.0.0.1:$hit_redis_port; location / { jsonrpc_router $work/routes.json; jsonrpc_router_redis 127.0.0.1:$redis_port; jsonrpc_router_memory_cache 0; } }
+  server { listen 127.0.0.1:$proxy_port; location / { proxy_pass http://bench_backend; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+  server { listen 127.0.0.1:$miss_port; location / { jsonrpc_router $work/routes.json; jsonrpc_router_redis 127.0.0.1:$redis_port; } }
+}
+CONF
+}
+
+# The static baseline returns exactly what a hit returns.
+write_conf '{}'
+/usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
+nginx_pid=$!; pids+=($nginx_pid)
+wait_port "$hit_port"
+curl -s -o /dev/null -d "$hit_body" "http://127.0.0.1:$hit_port/"
+cached=$(curl -s -d "$hit_body" "http://127.0.0.1:$hit_port/")
+case "$cached" in *'"result"'*) ;; *) echo "router did not answer: $cached" >&2; exit 1 ;; esac
+kill -QUIT $nginx_pid; wait $nginx_pid 2>/dev/null || true
+write_conf "$cached"
+/usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
+nginx_pid=$!; pids+=($nginx_pid)
+wait_port "$static_port"
+curl -s -o /dev/null -d "$hit_body" "http://127.0.0.1:$hit_port/"
+
+post_script() {  # $1 = file, $2 = body
+  cat > "$1" <<LUA
+wrk.method = "POST"
+wrk.body = '$2'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+}
+post_script "$work/hit.lua" "$hit_body"
+post_script "$work/miss.lua" "$miss_body"
+
+worker_pid=$(pgrep -P "$nginx_pid" | head -1)
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+worker_ticks() { awk '{print $14 + $15}' "/proc/$worker_pid/stat"; }
+declare -A cpu_us  # nginx worker CPU microseconds per request, by port (last round)
+measure() {  # $1 = port, $2 = lua script; prints requests/s
+  local out before after requests
+  before=$(worker_ticks)
+  out=$(wrk -t1 -c"$connections" -d"${seconds}s" -s "$2" "http://127.0.0.1:$1/")
+  after=$(worker_ticks)
+  if echo "$out" | grep -q "Non-2xx"; then echo "non-2xx answers on port $1" >&2; exit 1; fi
+  requests=$(echo "$out" | awk '/requests in/ {print $1}')
+  cpu_us[$1]=$(awk -v t="$((after - before))" -v u="$tick_us" -v n="$requests" 'BEGIN { printf "%.1f", (n > 0 ? t * u / n : 0) }')
+  echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}'
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+# Warm-up, then rounds in which each candidate runs right after its
+# baseline; the median of the per-round ratios resists the noise of a
+# shared machine.
+for port in "$static_port" "$hit_port" "$hit_redis_port"; do measure "$port" "$work/hit.lua" > /dev/null; done
+for port in "$proxy_port" "$miss_port"; do measure "$port" "$work/miss.lua" > /dev/null; done
+hit_ratios=(); miss_ratios=(); statics=(); hits=(); hit_redis=(); proxies=(); misses=()
+for round in $(seq "$rounds"); do
+  measure "$static_port" "$work/hit.lua" > "$work/rps"; s=$(cat "$work/rps")
+  measure "$hit_port" "$work/hit.lua" > "$work/rps"; h=$(cat "$work/rps")
+  measure "$hit_redis_port" "$work/hit.lua" > "$work/rps"; hr=$(cat "$work/rps")
+  measure "$proxy_port" "$work/miss.lua" > "$work/rps"; p=$(cat "$work/rps")
+  measure "$miss_port" "$work/miss.lua" > "$work/rps"; m=$(cat "$work/rps")
+  echo "round $round: static=$s hit=$h hit_redis_only=$hr proxy_pass=$p miss=$m req/s;" \
+       "worker us/request: static=${cpu_us[$static_port]} hit=${cpu_us[$hit_port]} hit_redis_only=${cpu_us[$hit_redis_port]}" \
+       "proxy_pass=${cpu_us[$proxy_port]} miss=${cpu_us[$miss_port]}" >&2
+  statics+=("$s"); hits+=("$h"); hit_redis+=("$hr"); proxies+=("$p"); misses+=("$m")
+  hit_ratios+=("$(ratio "$h" "$s")"); miss_ratios+=("$(ratio "$m" "$p")")
+done
+static_rps=$(median "${statics[@]}"); hit_rps=$(median "${hits[@]}"); hit_redis_rps=$(median "${hit_redis[@]}")
+proxy_rps=$(median "${proxies[@]}"); miss_rps=$(median "${misses[@]}")
+
+echo "== WebSocket, cache hits" >&2
+before=$(worker_ticks)
+ws_out=$("$ws_load" --port "$hit_port" --connections "$connections" --depth 4 --seconds "$seconds" --message "$hit_body")
+after=$(worker_ticks)
+ws_messages=$(echo "$ws_out" | sed -n 's/.*messages=\([0-9]*\).*/\1/p')
+ws_us=$(awk -v t="$((after - before))" -v u="$tick_us" -v n="$ws_messages" 'BEGIN { printf "%.1f", (n > 0 ? t * u / n : 0) }')
+echo "$ws_out" >&2
+ws_rps=$(echo "$ws_out" | sed -n 's/.*rps=\([0-9]*\).*/\1/p')
+echo "== WebSocket, misses" >&2
+ws_miss_out=$("$ws_load" --port "$miss_port" --connections "$connections" --depth 4 --seconds "$seconds" --message "$miss_body")
+echo "$ws_miss_out" >&2
+ws_miss_rps=$(echo "$ws_miss_out" | sed -n 's/.*rps=\([0-9]*\).*/\1/p')
+case "$ws_out$ws_miss_out" in *"errors=0"*"errors=0"*) ;; *) echo "WebSocket errors" >&2; exit 1 ;; esac
+
+echo "RESULT router hit_ratio=$(median "${hit_ratios[@]}") miss_ratio=$(median "${miss_ratios[@]}") ws_rps=$ws_rps" \
+     "static_rps=$static_rps hit_rps=$hit_rps hit_redis_only_rps=$hit_redis_rps proxy_pass_rps=$proxy_rps miss_rps=$miss_rps" \
+     "hit_redis_only_ratio=$(ratio "$hit_redis_rps" "$static_rps") ws_miss_rps=$ws_miss_rps rounds=$rounds connections=$connections seconds=$seconds" \
+     "worker_us_static=${cpu_us[$static_port]} worker_us_hit=${cpu_us[$hit_port]} worker_us_hit_redis_only=${cpu_us[$hit_redis_port]}" \
+     "worker_us_proxy_pass=${cpu_us[$proxy_port]} worker_us_miss=${cpu_us[$miss_port]} worker_us_ws_hit=$ws_us" \
+     "cpu_hit_ratio=$(ratio "${cpu_us[$static_port]}" "${cpu_us[$hit_port]}") cpu_miss_ratio=$(ratio "${cpu_us[$proxy_port]}" "${cpu_us[$miss_port]}")"
