@@ -1,0 +1,150 @@
+#include "wallet/cursor.hpp"
+
+#include <optional>
+#include <utility>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "wallet/base64url.hpp"
+
+namespace wallet {
+namespace {
+
+constexpr char kVersion = 1;
+constexpr std::size_t kTagLength = 16;
+constexpr std::size_t kMaxVarintLength = 10;  // 64 bits, 7 per byte
+
+void append_varint(std::string& out, std::uint64_t value) {
+    while (value >= 0x80) {
+        out += static_cast<char>((value & 0x7F) | 0x80);
+        value >>= 7;
+    }
+    out += static_cast<char>(value);
+}
+
+// Signed values as zigzag varints: small magnitudes stay short either sign.
+std::uint64_t zigzag(std::int64_t value) {
+    return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
+}
+std::int64_t unzigzag(std::uint64_t value) {
+    return static_cast<std::int64_t>((value >> 1) ^ (~(value & 1) + 1));
+}
+
+// Reads the compact position written by encode(); refuses anything that
+// encode() would not have written byte for byte.
+class PositionReader {
+public:
+    explicit PositionReader(std::string_view bytes) : bytes_(bytes) {}
+
+    std::optional<std::uint64_t> varint() {
+        std::uint64_t value = 0;
+        for (std::size_t i = 0; i < kMaxVarintLength && !bytes_.empty(); ++i) {
+            const auto byte = static_cast<unsigned char>(bytes_.front());
+            bytes_.remove_prefix(1);
+            const std::uint64_t payload = byte & 0x7FU;
+            // The tenth byte may only carry the 64th bit.
+            if (i == kMaxVarintLength - 1 && payload > 1) return std::nullopt;
+            value |= payload << (7 * i);
+            if ((byte & 0x80U) == 0) {
+                // A zero final byte after others is an over-long encoding.
+                if (i > 0 && byte == 0) return std::nullopt;
+                return value;
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::optional<std::string_view> bytes(std::uint64_t count) {
+        if (count > bytes_.size()) return std::nullopt;
+        const std::string_view taken = bytes_.substr(0, static_cast<std::size_t>(count));
+        bytes_.remove_prefix(static_cast<std::size_t>(count));
+        return taken;
+    }
+
+    bool at_end() const { return bytes_.empty(); }
+
+private:
+    std::string_view bytes_;
+};
+
+Result<CursorPosition> read_position(std::string_view bytes) {
+    const Error malformed = make_error("cursor: malformed position");
+    PositionReader reader(bytes);
+    const auto seconds = reader.varint();
+    const auto block_num = reader.varint();
+    const auto block_seq = reader.varint();
+    const auto role_length = reader.varint();
+    if (!seconds || !block_num || !block_seq || !role_length || *role_length > CursorCodec::kMaxRoleLength) {
+        return malformed;
+    }
+    const auto role = reader.bytes(*role_length);
+    if (!role || !reader.at_end() || *seconds > static_cast<std::uint64_t>(Timestamp::kMaxSeconds)) return malformed;
+
+    const std::int64_t seq = unzigzag(*block_seq);
+    if (seq < INT32_MIN || seq > INT32_MAX) return malformed;
+    auto timestamp = Timestamp::from_seconds(static_cast<std::int64_t>(*seconds));
+    if (!timestamp) return malformed;
+    return CursorPosition{*timestamp, unzigzag(*block_num), static_cast<std::int32_t>(seq), std::string(*role)};
+}
+
+}  // namespace
+
+Result<CursorCodec> CursorCodec::create(std::string secret) {
+    if (secret.size() < kMinSecretLength) return make_error("cursor: secret shorter than 16 bytes");
+    return CursorCodec(std::move(secret));
+}
+
+std::string CursorCodec::tag(std::string_view version_and_position, std::string_view account,
+                             std::string_view query_fingerprint) const {
+    // Length prefixes keep (account, fingerprint) pairs from sliding into
+    // each other: ("ab", "c") and ("a", "bc") sign different messages.
+    std::string message(version_and_position);
+    append_varint(message, account.size());
+    message += account;
+    append_varint(message, query_fingerprint.size());
+    message += query_fingerprint;
+
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_length = 0;
+    const unsigned char* done =
+        HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &digest_length);
+    if (done == nullptr || digest_length < kTagLength) return std::string();  // decode then refuses everything
+    return std::string(reinterpret_cast<const char*>(digest), kTagLength);
+}
+
+std::string CursorCodec::encode(const CursorPosition& position, std::string_view account,
+                                std::string_view query_fingerprint) const {
+    std::string bytes(1, kVersion);
+    append_varint(bytes, static_cast<std::uint64_t>(position.timestamp.seconds()));
+    append_varint(bytes, zigzag(position.block_num));
+    append_varint(bytes, zigzag(position.block_seq));
+    append_varint(bytes, position.role.size());
+    bytes += position.role;
+    bytes += tag(bytes, account, query_fingerprint);
+    return base64url_encode(bytes);
+}
+
+Result<CursorPosition> CursorCodec::decode(std::string_view cursor, std::string_view account,
+                                           std::string_view query_fingerprint) const {
+    if (cursor.empty()) return make_error("cursor: empty");
+    if (cursor.size() > kMaxCursorLength) return make_error("cursor: too long");
+    auto bytes = base64url_decode(cursor);
+    if (!bytes) return make_error("cursor: " + bytes.error());
+    if (bytes->size() < 1 + kTagLength) return make_error("cursor: too short");
+    if ((*bytes)[0] != kVersion) return make_error("cursor: unknown version");
+
+    // Authenticate first, then parse only bytes this server wrote.
+    const std::string_view body = std::string_view(*bytes).substr(0, bytes->size() - kTagLength);
+    const std::string_view received_tag = std::string_view(*bytes).substr(bytes->size() - kTagLength);
+    const std::string expected_tag = tag(body, account, query_fingerprint);
+    if (expected_tag.size() != kTagLength ||
+        CRYPTO_memcmp(expected_tag.data(), received_tag.data(), kTagLength) != 0) {
+        return make_error("cursor: not issued for this account and query");
+    }
+    return read_position(body.substr(1));
+}
+
+}  // namespace wallet
