@@ -1,0 +1,85 @@
+#include "ngx_wallet_shared.hpp"
+
+#include <strings.h>
+
+#include <cstring>
+
+namespace wallet::ngx {
+
+namespace {
+
+u_char* pool_copy(ngx_pool_t* pool, std::string_view text) {
+    auto* p = static_cast<u_char*>(ngx_pnalloc(pool, text.size() == 0 ? 1 : text.size()));
+    if (p != nullptr && !text.empty()) ngx_memcpy(p, text.data(), text.size());
+    return p;
+}
+
+}  // namespace
+
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view body) {
+    r->headers_out.status = status;
+    r->headers_out.content_type_len = sizeof("application/json") - 1;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_lowcase = nullptr;
+    r->headers_out.content_length_n = static_cast<off_t>(body.size());
+    if (r->headers_out.content_length) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = nullptr;
+    }
+    ngx_buf_t* b = ngx_create_temp_buf(r->pool, body.empty() ? 1 : body.size());
+    if (b == nullptr) return NGX_ERROR;
+    b->last = ngx_cpymem(b->pos, body.data(), body.size());
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out{b, nullptr};
+    const ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
+    return ngx_http_output_filter(r, &out);
+}
+
+bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value) {
+    auto* h = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr) return false;
+    h->hash = 1;
+    h->key.data = pool_copy(r->pool, name);
+    h->key.len = name.size();
+    h->value.data = pool_copy(r->pool, value);
+    h->value.len = value.size();
+    return h->key.data != nullptr && h->value.data != nullptr;
+}
+
+std::string request_header(ngx_http_request_t* r, std::string_view name) {
+    std::string out;
+    ngx_list_part_t* part = &r->headers_in.headers.part;
+    auto* headers = static_cast<ngx_table_elt_t*>(part->elts);
+    for (ngx_uint_t i = 0;; ++i) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) break;
+            part = part->next;
+            headers = static_cast<ngx_table_elt_t*>(part->elts);
+            i = 0;
+        }
+        const ngx_table_elt_t& h = headers[i];
+        if (h.key.len == name.size() &&
+            ngx_strncasecmp(h.key.data, reinterpret_cast<u_char*>(const_cast<char*>(name.data())), name.size()) == 0) {
+            if (!out.empty()) out += ", ";
+            out.append(reinterpret_cast<const char*>(h.value.data), h.value.len);
+        }
+    }
+    return out;
+}
+
+BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out) {
+    out.clear();
+    if (r->request_body == nullptr) return BodyRead::Ok;
+    for (ngx_chain_t* cl = r->request_body->bufs; cl != nullptr; cl = cl->next) {
+        ngx_buf_t* b = cl->buf;
+        if (b->in_file && !ngx_buf_in_memory(b)) return BodyRead::TooLarge;
+        const auto size = static_cast<std::size_t>(b->last - b->pos);
+        if (out.size() + size > max_bytes) return BodyRead::TooLarge;
+        out.append(reinterpret_cast<const char*>(b->pos), size);
+    }
+    return BodyRead::Ok;
+}
+
+}  // namespace wallet::ngx

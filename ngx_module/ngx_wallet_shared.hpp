@@ -1,0 +1,31 @@
+// nginx helpers both project modules use: a JSON response in one buffer,
+// response headers, request headers, and the request body held in memory.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "ngx_wallet_nginx.hpp"
+
+namespace wallet::ngx {
+
+// Sends `body` as the whole application/json response; returns the rc for
+// ngx_http_finalize_request (or for a content handler to return).
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view body);
+
+// Adds a response header; name and value are copied into r->pool.
+bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
+
+// Every value of a request header (case-insensitive name), joined by ", "
+// in arrival order; empty when absent.
+std::string request_header(ngx_http_request_t* r, std::string_view name);
+
+enum class BodyRead { Ok, TooLarge };
+
+// The body read by ngx_http_read_client_request_body, copied out. A body
+// that nginx spilled to a file, or that is larger than max_bytes, is refused
+// without being read (disk reads would block the event loop).
+BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out);
+
+}  // namespace wallet::ngx
