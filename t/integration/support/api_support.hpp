@@ -89,13 +89,13 @@ inline void generate_events(harness::PostgresServer& pg, const std::string& acco
              "CASE WHEN i % 3 = 0 THEN 'peer' END, CASE WHEN i % 3 <> 0 THEN 'someone' END, "
              "CASE WHEN i % 3 <> 0 THEN 'post-' || i END, "
              "CASE WHEN i % 3 = 2 THEN jsonb_build_array(jsonb_build_object('field', 'hbd_payout', 'amount', "
-             "((i % 50)::numeric / 1000)::numeric(20,3)::text, 'symbol', 'HBD')) ELSE '[]'::jsonb END, '{}' "
+             "((i % 50)::numeric / 1000)::numeric(20,3)::text, 'symbol', 'HBD')) ELSE '[]'::jsonb END, '{}'::jsonb "
              "FROM generate_series(0, " + std::to_string(count - 1) + ") AS i "
              // the self transfers: the sender row of the same operation
              "UNION ALL SELECT " + std::to_string(first_block) + " + i / 4, i % 4, 0, 0, '" + account +
              "', 'sender', i % 4, 'transfer', md5(i::text) || '00000000', "
              "'" + start_time + "'::timestamptz + (i / 8) * interval '3 seconds', 1.000, 'HIVE', NULL, NULL, '" +
-             account + "', NULL, NULL, '[]', '{}' FROM generate_series(0, " + std::to_string(count - 1) +
+             account + "', NULL, NULL, '[]'::jsonb, '{}'::jsonb FROM generate_series(0, " + std::to_string(count - 1) +
              ") AS i WHERE i % 97 = 0");
 }
 
