@@ -187,7 +187,7 @@ std::string query_fingerprint(Method method, const PageQuery& query) {
 ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, const CursorCodec& cursors) {
     ParsedRequest out;
     json_error_t parse_error;
-    JsonPtr root(json_loadb(body.data(), body.size(), JSON_REJECT_DUPLICATES, &parse_error));
+    JsonPtr root(json_loadb(body.data(), body.size(), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &parse_error));
     if (!root) {
         out.error = RpcError{jsonrpc::kParseError, "parse error"};
         return out;
