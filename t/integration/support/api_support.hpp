@@ -96,7 +96,7 @@ inline void generate_events(harness::PostgresServer& pg, const std::string& acco
              "', 'sender', i % 4, 'transfer', md5(i::text) || '00000000', "
              "'" + start_time + "'::timestamptz + (i / 8) * interval '3 seconds', 1.000, 'HIVE', NULL, NULL, '" +
              account + "', NULL, NULL, '[]'::jsonb, '{}'::jsonb FROM generate_series(0, " + std::to_string(count - 1) +
-             ") AS i WHERE i % 97 = 0");
+             ") AS i WHERE i % 97 = 0 ON CONFLICT DO NOTHING");
 }
 
 inline JsonPtr parse_json(const std::string& text) {
