@@ -36,8 +36,13 @@ void disable_write(ngx_connection_t* c) {
 void release_socket(ngx_connection_t* c) {
     if (c->read->timer_set) ngx_del_timer(c->read);
     if (c->write->timer_set) ngx_del_timer(c->write);
-    if (c->read->posted) ngx_delete_posted_event(c->read);
-    if (c->write->posted) ngx_delete_posted_event(c->write);
+    // ngx_delete_posted_event is a multi-statement macro: braces required.
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
     // The descriptor is about to be closed, which removes it from epoll.
     if (c->read->active) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
     if (c->write->active) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
@@ -229,7 +234,9 @@ PgPool::PgPool(PgPoolSettings settings, ngx_log_t* log) : settings_(std::move(se
 }
 
 PgPool::~PgPool() {
-    if (kick_.posted) ngx_delete_posted_event(&kick_);
+    if (kick_.posted) {
+        ngx_delete_posted_event(&kick_);
+    }
     while (!connections_.empty()) {
         PgConnection* conn = connections_.back().get();
         if (conn->c != nullptr) release_socket(conn->c);
