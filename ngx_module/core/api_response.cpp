@@ -8,7 +8,6 @@
 
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
-#include "wallet/decimal.hpp"
 
 namespace wallet::api {
 
@@ -131,11 +130,26 @@ void append_window(std::string& out, const PageQuery& query) {
 }  // namespace
 
 std::string format_amount(std::string_view decimal_text, std::string_view symbol) {
-    const int precision = symbol == "VESTS" ? 6 : 3;
-    auto value = Decimal::parse(decimal_text);
-    if (!value) return std::string(decimal_text);
-    auto printed = value->to_string(precision);
-    return printed ? std::move(printed).value() : std::string(decimal_text);
+    const std::size_t precision = symbol == "VESTS" ? 6 : 3;
+    // NUMERIC text is [-]digits[.digits]: rescaled by trimming zeros or padding.
+    std::string_view digits = decimal_text.substr(decimal_text.empty() || decimal_text[0] != '-' ? 0 : 1);
+    const std::size_t point = digits.find('.');
+    const std::string_view whole = digits.substr(0, point);
+    const std::string_view fraction = point == std::string_view::npos ? std::string_view() : digits.substr(point + 1);
+    auto all_digits = [](std::string_view text) {
+        return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (whole.empty() || !all_digits(whole) || !all_digits(fraction)) return std::string(decimal_text);
+    if (fraction.size() > precision &&
+        fraction.find_first_not_of('0', precision) != std::string_view::npos) {
+        return std::string(decimal_text);  // never drop a non-zero digit
+    }
+    std::string out(decimal_text.substr(0, decimal_text.size() - digits.size()));
+    out += whole;
+    out += '.';
+    out += fraction.substr(0, std::min(fraction.size(), precision));
+    out.append(precision - std::min(fraction.size(), precision), '0');
+    return out;
 }
 
 std::string page_result(Method method, const PageQuery& query, PGresult* rows, const CursorCodec& cursors) {

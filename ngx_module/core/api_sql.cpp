@@ -49,8 +49,9 @@ const std::map<std::string, std::string>& statements() {
                                " FROM wallet_operation_events w WHERE w.account = $1 AND w.op_type = t.op_type AND" +
                                kWindowAndKeyset +
                                ") AS x ORDER BY x.epoch DESC, x.block_num DESC, x.block_seq DESC, x.role DESC LIMIT $8");
-        // Reward totals: whole UTC days [$2, $3) from the daily aggregates,
-        // the partial days [$4, $5) and [$6, $7) from the events themselves.
+        // Reward totals: the aggregate rows of days $2..$3 (inclusive; the
+        // lifetime row is day 'infinity'), plus the partial days [$4, $5) and
+        // [$6, $7) from the events themselves.
         s["wh_totals"] =
             "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
             "WITH raw AS ("
@@ -63,11 +64,11 @@ const std::map<std::string, std::string>& statements() {
             "     AND \"timestamp\" >= $6 AND \"timestamp\" < $7"
             "), vesting AS ("
             "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
-            "   WHERE account = $1 AND day >= $2 AND day < $3"
+            "   WHERE account = $1 AND day BETWEEN $2 AND $3"
             "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw"
             "), liquid AS ("
             "  SELECT op_type, symbol, amount_sum FROM wallet_reward_liquid_daily"
-            "   WHERE account = $1 AND day >= $2 AND day < $3"
+            "   WHERE account = $1 AND day BETWEEN $2 AND $3"
             "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r, wallet_reward_liquid_parts(r.assets) l"
             ")"
             " SELECT 0 AS kind, op_type, NULL AS symbol, sum(event_count)::bigint AS n, sum(vesting_sum)::text AS total"
@@ -142,41 +143,39 @@ StatementCall page_statement(const PageQuery& query) {
 }
 
 StatementCall totals_statement(const PageQuery& query) {
-    StatementCall call;
-    call.name = "wh_totals";
-    const std::string empty_day = "infinity";
-    const std::string empty_time = "infinity";
-    std::string day_from = "-infinity";
-    std::string day_to = "infinity";
-    std::string raw1_from = empty_time, raw1_to = empty_time, raw2_from = empty_time, raw2_to = empty_time;
-    if (query.from && query.to) {
-        const std::int64_t whole_from = ceil_day(query.from->seconds());
-        const std::int64_t whole_to = floor_day(query.to->seconds());
-        if (whole_from < whole_to) {
-            day_from = day_text(whole_from);
-            day_to = day_text(whole_to);
-            raw1_from = query.from->to_iso_z();
-            raw1_to = time_text(whole_from);
-            raw2_from = time_text(whole_to);
-            raw2_to = query.to->to_iso_z();
-        } else {
-            day_from = empty_day;
-            day_to = empty_day;
+    // Aggregate days are inclusive bounds; ("infinity", "infinity") is the
+    // lifetime row and ("infinity", "-infinity") selects no aggregate row.
+    // Finite ranges end at 9999-12-31 (the last day a request can name), so
+    // they never include the lifetime row.
+    constexpr const char* kNone = "infinity";
+    std::string day_first = "infinity";
+    std::string day_last = "infinity";
+    std::string raw1_from = kNone, raw1_to = kNone, raw2_from = kNone, raw2_to = kNone;
+    if (query.from || query.to) {
+        const std::int64_t whole_from = query.from ? ceil_day(query.from->seconds()) : -1;
+        const std::int64_t whole_to = query.to ? floor_day(query.to->seconds()) : -1;
+        day_first = query.from ? day_text(whole_from) : "-infinity";
+        day_last = query.to ? day_text(whole_to - kSecondsPerDay) : "9999-12-31";
+        if (query.from && query.to && whole_from >= whole_to) {
+            // No whole day inside the window: all of it from the events.
+            day_first = "infinity";
+            day_last = "-infinity";
             raw1_from = query.from->to_iso_z();
             raw1_to = query.to->to_iso_z();
+        } else {
+            if (query.from) {
+                raw1_from = query.from->to_iso_z();
+                raw1_to = time_text(whole_from);
+            }
+            if (query.to) {
+                raw2_from = time_text(whole_to);
+                raw2_to = query.to->to_iso_z();
+            }
         }
-    } else if (query.from) {
-        const std::int64_t whole_from = ceil_day(query.from->seconds());
-        day_from = day_text(whole_from);
-        raw1_from = query.from->to_iso_z();
-        raw1_to = time_text(whole_from);
-    } else if (query.to) {
-        const std::int64_t whole_to = floor_day(query.to->seconds());
-        day_to = day_text(whole_to);
-        raw2_from = time_text(whole_to);
-        raw2_to = query.to->to_iso_z();
     }
-    call.params = {query.account, day_from, day_to, raw1_from, raw1_to, raw2_from, raw2_to};
+    StatementCall call;
+    call.name = "wh_totals";
+    call.params = {query.account, day_first, day_last, raw1_from, raw1_to, raw2_from, raw2_to};
     return call;
 }
 

@@ -114,6 +114,11 @@ export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
 nginx_pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$api_port/health" >/dev/null && break; sleep 0.1; done
 
+if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the stack stays up
+  log "holding: reader=$reader api=http://127.0.0.1:$api_port/"
+  sleep "$BENCH_HOLD_SECONDS"
+fi
+
 # ---- scenarios ---------------------------------------------------------------------
 # The deep page resumes half-way through the big account (row 500,000 of 1,000,000).
 read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \

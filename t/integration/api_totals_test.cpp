@@ -22,14 +22,17 @@ protected:
 
     // Rows of the aggregates that differ from the raw sums (both directions).
     std::vector<std::string> aggregate_differences() {
+        // Per UTC day, and per account and op type (the lifetime row, day 'infinity').
         const std::string raw_vesting =
-            "SELECT account, op_type, (\"timestamp\" AT TIME ZONE 'UTC')::date, count(*)::bigint, "
-            "coalesce(sum(vesting_amount), 0) FROM wallet_operation_events "
+            "SELECT account, op_type, d, count(*)::bigint, coalesce(sum(vesting_amount), 0) "
+            "FROM wallet_operation_events, LATERAL (VALUES ((\"timestamp\" AT TIME ZONE 'UTC')::date), "
+            "('infinity'::date)) AS k(d) "
             "WHERE op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward') GROUP BY 1, 2, 3";
         const std::string agg_vesting = "SELECT account, op_type, day, event_count, vesting_sum FROM wallet_reward_daily";
         const std::string raw_liquid =
-            "SELECT r.account, r.op_type, (r.\"timestamp\" AT TIME ZONE 'UTC')::date, l.symbol, sum(l.amount) "
-            "FROM wallet_operation_events r, wallet_reward_liquid_parts(r.assets) l "
+            "SELECT r.account, r.op_type, d, l.symbol, sum(l.amount) "
+            "FROM wallet_operation_events r, wallet_reward_liquid_parts(r.assets) l, "
+            "LATERAL (VALUES ((r.\"timestamp\" AT TIME ZONE 'UTC')::date), ('infinity'::date)) AS k(d) "
             "WHERE r.op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward') GROUP BY 1, 2, 3, 4";
         const std::string agg_liquid = "SELECT account, op_type, day, symbol, amount_sum FROM wallet_reward_liquid_daily";
         auto out = stack.pg().query("(" + raw_vesting + " EXCEPT " + agg_vesting + ") UNION ALL (" + agg_vesting +
@@ -86,6 +89,8 @@ protected:
         expect_api_equals_raw("rewarded", "2020-01-05T12:00:03Z", "2020-01-05T12:30:00Z");  // within one day
         expect_api_equals_raw("rewarded", "2020-01-05T12:10:00Z", std::nullopt);
         expect_api_equals_raw("rewarded", std::nullopt, "2020-03-01T00:40:00Z");
+        expect_api_equals_raw("rewarded", "2020-01-02T00:00:00Z", std::nullopt);
+        expect_api_equals_raw("rewarded", std::nullopt, "2020-01-06T00:00:00Z");
         expect_api_equals_raw("other", std::nullopt, std::nullopt);
         expect_api_equals_raw("nobody", std::nullopt, std::nullopt);
     }
@@ -98,6 +103,8 @@ protected:
 TEST_F(ApiTotals, AggregatesEqualRawSumsThroughInsertsUpdatesAndDeletes) {
     EXPECT_EQ(aggregate_differences(), std::vector<std::string>{});
     ASSERT_GT(std::stoi(stack.pg().query("SELECT count(*) FROM wallet_reward_daily").at(0)), 3);
+    EXPECT_EQ(stack.pg().query("SELECT count(*) FROM wallet_reward_daily WHERE day = 'infinity'"),
+              std::vector<std::string>{"4"});  // author and curation rewards of two accounts
     expect_windows_exact();
 
     // Re-inserting the same rows (an idempotent re-run) changes nothing.
