@@ -109,13 +109,13 @@ public:
         ngx_int_t rc = NGX_ERROR;
         try {
             response_ = exchange.take_response();
-            ngx_wallet::add_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
-            ngx_wallet::add_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
+            wallet::ngx::add_response_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
+            wallet::ngx::add_response_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
             if (exchange.route() != nullptr) {
-                ngx_wallet::add_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
-                ngx_wallet::add_header(r_, "X-JSONRPC-Target", exchange.target_name());
+                wallet::ngx::add_response_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
+                wallet::ngx::add_response_header(r_, "X-JSONRPC-Target", exchange.target_name());
             }
-            rc = ngx_wallet::send_json(r_, NGX_HTTP_OK, response_, false);
+            rc = wallet::ngx::send_json_unowned(r_, NGX_HTTP_OK, response_);
         } catch (...) {
             rc = NGX_ERROR;
         }
@@ -137,7 +137,7 @@ void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob
 void body_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     std::string body;
-    if (!ngx_wallet::request_body_string(r, body) || body.size() > conf->max_body) {
+    if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
         ngx_http_finalize_request(
             r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
                                               "Invalid Request: request too large"));
@@ -180,8 +180,8 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
         std::string request_id = jsonrpc_router::Worker::get().next_request_id();
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
                       code, message);
-        ngx_wallet::add_header(r, "X-JSONRPC-Request-Id", request_id);
-        return ngx_wallet::send_json(r, status, jsonrpc::render_error("null", code, message, request_id));
+        wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);
+        return wallet::ngx::send_json(r, status, jsonrpc::render_error("null", code, message, request_id));
     } catch (...) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -198,7 +198,7 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
         static const std::string status_body = R"({"status":"OK","service":"jsonrpc_router"})";
-        return ngx_wallet::send_json(r, NGX_HTTP_OK, status_body, false);
+        return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
     }
     if (!(r->method & NGX_HTTP_POST)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
@@ -248,7 +248,7 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
     conf->routes_file = value[1];
     if (ngx_conf_full_name(cf->cycle, &conf->routes_file, 1) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
     try {
-        auto table = router::load_routing_file(std::string(ngx_wallet::to_view(conf->routes_file)));
+        auto table = router::load_routing_file(std::string(wallet::ngx::to_view(conf->routes_file)));
         if (!table) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %s", table.error().c_str());
             return static_cast<char*>(NGX_CONF_ERROR);
@@ -358,13 +358,13 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     try {
         RouterInstance& instance = *conf->instance;
         instance.limits.max_batch = conf->max_batch;
-        instance.cache_prefix = std::string(ngx_wallet::to_view(conf->cache_prefix));
+        instance.cache_prefix = std::string(wallet::ngx::to_view(conf->cache_prefix));
         instance.memory_cache_bytes = conf->memory_cache;
         instance.keepalive = conf->keepalive;
         instance.keepalive_timeout = conf->keepalive_timeout;
         instance.ws_upstream_connections = conf->ws_connections;
         instance.redis_timeout = conf->redis_timeout;
-        std::string redis(ngx_wallet::to_view(conf->redis));
+        std::string redis(wallet::ngx::to_view(conf->redis));
         instance.redis_enabled = redis != "off";
         instance.redis_name = redis;
         std::string error;

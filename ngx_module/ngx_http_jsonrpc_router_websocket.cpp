@@ -34,9 +34,9 @@ std::string find_header(ngx_http_request_t* r, std::string_view name) {
             h = static_cast<ngx_table_elt_t*>(part->elts);
             i = 0;
         }
-        std::string_view key = ngx_wallet::to_view(h[i].key);
+        std::string_view key = wallet::ngx::to_view(h[i].key);
         if (key.size() == name.size() && ngx_strncasecmp(h[i].key.data, reinterpret_cast<u_char*>(const_cast<char*>(name.data())), name.size()) == 0) {
-            return std::string(ngx_wallet::to_view(h[i].value));
+            return std::string(wallet::ngx::to_view(h[i].value));
         }
     }
     return {};

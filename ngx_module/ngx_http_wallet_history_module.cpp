@@ -1,17 +1,513 @@
-// ngx_http_wallet_history_module: the read-only wallet_history.* JSON-RPC API.
-// (Skeleton: directives and handlers arrive with the API issue.)
+// ngx_http_wallet_history_module: the read-only wallet_history.* JSON-RPC API
+// (spec 000; decisions.md section 3) served from PostgreSQL through a
+// per-worker asynchronous libpq pool.
+//
+// Directives:
+//   wallet_history_api;              location: serves the JSON-RPC methods
+//   wallet_history_health;           location: GET -> {"ok": true|false}
+//   wallet_history_set NAME VALUE;   http: overrides one WALLET_API_* / API_*
+//                                    (or DB_*) variable of the environment
+//
+// Settings are read from the environment when nginx loads its configuration
+// (so `nginx -t` validates them and names a bad one); conf/nginx/ lists the
+// `env` lines that keep them visible to the worker processes.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "api_config.hpp"
+#include "api_limits.hpp"
+#include "api_request.hpp"
+#include "api_response.hpp"
+#include "api_sql.hpp"
+#include "jsonrpc_writer.hpp"
+#include "ngx_http_wallet_history_pg.hpp"
 #include "ngx_wallet_nginx.hpp"
+#include "ngx_wallet_shared.hpp"
+
+namespace api = wallet::api;
+namespace jsonrpc = wallet::jsonrpc;
+using wallet::ngx::PgOp;
+using wallet::ngx::PgOutcome;
+using wallet::ngx::PgPool;
+
+namespace {
+
+constexpr std::size_t kRateLimitSlots = 16384;
+constexpr std::size_t kSharedZoneSize = 2 * 1024 * 1024;
+
+// Everything derived from the configuration, owned by the cycle's pool.
+struct WalletHistoryRuntime {
+    api::ApiConfig config;
+    api::RequestLimits limits;
+    wallet::CursorCodec cursors{""};
+    wallet::ngx::PgPoolSettings pool_settings;
+};
+
+// Counters and buckets shared by the workers of one nginx.
+struct WalletHistoryShared {
+    ngx_atomic_t inflight;
+    std::size_t slots;
+    // followed by the rate limit table
+};
+
+}  // namespace
+
+struct ngx_http_wallet_history_main_conf_t {
+    ngx_flag_t used;
+    ngx_array_t* overrides;  // of ngx_keyval_t
+    ngx_shm_zone_t* shm_zone;
+    WalletHistoryRuntime* runtime;
+};
+
+static char* ngx_http_wallet_history_api(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+static char* ngx_http_wallet_history_health(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+static char* ngx_http_wallet_history_set(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+static void* ngx_http_wallet_history_create_main_conf(ngx_conf_t* cf);
+static char* ngx_http_wallet_history_init_main_conf(ngx_conf_t* cf, void* conf);
+static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle);
+static void ngx_http_wallet_history_exit_process(ngx_cycle_t* cycle);
+
+static ngx_command_t ngx_http_wallet_history_commands[] = {
+    {ngx_string("wallet_history_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, ngx_http_wallet_history_api, 0, 0,
+     nullptr},
+    {ngx_string("wallet_history_health"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, ngx_http_wallet_history_health, 0, 0,
+     nullptr},
+    {ngx_string("wallet_history_set"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, ngx_http_wallet_history_set,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    ngx_null_command};
 
 static ngx_http_module_t ngx_http_wallet_history_module_ctx = {
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr,                                    // preconfiguration
+    nullptr,                                    // postconfiguration
+    ngx_http_wallet_history_create_main_conf,  // create main configuration
+    ngx_http_wallet_history_init_main_conf,    // init main configuration
+    nullptr, nullptr, nullptr, nullptr,
 };
 
 extern "C" {
 ngx_module_t ngx_http_wallet_history_module = {
     NGX_MODULE_V1,
     &ngx_http_wallet_history_module_ctx,
-    nullptr,
+    ngx_http_wallet_history_commands,
     NGX_HTTP_MODULE,
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr,                                 // init master
+    nullptr,                                 // init module
+    ngx_http_wallet_history_init_process,   // init process
+    nullptr,                                 // init thread
+    nullptr,                                 // exit thread
+    ngx_http_wallet_history_exit_process,   // exit process
+    nullptr,                                 // exit master
     NGX_MODULE_V1_PADDING};
 }
+
+namespace {
+
+// The worker's database pool (one per worker process).
+std::unique_ptr<PgPool> worker_pool;
+
+ngx_http_wallet_history_main_conf_t* main_conf(ngx_http_request_t* r) {
+    return static_cast<ngx_http_wallet_history_main_conf_t*>(
+        ngx_http_get_module_main_conf(r, ngx_http_wallet_history_module));
+}
+
+WalletHistoryShared* shared_state(ngx_http_wallet_history_main_conf_t* mcf) {
+    return mcf->shm_zone != nullptr ? static_cast<WalletHistoryShared*>(mcf->shm_zone->data) : nullptr;
+}
+
+// One API request in flight. Lives in r->pool; its destructor (a pool
+// cleanup) detaches it from the database pool and releases its in-flight slot.
+struct WalletHistoryRequest {
+    ngx_http_request_t* r = nullptr;
+    WalletHistoryShared* shared = nullptr;  // set when counted in-flight
+    PgOp op;
+    api::Call call;
+    std::string id_json = "null";
+    ngx_event_t deadline{};
+
+    ~WalletHistoryRequest() {
+        if (deadline.timer_set) ngx_del_timer(&deadline);
+        if (worker_pool) worker_pool->cancel(&op);
+        if (shared != nullptr) ngx_atomic_fetch_add(&shared->inflight, -1);
+    }
+};
+
+void destroy_request(void* data) { static_cast<WalletHistoryRequest*>(data)->~WalletHistoryRequest(); }
+
+// Error responses: HTTP 200 except the statuses decisions.md section 3 names.
+ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view id_json, int code,
+                     std::string_view message) {
+    return wallet::ngx::send_json(r, status, jsonrpc::error_response(id_json, code, message));
+}
+
+ngx_int_t send_result(ngx_http_request_t* r, std::string_view id_json, const std::string& result) {
+    return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc::result_response(id_json, result));
+}
+
+// Ends a request that waited for the database or a timer: runs outside the
+// request's own handlers, so posted subrequests must be run here too.
+void finish_async(ngx_http_request_t* r, ngx_int_t rc) {
+    ngx_connection_t* c = r->connection;
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
+    const WalletHistoryRuntime& rt = *main_conf(ctx->r)->runtime;
+    switch (ctx->call.method) {
+    case api::Method::GetWalletHistory:
+    case api::Method::GetAuthorRewards:
+    case api::Method::GetCurationRewards:
+        return send_result(ctx->r, ctx->id_json, api::page_result(ctx->call.method, ctx->call.page, rows, rt.cursors));
+    case api::Method::GetRewardTotals:
+        return send_result(ctx->r, ctx->id_json, api::totals_result(ctx->call.page, rows));
+    case api::Method::GetStatus:
+        return send_result(ctx->r, ctx->id_json, api::status_result(rows));
+    case api::Method::GetMethods:
+        break;
+    }
+    return send_result(ctx->r, ctx->id_json, api::methods_result());
+}
+
+void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
+    auto* ctx = static_cast<WalletHistoryRequest*>(op->data);
+    ngx_http_request_t* r = ctx->r;
+    if (ctx->deadline.timer_set) ngx_del_timer(&ctx->deadline);
+    ngx_int_t rc = NGX_ERROR;
+    try {
+        switch (outcome) {
+        case PgOutcome::Rows:
+            rc = respond_to_rows(ctx, rows);
+            break;
+        case PgOutcome::Timeout:
+            rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
+            break;
+        case PgOutcome::Failed:
+        case PgOutcome::Unavailable:
+            rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
+            break;
+        }
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: cannot build the response");
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    finish_async(r, rc);
+}
+
+void on_deadline(ngx_event_t* ev) noexcept {
+    auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
+    ngx_http_request_t* r = ctx->r;
+    if (worker_pool) worker_pool->cancel(&ctx->op);
+    ngx_int_t rc = NGX_ERROR;
+    try {
+        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
+    } catch (...) {
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    finish_async(r, rc);
+}
+
+// Parses the body and answers, or starts the statement.
+ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
+    ngx_http_wallet_history_main_conf_t* mcf = main_conf(r);
+    const WalletHistoryRuntime& rt = *mcf->runtime;
+    std::string body;
+    if (wallet::ngx::request_body(r, static_cast<std::size_t>(rt.config.api.max_body_bytes), body) ==
+        wallet::ngx::BodyRead::TooLarge) {
+        return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
+    }
+    api::ParsedRequest parsed = api::parse_request(body, rt.limits, rt.cursors);
+    ctx->id_json = std::move(parsed.id_json);
+    if (parsed.error) return send_error(r, NGX_HTTP_OK, ctx->id_json, parsed.error->code, parsed.error->message);
+    ctx->call = std::move(*parsed.call);
+
+    api::StatementCall statement;
+    switch (ctx->call.method) {
+    case api::Method::GetMethods:
+        return send_result(r, ctx->id_json, api::methods_result());
+    case api::Method::GetStatus:
+        statement = api::status_statement(rt.config.node_max_stall_ms);
+        break;
+    case api::Method::GetRewardTotals:
+        statement = api::totals_statement(ctx->call.page);
+        break;
+    default:
+        statement = api::page_statement(ctx->call.page);
+        break;
+    }
+    if (!worker_pool) {
+        return send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
+    }
+    ctx->op.statement = statement.name;
+    ctx->op.params = std::move(statement.params);
+    ctx->op.done = on_query_done;
+    ctx->op.data = ctx;
+    ctx->deadline.handler = on_deadline;
+    ctx->deadline.data = ctx;
+    ctx->deadline.log = r->connection->log;
+    ngx_add_timer(&ctx->deadline, static_cast<ngx_msec_t>(rt.config.api.request_deadline_ms));
+    worker_pool->submit(&ctx->op);
+    return NGX_DONE;
+}
+
+void on_body_read(ngx_http_request_t* r) noexcept {
+    auto* ctx = static_cast<WalletHistoryRequest*>(ngx_http_get_module_ctx(r, ngx_http_wallet_history_module));
+    ngx_int_t rc = NGX_ERROR;
+    try {
+        rc = handle_body(r, ctx);
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: request failed");
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    // NGX_DONE: the statement runs; its completion finalizes the request.
+    if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
+}
+
+bool origin_allowed(const WalletHistoryRuntime& rt, const std::string& origin) {
+    for (const auto& allowed : rt.config.api.allowed_origins) {
+        if (allowed == origin) return true;
+    }
+    return false;
+}
+
+bool rate_limited(ngx_http_request_t* r, ngx_http_wallet_history_main_conf_t* mcf) {
+    const auto& settings = mcf->runtime->config.api;
+    WalletHistoryShared* shared = shared_state(mcf);
+    if (settings.rate_rps <= 0 || shared == nullptr) return false;
+    const std::string peer(reinterpret_cast<const char*>(r->connection->addr_text.data), r->connection->addr_text.len);
+    const std::string identity =
+        api::client_identity(peer, settings.trust_proxy ? wallet::ngx::request_header(r, "X-Forwarded-For") : "",
+                             settings.trust_proxy, settings.trusted_proxy_hops);
+    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
+    api::RateLimitTable table(shared + 1, shared->slots);
+    ngx_shmtx_lock(&shpool->mutex);
+    const bool allowed = table.allow(identity, ngx_current_msec, settings.rate_rps, settings.rate_burst);
+    ngx_shmtx_unlock(&shpool->mutex);
+    return !allowed;
+}
+
+ngx_int_t handle_api(ngx_http_request_t* r) {
+    ngx_http_wallet_history_main_conf_t* mcf = main_conf(r);
+    const WalletHistoryRuntime& rt = *mcf->runtime;
+
+    // CORS only for the configured origins (none by default).
+    const std::string origin = wallet::ngx::request_header(r, "Origin");
+    const bool cors = !origin.empty() && origin_allowed(rt, origin);
+    if (cors && (!wallet::ngx::add_response_header(r, "Access-Control-Allow-Origin", origin) ||
+                 !wallet::ngx::add_response_header(r, "Vary", "Origin"))) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (r->method == NGX_HTTP_OPTIONS && cors) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        wallet::ngx::add_response_header(r, "Access-Control-Allow-Methods", "POST");
+        wallet::ngx::add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
+        wallet::ngx::add_response_header(r, "Access-Control-Max-Age", "600");
+        r->headers_out.status = NGX_HTTP_NO_CONTENT;
+        r->header_only = 1;
+        r->headers_out.content_length_n = 0;
+        return ngx_http_send_header(r);
+    }
+    if (r->method != NGX_HTTP_POST) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        wallet::ngx::add_response_header(r, "Allow", "POST");
+        return send_error(r, NGX_HTTP_NOT_ALLOWED, "null", jsonrpc::kInvalidRequest, "method not allowed");
+    }
+    if (rate_limited(r, mcf)) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, "null", jsonrpc::kInvalidRequest, "rate limit exceeded");
+    }
+    WalletHistoryShared* shared = shared_state(mcf);
+    const auto max_inflight = static_cast<ngx_atomic_int_t>(rt.config.api.max_inflight);
+    bool counted = false;
+    if (max_inflight > 0 && shared != nullptr) {
+        if (static_cast<ngx_atomic_int_t>(ngx_atomic_fetch_add(&shared->inflight, 1)) >= max_inflight) {
+            ngx_atomic_fetch_add(&shared->inflight, -1);
+            if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", jsonrpc::kInternalError, "server busy");
+        }
+        counted = true;
+    }
+
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(WalletHistoryRequest));
+    if (cleanup == nullptr) {
+        if (counted) ngx_atomic_fetch_add(&shared->inflight, -1);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    auto* ctx = new (cleanup->data) WalletHistoryRequest();
+    cleanup->handler = destroy_request;
+    ctx->r = r;
+    ctx->shared = counted ? shared : nullptr;
+    ngx_http_set_ctx(r, ctx, ngx_http_wallet_history_module);
+
+    if (r->headers_in.content_length_n > rt.config.api.max_body_bytes) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
+    }
+    r->request_body_in_single_buf = 1;
+    const ngx_int_t rc = ngx_http_read_client_request_body(r, on_body_read);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
+    return NGX_DONE;
+}
+
+ngx_int_t ngx_http_wallet_history_handler(ngx_http_request_t* r) noexcept {
+    try {
+        return handle_api(r);
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: request failed");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+// GET /health: liveness for load balancers, answered without the database
+// (a slow query must never delay it); ok is false while the worker's last
+// attempt to reach the database failed.
+ngx_int_t ngx_http_wallet_history_health_handler(ngx_http_request_t* r) noexcept {
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        wallet::ngx::add_response_header(r, "Allow", "GET, HEAD");
+        return wallet::ngx::send_json(r, NGX_HTTP_NOT_ALLOWED, R"({"ok":false})");
+    }
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    const bool ok = !worker_pool || worker_pool->healthy();
+    return wallet::ngx::send_json(r, ok ? NGX_HTTP_OK : NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  ok ? R"({"ok":true})" : R"({"ok":false})");
+}
+
+ngx_int_t init_shared_zone(ngx_shm_zone_t* zone, void* old_data) {
+    if (old_data != nullptr) {  // reload: keep counters and buckets
+        zone->data = old_data;
+        return NGX_OK;
+    }
+    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
+    const std::size_t bytes = sizeof(WalletHistoryShared) + api::RateLimitTable::bytes_for(kRateLimitSlots);
+    void* memory = ngx_slab_calloc(shpool, bytes);
+    if (memory == nullptr) return NGX_ERROR;
+    auto* shared = static_cast<WalletHistoryShared*>(memory);
+    shared->slots = kRateLimitSlots;
+    zone->data = shared;
+    return NGX_OK;
+}
+
+char* mark_used(ngx_conf_t* cf, ngx_http_handler_pt handler) {
+    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = handler;
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_wallet_history_module));
+    mcf->used = 1;
+    return NGX_CONF_OK;
+}
+
+void destroy_runtime(void* data) { static_cast<WalletHistoryRuntime*>(data)->~WalletHistoryRuntime(); }
+
+char* load_runtime(ngx_conf_t* cf, ngx_http_wallet_history_main_conf_t* mcf) {
+    std::map<std::string, std::string> overrides;
+    if (mcf->overrides != nullptr) {
+        auto* kv = static_cast<ngx_keyval_t*>(mcf->overrides->elts);
+        for (ngx_uint_t i = 0; i < mcf->overrides->nelts; ++i) {
+            overrides[std::string(reinterpret_cast<char*>(kv[i].key.data), kv[i].key.len)] =
+                std::string(reinterpret_cast<char*>(kv[i].value.data), kv[i].value.len);
+        }
+    }
+    auto config = api::load_api_config(wallet::process_env(), overrides);
+    if (!config) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "wallet_history: %s", config.error().c_str());
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    auto conninfo = api::nonblocking_conninfo(config->database_url);
+    if (!conninfo) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "wallet_history: %s", conninfo.error().c_str());
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(cf->pool, sizeof(WalletHistoryRuntime));
+    if (cleanup == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    auto* rt = new (cleanup->data) WalletHistoryRuntime();
+    cleanup->handler = destroy_runtime;
+    rt->config = std::move(config).value();
+    const auto& s = rt->config.api;
+    rt->limits = api::RequestLimits{s.default_limit, s.max_limit, s.max_range_days, s.max_op_types};
+    rt->cursors = wallet::CursorCodec(s.cursor_secret);
+    auto& ps = rt->pool_settings;
+    ps.conninfo = std::move(conninfo).value();
+    // The statement timeout and UTC are session settings of every connection.
+    std::string options = ps.conninfo.count("options") ? ps.conninfo["options"] + " " : "";
+    ps.conninfo["options"] = options + "-c statement_timeout=" + std::to_string(s.statement_timeout_ms) +
+                             " -c TimeZone=UTC -c default_transaction_read_only=on";
+    ps.conninfo["application_name"] = "wallet_history_api";
+    ps.statements = api::prepared_statements();
+    ps.max_connections = static_cast<std::size_t>(s.db_max_conns);
+    ps.connect_timeout_ms = static_cast<ngx_msec_t>(std::min<std::int64_t>(s.request_deadline_ms, 10000));
+    mcf->runtime = rt;
+
+    static ngx_str_t zone_name = ngx_string("wallet_history_api");
+    mcf->shm_zone = ngx_shared_memory_add(cf, &zone_name, kSharedZoneSize, &ngx_http_wallet_history_module);
+    if (mcf->shm_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    mcf->shm_zone->init = init_shared_zone;
+    return NGX_CONF_OK;
+}
+
+}  // namespace
+
+static char* ngx_http_wallet_history_api(ngx_conf_t* cf, ngx_command_t*, void*) {
+    return mark_used(cf, ngx_http_wallet_history_handler);
+}
+
+static char* ngx_http_wallet_history_health(ngx_conf_t* cf, ngx_command_t*, void*) {
+    return mark_used(cf, ngx_http_wallet_history_health_handler);
+}
+
+static char* ngx_http_wallet_history_set(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(conf);
+    auto* args = static_cast<ngx_str_t*>(cf->args->elts);
+    const std::string name(reinterpret_cast<char*>(args[1].data), args[1].len);
+    bool known = false;
+    for (const auto& doc : wallet::setting_docs()) known = known || name == doc.name;
+    if (!known) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "wallet_history_set: unknown setting \"%V\"", &args[1]);
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (mcf->overrides == nullptr) {
+        mcf->overrides = ngx_array_create(cf->pool, 8, sizeof(ngx_keyval_t));
+        if (mcf->overrides == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    auto* kv = static_cast<ngx_keyval_t*>(ngx_array_push(mcf->overrides));
+    if (kv == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    kv->key = args[1];
+    kv->value = args[2];
+    return NGX_CONF_OK;
+}
+
+static void* ngx_http_wallet_history_create_main_conf(ngx_conf_t* cf) {
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_wallet_history_main_conf_t));
+}
+
+static char* ngx_http_wallet_history_init_main_conf(ngx_conf_t* cf, void* conf) {
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(conf);
+    // A configuration that loads the module without serving the API (the
+    // router alone) needs none of the API's settings.
+    if (!mcf->used) return NGX_CONF_OK;
+    try {
+        return load_runtime(cf, mcf);
+    } catch (const std::exception& e) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "wallet_history: %s", e.what());
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+}
+
+static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr) return NGX_OK;
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
+    if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return NGX_OK;
+    try {
+        worker_pool = std::make_unique<PgPool>(mcf->runtime->pool_settings, cycle->log);
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "wallet_history: %s", e.what());
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+static void ngx_http_wallet_history_exit_process(ngx_cycle_t*) { worker_pool.reset(); }

@@ -1,57 +1,103 @@
 #include "ngx_wallet_shared.hpp"
 
+#include <strings.h>
+
 #include <cstring>
 
-namespace ngx_wallet {
+namespace wallet::ngx {
 
-bool request_body_string(ngx_http_request_t* r, std::string& out) {
-    out.clear();
-    if (r->request_body == nullptr) return true;
-    if (r->request_body->temp_file != nullptr) return false;
-    for (ngx_chain_t* cl = r->request_body->bufs; cl != nullptr; cl = cl->next) {
-        ngx_buf_t* b = cl->buf;
-        if (b->in_file && !ngx_buf_in_memory(b)) return false;
-        out.append(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
-    }
-    return true;
+namespace {
+
+u_char* pool_copy(ngx_pool_t* pool, std::string_view text) {
+    auto* p = static_cast<u_char*>(ngx_pnalloc(pool, text.size() == 0 ? 1 : text.size()));
+    if (p != nullptr && !text.empty()) ngx_memcpy(p, text.data(), text.size());
+    return p;
 }
 
-bool add_header(ngx_http_request_t* r, std::string_view name, std::string_view value) {
-    ngx_table_elt_t* h = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
-    if (h == nullptr) return false;
-    auto* mem = static_cast<u_char*>(ngx_pnalloc(r->pool, name.size() + value.size()));
-    if (mem == nullptr) return false;
-    std::memcpy(mem, name.data(), name.size());
-    std::memcpy(mem + name.size(), value.data(), value.size());
-    h->hash = 1;
-    h->key = ngx_str_t{name.size(), mem};
-    h->value = ngx_str_t{value.size(), mem + name.size()};
-    return true;
-}
-
-ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body, bool copy) {
-    static ngx_str_t json_type = ngx_string("application/json");
+// One buffer holds the whole body: borrowed from `body`, or copied into the pool.
+ngx_int_t send_json_buffer(ngx_http_request_t* r, ngx_uint_t status, std::string_view body, bool copy) {
     r->headers_out.status = status;
-    r->headers_out.content_type = json_type;
-    r->headers_out.content_type_len = json_type.len;
+    r->headers_out.content_type_len = sizeof("application/json") - 1;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_lowcase = nullptr;
     r->headers_out.content_length_n = static_cast<off_t>(body.size());
-    ngx_int_t rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
-    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
-    if (b == nullptr) return NGX_ERROR;
-    u_char* data = reinterpret_cast<u_char*>(const_cast<char*>(body.data()));
-    if (copy && !body.empty()) {
-        data = static_cast<u_char*>(ngx_pnalloc(r->pool, body.size()));
-        if (data == nullptr) return NGX_ERROR;
-        std::memcpy(data, body.data(), body.size());
+    if (r->headers_out.content_length) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = nullptr;
     }
-    b->pos = data;
-    b->last = data + body.size();
-    b->memory = body.empty() ? 0 : 1;
+    ngx_buf_t* b = nullptr;
+    if (copy || body.empty()) {
+        b = ngx_create_temp_buf(r->pool, body.empty() ? 1 : body.size());
+        if (b == nullptr) return NGX_ERROR;
+        b->last = ngx_cpymem(b->pos, body.data(), body.size());
+    } else {
+        b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
+        if (b == nullptr) return NGX_ERROR;
+        b->pos = reinterpret_cast<u_char*>(const_cast<char*>(body.data()));
+        b->last = b->pos + body.size();
+        b->memory = 1;
+    }
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
     ngx_chain_t out{b, nullptr};
+    const ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
     return ngx_http_output_filter(r, &out);
 }
 
-}  // namespace ngx_wallet
+}  // namespace
+
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view body) {
+    return send_json_buffer(r, status, body, true);
+}
+
+ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
+    return send_json_buffer(r, status, body, false);
+}
+
+bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value) {
+    auto* h = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr) return false;
+    h->hash = 1;
+    h->key.data = pool_copy(r->pool, name);
+    h->key.len = name.size();
+    h->value.data = pool_copy(r->pool, value);
+    h->value.len = value.size();
+    return h->key.data != nullptr && h->value.data != nullptr;
+}
+
+std::string request_header(ngx_http_request_t* r, std::string_view name) {
+    std::string out;
+    ngx_list_part_t* part = &r->headers_in.headers.part;
+    auto* headers = static_cast<ngx_table_elt_t*>(part->elts);
+    for (ngx_uint_t i = 0;; ++i) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) break;
+            part = part->next;
+            headers = static_cast<ngx_table_elt_t*>(part->elts);
+            i = 0;
+        }
+        const ngx_table_elt_t& h = headers[i];
+        if (h.key.len == name.size() &&
+            ngx_strncasecmp(h.key.data, reinterpret_cast<u_char*>(const_cast<char*>(name.data())), name.size()) == 0) {
+            if (!out.empty()) out += ", ";
+            out.append(reinterpret_cast<const char*>(h.value.data), h.value.len);
+        }
+    }
+    return out;
+}
+
+BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out) {
+    out.clear();
+    if (r->request_body == nullptr) return BodyRead::Ok;
+    for (ngx_chain_t* cl = r->request_body->bufs; cl != nullptr; cl = cl->next) {
+        ngx_buf_t* b = cl->buf;
+        if (b->in_file && !ngx_buf_in_memory(b)) return BodyRead::TooLarge;
+        const auto size = static_cast<std::size_t>(b->last - b->pos);
+        if (out.size() + size > max_bytes) return BodyRead::TooLarge;
+        out.append(reinterpret_cast<const char*>(b->pos), size);
+    }
+    return BodyRead::Ok;
+}
+
+}  // namespace wallet::ngx

@@ -1,26 +1,37 @@
-// Helpers both of the project's nginx modules use: the request body as one
-// string, JSON responses, response headers. C++ glue over nginx's C API; none
-// of them throws.
+// nginx helpers both project modules use: a JSON response in one buffer,
+// response headers, request headers, and the request body held in memory.
+// C++ glue over nginx's C API; none of them throws.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "ngx_wallet_nginx.hpp"
 
-namespace ngx_wallet {
+namespace wallet::ngx {
 
-// Copies the in-memory request body into `out`. False when (part of) it was
-// spilled to a temporary file (client_body_buffer_size smaller than the limit).
-bool request_body_string(ngx_http_request_t* r, std::string& out);
+// Sends `body` as the whole application/json response; returns the rc for
+// ngx_http_finalize_request (or for a content handler to return).
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view body);
 
-// Adds a response header; the value is copied into the request pool.
-bool add_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
+// As send_json, without copying: `body` must stay alive until the request
+// ends (the router's hot path answers from a buffer the request owns).
+ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
 
-// Sends `body` as an application/json response; the caller finalizes the
-// request with the returned code. `body` must stay alive until the request
-// ends (it is referenced, not copied, when `copy` is false).
-ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body, bool copy = true);
+// Adds a response header; name and value are copied into r->pool.
+bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
+
+// Every value of a request header (case-insensitive name), joined by ", "
+// in arrival order; empty when absent.
+std::string request_header(ngx_http_request_t* r, std::string_view name);
+
+enum class BodyRead { Ok, TooLarge };
+
+// The body read by ngx_http_read_client_request_body, copied out. A body
+// that nginx spilled to a file, or that is larger than max_bytes, is refused
+// without being read (disk reads would block the event loop).
+BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out);
 
 inline ngx_str_t to_ngx_str(std::string_view s) {
     return ngx_str_t{s.size(), reinterpret_cast<u_char*>(const_cast<char*>(s.data()))};
@@ -29,4 +40,4 @@ inline std::string_view to_view(const ngx_str_t& s) {
     return std::string_view(reinterpret_cast<const char*>(s.data), s.len);
 }
 
-}  // namespace ngx_wallet
+}  // namespace wallet::ngx

@@ -1,0 +1,75 @@
+// Parsing and validation of one wallet_history JSON-RPC request (spec 000,
+// "Endpoints", "Errors", "Limits"; decisions.md section 3). Everything a
+// client sends is checked here, before any database work: the envelope, the
+// method, every parameter, the date window and the cursor.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wallet/cursor.hpp"
+#include "wallet/timestamp.hpp"
+
+namespace wallet::api {
+
+enum class Method {
+    GetWalletHistory,
+    GetAuthorRewards,
+    GetCurationRewards,
+    GetRewardTotals,
+    GetStatus,
+    GetMethods,
+};
+
+// Every method name, in the order get_methods lists them.
+const std::vector<std::string_view>& method_names();
+
+// The op types the indexer stores (spec 000, Events), valid in op_types.
+bool is_known_op_type(std::string_view op_type);
+// The virtual ones: their events show trx_id null.
+bool is_virtual_op_type(std::string_view op_type);
+
+struct RequestLimits {
+    std::int64_t default_limit = 50;
+    std::int64_t max_limit = 200;
+    std::int64_t max_range_days = 366;
+    std::int64_t max_op_types = 16;
+};
+
+// A page request of get_wallet_history, get_author_rewards or
+// get_curation_rewards, already validated.
+struct PageQuery {
+    std::string account;
+    std::optional<Timestamp> from;  // inclusive
+    std::optional<Timestamp> to;    // exclusive
+    std::int64_t limit = 50;
+    std::optional<CursorPosition> after;  // the last row of the previous page
+    std::vector<std::string> op_types;    // sorted, unique; empty = every type
+};
+
+// Binds a cursor to the query that made it: method, window and op types (not
+// the page size, which a client may change between pages).
+std::string query_fingerprint(Method method, const PageQuery& query);
+
+struct RpcError {
+    int code = 0;
+    std::string message;
+};
+
+struct Call {
+    Method method = Method::GetStatus;
+    PageQuery page;  // paged methods and get_reward_totals (account, from, to)
+};
+
+struct ParsedRequest {
+    std::string id_json = "null";  // the request's id as JSON text
+    std::optional<Call> call;
+    std::optional<RpcError> error;  // set exactly when call is not
+};
+
+ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, const CursorCodec& cursors);
+
+}  // namespace wallet::api

@@ -1,0 +1,186 @@
+#include "api_sql.hpp"
+
+#include <map>
+
+namespace wallet::api {
+
+namespace {
+
+// The event columns in page_column order (after indexed_block).
+constexpr const char* kEventColumns =
+    "account, role, op_type, block_num, block_seq, trx_id, op_in_trx, virtual_op,"
+    " extract(epoch FROM \"timestamp\")::bigint AS epoch, amount::text AS amount, symbol,"
+    " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
+    " assets::text AS assets";
+
+// Window ($2 inclusive, $3 exclusive) and keyset position ($4..$7): rows
+// strictly older than the cursor's row. The row comparison matches the
+// keyset indexes, so it is an index condition, not a filter.
+constexpr const char* kWindowAndKeyset =
+    " \"timestamp\" >= $2 AND \"timestamp\" < $3"
+    " AND (\"timestamp\", block_num, block_seq, role) < ($4, $5, $6, $7)"
+    " ORDER BY \"timestamp\" DESC, block_num DESC, block_seq DESC, role DESC LIMIT $8";
+
+constexpr const char* kPageParams = "text, timestamptz, timestamptz, timestamptz, integer, integer, text, integer";
+
+// One row even for an empty page, so indexed_block always comes back.
+std::string with_indexed_block(const std::string& page_sql) {
+    return "SELECT (SELECT block_num FROM indexer_checkpoint) AS indexed_block, e.*"
+           " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
+           page_sql + ") AS e ON true";
+}
+
+const std::map<std::string, std::string>& statements() {
+    static const std::map<std::string, std::string> all = [] {
+        std::map<std::string, std::string> s;
+        s["wh_page"] = std::string("(") + kPageParams + ") AS " +
+                       with_indexed_block(std::string("SELECT ") + kEventColumns +
+                                          " FROM wallet_operation_events WHERE account = $1 AND" + kWindowAndKeyset);
+        s["wh_page_type"] = std::string("(") + kPageParams + ", text) AS " +
+                            with_indexed_block(std::string("SELECT ") + kEventColumns +
+                                               " FROM wallet_operation_events WHERE account = $1 AND op_type = $9 AND" +
+                                               kWindowAndKeyset);
+        // Several op types: one index range per type, merged. Each type's scan
+        // stops after a page, so rare types never scan the whole account.
+        s["wh_page_types"] =
+            std::string("(") + kPageParams + ", text[]) AS " +
+            with_indexed_block(std::string("SELECT x.* FROM unnest($9) AS t(op_type) CROSS JOIN LATERAL (SELECT ") +
+                               kEventColumns +
+                               " FROM wallet_operation_events w WHERE w.account = $1 AND w.op_type = t.op_type AND" +
+                               kWindowAndKeyset +
+                               ") AS x ORDER BY x.epoch DESC, x.block_num DESC, x.block_seq DESC, x.role DESC LIMIT $8");
+        // Reward totals: the aggregate rows of days $2..$3 (inclusive; the
+        // lifetime row is day 'infinity'), plus the partial days [$4, $5) and
+        // [$6, $7) from the events themselves.
+        s["wh_totals"] =
+            "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
+            "WITH raw AS ("
+            "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
+            "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
+            "     AND \"timestamp\" >= $4 AND \"timestamp\" < $5"
+            "  UNION ALL"
+            "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
+            "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
+            "     AND \"timestamp\" >= $6 AND \"timestamp\" < $7"
+            "), vesting AS ("
+            "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
+            "   WHERE account = $1 AND day BETWEEN $2 AND $3"
+            "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw"
+            "), liquid AS ("
+            "  SELECT op_type, symbol, amount_sum FROM wallet_reward_liquid_daily"
+            "   WHERE account = $1 AND day BETWEEN $2 AND $3"
+            "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r, wallet_reward_liquid_parts(r.assets) l"
+            ")"
+            " SELECT 0 AS kind, op_type, NULL AS symbol, sum(event_count)::bigint AS n, sum(vesting_sum)::text AS total"
+            "   FROM vesting GROUP BY op_type"
+            " UNION ALL SELECT 1, op_type, symbol, NULL, sum(amount_sum)::text FROM liquid GROUP BY op_type, symbol"
+            " UNION ALL SELECT 2, NULL, NULL, (SELECT block_num FROM indexer_checkpoint), NULL";
+        s["wh_status"] =
+            "(bigint) AS "
+            "SELECT c.block_num, extract(epoch FROM c.block_time)::bigint,"
+            " n.head_block, extract(epoch FROM n.head_block_time)::bigint,"
+            " n.observed_at IS NOT NULL AND now() - n.observed_at <= $1 * interval '1 millisecond',"
+            " extract(epoch FROM now())::bigint"
+            " FROM (SELECT 1) AS one LEFT JOIN indexer_checkpoint c ON true LEFT JOIN node_observation n ON true";
+        return s;
+    }();
+    return all;
+}
+
+std::string iso_or(const std::optional<Timestamp>& t, const char* fallback) {
+    return t ? t->to_iso_z() : std::string(fallback);
+}
+
+constexpr std::int64_t kSecondsPerDay = 86400;
+
+std::int64_t floor_day(std::int64_t seconds) { return seconds / kSecondsPerDay * kSecondsPerDay; }
+std::int64_t ceil_day(std::int64_t seconds) { return floor_day(seconds + kSecondsPerDay - 1); }
+
+std::string day_text(std::int64_t seconds) {
+    auto t = Timestamp::from_seconds(seconds);
+    return t ? t->to_iso_z().substr(0, 10) : std::string("infinity");
+}
+
+std::string time_text(std::int64_t seconds) {
+    auto t = Timestamp::from_seconds(seconds);
+    return t ? t->to_iso_z() : std::string("infinity");
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& prepared_statements() { return statements(); }
+
+StatementCall page_statement(const PageQuery& query) {
+    StatementCall call;
+    call.params = {query.account, iso_or(query.from, "-infinity"), iso_or(query.to, "infinity")};
+    if (query.after) {
+        call.params.push_back(query.after->timestamp.to_iso_z());
+        call.params.push_back(std::to_string(query.after->block_num));
+        call.params.push_back(std::to_string(query.after->block_seq));
+        call.params.push_back(query.after->role);
+    } else {
+        // Every stored row is older than +infinity.
+        call.params.insert(call.params.end(), {"infinity", "0", "0", ""});
+    }
+    // One row more than the page tells whether another page exists.
+    call.params.push_back(std::to_string(query.limit + 1));
+    if (query.op_types.empty()) {
+        call.name = "wh_page";
+    } else if (query.op_types.size() == 1) {
+        call.name = "wh_page_type";
+        call.params.push_back(query.op_types.front());
+    } else {
+        call.name = "wh_page_types";
+        std::string array = "{";
+        for (std::size_t i = 0; i < query.op_types.size(); ++i) {
+            if (i > 0) array += ',';
+            array += query.op_types[i];  // validated names: [a-z_] only
+        }
+        array += '}';
+        call.params.push_back(array);
+    }
+    return call;
+}
+
+StatementCall totals_statement(const PageQuery& query) {
+    // Aggregate days are inclusive bounds; ("infinity", "infinity") is the
+    // lifetime row and ("infinity", "-infinity") selects no aggregate row.
+    // Finite ranges end at 9999-12-31 (the last day a request can name), so
+    // they never include the lifetime row.
+    constexpr const char* kNone = "infinity";
+    std::string day_first = "infinity";
+    std::string day_last = "infinity";
+    std::string raw1_from = kNone, raw1_to = kNone, raw2_from = kNone, raw2_to = kNone;
+    if (query.from || query.to) {
+        const std::int64_t whole_from = query.from ? ceil_day(query.from->seconds()) : -1;
+        const std::int64_t whole_to = query.to ? floor_day(query.to->seconds()) : -1;
+        day_first = query.from ? day_text(whole_from) : "-infinity";
+        day_last = query.to ? day_text(whole_to - kSecondsPerDay) : "9999-12-31";
+        if (query.from && query.to && whole_from >= whole_to) {
+            // No whole day inside the window: all of it from the events.
+            day_first = "infinity";
+            day_last = "-infinity";
+            raw1_from = query.from->to_iso_z();
+            raw1_to = query.to->to_iso_z();
+        } else {
+            if (query.from) {
+                raw1_from = query.from->to_iso_z();
+                raw1_to = time_text(whole_from);
+            }
+            if (query.to) {
+                raw2_from = time_text(whole_to);
+                raw2_to = query.to->to_iso_z();
+            }
+        }
+    }
+    StatementCall call;
+    call.name = "wh_totals";
+    call.params = {query.account, day_first, day_last, raw1_from, raw1_to, raw2_from, raw2_to};
+    return call;
+}
+
+StatementCall status_statement(std::int64_t node_max_stall_ms) {
+    return StatementCall{"wh_status", {std::to_string(node_max_stall_ms)}};
+}
+
+}  // namespace wallet::api

@@ -1,0 +1,54 @@
+// The API's SQL: a fixed set of statements prepared once per connection, and
+// the parameters of each call. Every value a client sends reaches PostgreSQL
+// as a parameter, never as SQL text. Absent bounds become +-infinity so that
+// one generic plan per statement serves every call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api_request.hpp"
+
+namespace wallet::api {
+
+struct StatementCall {
+    const char* name = "";
+    std::vector<std::optional<std::string>> params;  // text form; nullopt is SQL NULL
+};
+
+// Every statement: name -> "(parameter types) AS sql", the text that follows
+// "PREPARE name" (the benchmark runs the same SQL).
+const std::map<std::string, std::string>& prepared_statements();
+
+StatementCall page_statement(const PageQuery& query);
+StatementCall totals_statement(const PageQuery& query);
+StatementCall status_statement(std::int64_t node_max_stall_ms);
+
+// Column positions of the page statements' result.
+namespace page_column {
+inline constexpr int kIndexedBlock = 0;
+inline constexpr int kAccount = 1;
+inline constexpr int kRole = 2;
+inline constexpr int kOpType = 3;
+inline constexpr int kBlockNum = 4;
+inline constexpr int kBlockSeq = 5;
+inline constexpr int kTrxId = 6;
+inline constexpr int kOpInTrx = 7;
+inline constexpr int kVirtualOp = 8;
+inline constexpr int kEpoch = 9;
+inline constexpr int kAmount = 10;
+inline constexpr int kSymbol = 11;
+inline constexpr int kVestingAmount = 12;
+inline constexpr int kVestingSymbol = 13;
+inline constexpr int kCounterparty = 14;
+inline constexpr int kMemo = 15;
+inline constexpr int kAuthor = 16;
+inline constexpr int kPermlink = 17;
+inline constexpr int kAssets = 18;
+inline constexpr int kCount = 19;
+}  // namespace page_column
+
+}  // namespace wallet::api

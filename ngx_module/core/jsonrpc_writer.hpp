@@ -1,0 +1,29 @@
+// A small append-only JSON text writer for JSON-RPC responses. Responses are
+// built as text (not through a DOM) because they are mostly rows copied from
+// PostgreSQL; every string goes through escape_json_string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace wallet::jsonrpc {
+
+// Appends `text` as a JSON string literal (quotes included).
+void append_json_string(std::string& out, std::string_view text);
+
+// Standard JSON-RPC 2.0 error codes.
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+
+// {"jsonrpc":"2.0","error":{"code":..,"message":..},"id":<id_json>}.
+// `id_json` is the request's id as JSON text ("null" when unknown).
+std::string error_response(std::string_view id_json, int code, std::string_view message);
+
+// {"jsonrpc":"2.0","result":<result_json>,"id":<id_json>}.
+std::string result_response(std::string_view id_json, std::string_view result_json);
+
+}  // namespace wallet::jsonrpc

@@ -1,0 +1,103 @@
+// Unit tests of the API core without nginx or PostgreSQL: request
+// validation, amount printing, client identity and the token buckets.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "api_limits.hpp"
+#include "api_request.hpp"
+#include "api_response.hpp"
+#include "api_sql.hpp"
+
+using namespace wallet::api;
+
+namespace {
+
+const wallet::CursorCodec kCodec("unit-test-cursor-secret-0001");
+
+ParsedRequest parse(const std::string& body) { return parse_request(body, RequestLimits{}, kCodec); }
+
+}  // namespace
+
+TEST(ApiCore, AmountsPrintAtTheAssetPrecisionWithoutLosingDigits) {
+    EXPECT_EQ(format_amount("1.372000", "HBD"), "1.372");
+    EXPECT_EQ(format_amount("0.000000", "HIVE"), "0.000");
+    EXPECT_EQ(format_amount("655.141675", "VESTS"), "655.141675");
+    EXPECT_EQ(format_amount("12", "VESTS"), "12.000000");
+    EXPECT_EQ(format_amount("-3.5", "HIVE"), "-3.500");
+    EXPECT_EQ(format_amount("123456789012345678901234.000000", "HIVE"), "123456789012345678901234.000");
+    EXPECT_EQ(format_amount("1.000100", "HIVE"), "1.000100");  // a digit would be lost: unchanged
+    EXPECT_EQ(format_amount("1.1234567", "VESTS"), "1.1234567");
+}
+
+TEST(ApiCore, ParsesAndNormalisesAPageRequest) {
+    auto r = parse(R"({"jsonrpc":"2.0","id":5,"method":"wallet_history.get_wallet_history",)"
+                   R"("params":{"account":"alice","limit":500,"op_types":["transfer","interest","transfer"],)"
+                   R"("from":"2020-01-01T00:00:00","to":"2020-02-01T00:00:00Z"}})");
+    ASSERT_TRUE(r.call) << r.error->message;
+    EXPECT_EQ(r.id_json, "5");
+    EXPECT_EQ(r.call->page.limit, 200);
+    EXPECT_EQ(r.call->page.op_types, (std::vector<std::string>{"interest", "transfer"}));
+    EXPECT_EQ(r.call->page.from->to_iso_z(), "2020-01-01T00:00:00Z");
+    auto statement = page_statement(r.call->page);
+    EXPECT_STREQ(statement.name, "wh_page_types");
+    EXPECT_EQ(statement.params.back(), "{interest,transfer}");
+    EXPECT_EQ(statement.params[7], "201");
+}
+
+TEST(ApiCore, CursorsAreBoundToAccountAndQuery) {
+    PageQuery query;
+    query.account = "alice";
+    wallet::CursorPosition position{*wallet::Timestamp::parse("2020-01-01T00:00:00Z"), 10, 2, "sender"};
+    const std::string cursor = kCodec.encode(position, "alice", query_fingerprint(Method::GetWalletHistory, query));
+    auto ok = parse(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"alice","cursor":")" +
+                    cursor + "\"}}");
+    ASSERT_TRUE(ok.call);
+    EXPECT_EQ(ok.call->page.after->block_num, 10);
+    auto other_method = parse(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_author_rewards","params":{"account":"alice","cursor":")" +
+                              cursor + "\"}}");
+    ASSERT_TRUE(other_method.error);
+    EXPECT_EQ(other_method.error->message, "invalid cursor");
+}
+
+TEST(ApiCore, TotalsWindowsSplitIntoWholeAndPartialDays) {
+    PageQuery q;
+    q.account = "alice";
+    EXPECT_EQ(totals_statement(q).params,
+              (std::vector<std::optional<std::string>>{"alice", "infinity", "infinity", "infinity", "infinity",
+                                                       "infinity", "infinity"}));
+    q.from = *wallet::Timestamp::parse("2020-01-01T12:00:00Z");
+    q.to = *wallet::Timestamp::parse("2020-01-04T06:00:00Z");
+    EXPECT_EQ(totals_statement(q).params,
+              (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03", "2020-01-01T12:00:00Z",
+                                                       "2020-01-02T00:00:00Z", "2020-01-04T00:00:00Z",
+                                                       "2020-01-04T06:00:00Z"}));
+    q.to = *wallet::Timestamp::parse("2020-01-01T18:00:00Z");
+    EXPECT_EQ(totals_statement(q).params,
+              (std::vector<std::optional<std::string>>{"alice", "infinity", "-infinity", "2020-01-01T12:00:00Z",
+                                                       "2020-01-01T18:00:00Z", "infinity", "infinity"}));
+}
+
+TEST(ApiCore, ClientIdentityReadsTrustedHopsFromTheRight) {
+    EXPECT_EQ(client_identity("127.0.0.1", "1.2.3.4", false, 0), "127.0.0.1");
+    EXPECT_EQ(client_identity("127.0.0.1", "6.6.6.6, 1.2.3.4", true, 1), "1.2.3.4");
+    EXPECT_EQ(client_identity("127.0.0.1", "6.6.6.6, 1.2.3.4, 10.0.0.1", true, 2), "1.2.3.4");
+    EXPECT_EQ(client_identity("127.0.0.1", "1.2.3.4", true, 2), "127.0.0.1");
+    EXPECT_EQ(client_identity("127.0.0.1", "junk, 10.0.0.1", true, 2), "127.0.0.1");
+    EXPECT_EQ(client_identity("127.0.0.1", "2001:db8::1, 10.0.0.1", true, 2), "2001:db8::1");
+}
+
+TEST(ApiCore, TokenBucketsRefillAtTheRate) {
+    std::vector<unsigned char> memory(RateLimitTable::bytes_for(64), 0);
+    RateLimitTable table(memory.data(), 64);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(table.allow("a", 1000, 2, 3));
+    EXPECT_FALSE(table.allow("a", 1000, 2, 3));
+    EXPECT_TRUE(table.allow("b", 1000, 2, 3));
+    EXPECT_TRUE(table.allow("a", 1500, 2, 3));  // 2/s: one token after 500 ms
+    EXPECT_FALSE(table.allow("a", 1500, 2, 3));
+    EXPECT_TRUE(table.allow("a", 100000, 0, 3));  // rate 0 disables
+    // Many identities in a small table: buckets are reused, nothing breaks.
+    for (int i = 0; i < 1000; ++i) table.allow("client-" + std::to_string(i), 2000, 2, 3);
+    EXPECT_FALSE(table.allow("a", 1500, 2, 3) && table.allow("a", 1500, 2, 3) && table.allow("a", 1500, 2, 3) &&
+                 table.allow("a", 1500, 2, 3));
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Benchmark of the wallet_history API (run as `t/bench/run api`).
+#
+# A private PostgreSQL gets 5,000,000 synthetic events (COPY from
+# api_bench_tool) over 100,000 accounts, one of them with 1,000,000 events.
+# For each method, wrk drives nginx (one worker, 32 connections) and, next to
+# it in the same run, pgbench runs the same prepared SQL with 32 connections.
+# Ends with `RESULT api page_ratio=<smallest API/pgbench ratio of the paged
+# methods> totals_p99_ms=<p99 of lifetime totals of the big account>` and
+# further figures.
+#
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_SECONDS (default 8),
+# BENCH_ACCOUNTS / BENCH_EVENTS / BENCH_BIG_EVENTS to scale the data set.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${WALLET_BUILD_DIR:-$root/build}
+seconds=${BENCH_SECONDS:-8}
+accounts=${BENCH_ACCOUNTS:-100000}
+events=${BENCH_EVENTS:-4000000}      # normal accounts; the big one adds its own
+big_events=${BENCH_BIG_EVENTS:-1000000}
+big=bigwhale
+normal=a000123
+tool=$build/t/bench/api_bench_tool
+module=$build/ngx_module/ngx_http_wallet_module.so
+pgbin=/usr/lib/postgresql/15/bin
+for f in "$tool" "$module" "$pgbin/postgres"; do [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+command -v wrk >/dev/null || { echo "wrk is missing (scripts/install-deps)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/wallet-bench-api.XXXXXX)
+pg_pid=""
+nginx_pid=""
+cleanup() {
+  [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null || true
+  [ -n "$pg_pid" ] && kill -INT "$pg_pid" 2>/dev/null && wait "$pg_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi; }
+log() { echo "[api bench] $*" >&2; }
+
+# ---- PostgreSQL ----------------------------------------------------------------
+pg_port=$(free_port)
+superpass=bench-superuser-$RANDOM$RANDOM
+mkdir -p "$work/pg" "$work/run"
+echo "$superpass" > "$work/pwfile"
+[ "$(id -u)" = 0 ] && chown -R nobody "$work"
+as_pg "$pgbin/initdb" -D "$work/pg/data" -U postgres --pwfile="$work/pwfile" --auth-local=trust \
+  --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$work/initdb.log" 2>&1
+as_pg "$pgbin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
+  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
+  -c shared_buffers=2GB -c work_mem=64MB -c maintenance_work_mem=1GB -c max_wal_size=8GB \
+  -c checkpoint_timeout=30min -c log_min_messages=warning >"$work/postgres.log" 2>&1 &
+pg_pid=$!
+for _ in $(seq 200); do pg_isready -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
+
+export DB_USER=postgres DB_PASSWORD=$superpass DB_NAME=wallet DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port
+export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1
+"$build/common/wallet-db-setup" >&2
+writer="postgresql://wallet_writer:$WALLET_WRITER_PASSWORD@127.0.0.1:$pg_port/wallet"
+reader="postgresql://wallet_api_reader:$WALLET_API_READER_PASSWORD@127.0.0.1:$pg_port/wallet"
+
+# ---- data --------------------------------------------------------------------------
+# Indexes are built after the load (much faster than maintaining them per row);
+# the reward aggregates are maintained by the insert trigger, as in production.
+load_start=$(date +%s)
+psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
+ALTER TABLE wallet_operation_events DROP CONSTRAINT wallet_operation_events_dedup;
+DROP INDEX wallet_events_account_keyset;
+DROP INDEX wallet_events_account_type_keyset;
+SQL
+log "loading $((events + big_events)) events over $accounts accounts ($big: $big_events)"
+"$tool" copy "$accounts" "$events" "$big" "$big_events" |
+  psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_operation_events (block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, trx_id, \"timestamp\", amount, symbol, vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets, payload) FROM STDIN" >&2
+log "building indexes"
+psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
+SET maintenance_work_mem = '1GB';
+SET max_parallel_maintenance_workers = 2;
+ALTER TABLE wallet_operation_events ADD CONSTRAINT wallet_operation_events_dedup
+    PRIMARY KEY (block_num, trx_in_block, op_in_trx, virtual_op, account, role);
+CREATE INDEX wallet_events_account_keyset
+    ON wallet_operation_events (account, "timestamp" DESC, block_num DESC, block_seq DESC, role DESC);
+CREATE INDEX wallet_events_account_type_keyset
+    ON wallet_operation_events (account, op_type, "timestamp" DESC, block_num DESC, block_seq DESC, role DESC)
+    INCLUDE (vesting_amount, amount);
+INSERT INTO indexer_checkpoint (block_num, block_id, block_time) VALUES (31536000, 'bench', '2023-01-01T00:00:00Z');
+VACUUM ANALYZE wallet_operation_events, wallet_reward_daily, wallet_reward_liquid_daily;
+SQL
+load_seconds=$(( $(date +%s) - load_start ))
+total_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_operation_events")
+agg_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_reward_daily WHERE account = '$big'")
+log "loaded $total_rows rows in ${load_seconds}s ($agg_rows daily aggregate rows for $big)"
+
+# ---- nginx -------------------------------------------------------------------------
+api_port=$(free_port)
+mkdir -p "$work/nginx/logs" "$work/nginx/tmp" "$work/nginx/conf"
+export API_BIND_HOST=127.0.0.1 API_BIND_PORT=$api_port
+export WALLET_API_DB_MAX_CONNS=32 WALLET_API_RATE_RPS=0 WALLET_API_MAX_INFLIGHT=0
+export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
+{
+  echo "daemon off; master_process on; worker_processes 1;"
+  echo "error_log $work/nginx/logs/error.log warn; pid $work/nginx/logs/nginx.pid;"
+  [ "$(id -u)" = 0 ] && echo "user root root;"
+  echo "load_module $module;"
+  grep '^env ' "$root/conf/nginx/wallet-history-env.conf"
+  echo "events { worker_connections 4096; }"
+  echo "http { access_log off; client_body_temp_path $work/nginx/tmp;"
+  "$root/scripts/render-api-conf"
+  echo "}"
+} > "$work/nginx/conf/nginx.conf"
+/usr/sbin/nginx -p "$work/nginx" -c "$work/nginx/conf/nginx.conf" &
+nginx_pid=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$api_port/health" >/dev/null && break; sleep 0.1; done
+
+if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the stack stays up
+  log "holding: reader=$reader api=http://127.0.0.1:$api_port/"
+  sleep "$BENCH_HOLD_SECONDS"
+fi
+
+# ---- scenarios ---------------------------------------------------------------------
+# The deep page resumes half-way through the big account (row 500,000 of 1,000,000).
+read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
+  "SELECT extract(epoch FROM \"timestamp\")::bigint, block_num, block_seq, role FROM wallet_operation_events
+   WHERE account = '$big' ORDER BY \"timestamp\" DESC, block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
+d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
+d_time=$(date -u -d "@$d_epoch" +%Y-%m-%dT%H:%M:%SZ)
+
+to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
+}
+
+results=""
+min_ratio=""
+totals_p99=""
+run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
+  local name=$1 paged=$2 body=$3 statement=$4
+  shift 4
+  local check
+  check=$(curl -s -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$api_port/")
+  case "$check" in *'"result"'*) ;; *) echo "scenario $name failed: ${check:0:300}" >&2; exit 1;; esac
+  printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = [[%s]]\n' "$body" > "$work/$name.lua"
+  "$tool" sql "$statement" > "$work/$name.sql"
+  local dvars=()
+  for v in "$@"; do dvars+=(-D "$v"); done
+  wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$api_port/" >/dev/null  # warm-up
+  local wrk_out
+  wrk_out=$(wrk -t2 -c32 -d"${seconds}s" --latency -s "$work/$name.lua" "http://127.0.0.1:$api_port/")
+  local api_rps p99
+  api_rps=$(awk '/^Requests\/sec:/ { print $2 }' <<<"$wrk_out")
+  p99=$(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$wrk_out")")
+  if grep -q 'Non-2xx' <<<"$wrk_out"; then echo "scenario $name: non-2xx answers" >&2; grep Non-2xx <<<"$wrk_out" >&2; fi
+  local pg_out pg_tps
+  pg_out=$(pgbench -n -M prepared -c 32 -j 2 -T "$seconds" -f "$work/$name.sql" "${dvars[@]}" "$reader" 2>&1)
+  pg_tps=$(awk '/^tps = / { print $3; exit }' <<<"$pg_out")
+  [ -n "$pg_tps" ] || { echo "pgbench failed for $name: $pg_out" >&2; exit 1; }
+  local ratio
+  ratio=$(awk -v a="$api_rps" -v b="$pg_tps" 'BEGIN { printf "%.3f", a / b }')
+  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio"
+  results+=" ${name}_api_rps=${api_rps} ${name}_pg_tps=${pg_tps} ${name}_ratio=${ratio} ${name}_p99_ms=${p99}"
+  if [ "$paged" = 1 ]; then
+    if [ -z "$min_ratio" ] || awk -v a="$ratio" -v b="$min_ratio" 'BEGIN { exit !(a < b) }'; then min_ratio=$ratio; fi
+  fi
+  [ "$name" = totals ] && totals_p99=$p99
+  return 0
+}
+
+# p7 (role) is irrelevant without a cursor: the +infinity timestamp decides; pgbench
+# refuses empty variables, so it gets a placeholder.
+no_cursor=(p2=-infinity p3=infinity p4=infinity p5=0 p6=0 p7=none p8=51)
+run_scenario normal_page 1 \
+  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$normal\"}}" \
+  wh_page p1=$normal "${no_cursor[@]}"
+run_scenario big_first_page 1 \
+  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\"}}" \
+  wh_page p1=$big "${no_cursor[@]}"
+run_scenario big_deep_page 1 \
+  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\",\"cursor\":\"$d_cursor\"}}" \
+  wh_page p1=$big p2=-infinity p3=infinity "p4=$d_time" p5=$d_block p6=$d_seq "p7=$d_role" p8=51
+run_scenario curation_page 1 \
+  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_curation_rewards\",\"params\":{\"account\":\"$big\"}}" \
+  wh_page_type p1=$big "${no_cursor[@]}" p9=curation_reward
+run_scenario totals 0 \
+  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_reward_totals\",\"params\":{\"account\":\"$big\"}}" \
+  wh_totals p1=$big p2=-infinity p3=infinity p4=infinity p5=infinity p6=infinity p7=infinity
+
+echo "RESULT api page_ratio=${min_ratio} totals_p99_ms=${totals_p99}${results} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"

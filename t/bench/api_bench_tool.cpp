@@ -1,0 +1,128 @@
+// api_bench_tool: helpers of t/bench/api.sh.
+//   copy ACCOUNTS EVENTS BIG_ACCOUNT BIG_EVENTS
+//       COPY text (tab-separated) of synthetic wallet events on stdout:
+//       EVENTS rows over ACCOUNTS accounts a000001.., plus BIG_EVENTS rows of
+//       BIG_ACCOUNT, spread over about three years.
+//   sql STATEMENT
+//       The API's prepared statement with $n written :pn, for pgbench.
+//   cursor SECRET ACCOUNT EPOCH BLOCK SEQ ROLE
+//       The get_wallet_history cursor (no window, no op_types) that resumes
+//       after the given row, as the API would encode it.
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "api_request.hpp"
+#include "api_sql.hpp"
+#include "wallet/cursor.hpp"
+
+namespace {
+
+constexpr long kStartEpoch = 1577836800;  // 2020-01-01T00:00:00Z
+constexpr long kSpanSeconds = 3L * 365 * 86400;
+
+struct Rng {
+    unsigned long long state;
+    unsigned long long next() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    }
+};
+
+void print_time(char* out, std::size_t size, long epoch) {
+    auto t = wallet::Timestamp::from_seconds(epoch);
+    std::snprintf(out, size, "%s", t ? t->to_iso_z().c_str() : "2020-01-01T00:00:00Z");
+}
+
+// One row; `i` orders the rows of one account in time.
+void emit(const std::string& account, long i, long per_account, Rng& rng) {
+    const long epoch = kStartEpoch + (kSpanSeconds / per_account) * i + static_cast<long>(rng.next() % 3);
+    const long block = (epoch - kStartEpoch) / 3 + 1;
+    const int seq = static_cast<int>(rng.next() % 60);
+    const unsigned kind = static_cast<unsigned>(rng.next() % 10);
+    char ts[32];
+    print_time(ts, sizeof ts, epoch);
+    const unsigned long long units = rng.next() % 5000000 + 1;
+    if (kind < 4) {  // curation_reward
+        std::printf("%ld\t4294967295\t%d\t%d\t%s\tcurator\t%d\tcuration_reward\t\\N\t%s\t\\N\t\\N\t%llu.%06llu\tVESTS"
+                    "\t\\N\t\\N\tauthor%llu\tpost-%ld\t[{\"field\": \"reward\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\t{}\n",
+                    block, seq, seq + 1, account.c_str(), seq, ts, units / 1000000, units % 1000000, units % 977, i,
+                    units / 1000000, units % 1000000);
+    } else if (kind < 7) {  // author_reward with liquid payouts
+        const unsigned long long hbd = units % 20000;
+        std::printf("%ld\t4294967295\t%d\t%d\t%s\tauthor\t%d\tauthor_reward\t\\N\t%s\t\\N\t\\N\t%llu.%06llu\tVESTS"
+                    "\t\\N\t\\N\t%s\tpost-%ld\t[{\"field\": \"hbd_payout\", \"amount\": \"%llu.%03llu\", \"symbol\": \"HBD\"}, "
+                    "{\"field\": \"hive_payout\", \"amount\": \"0.000\", \"symbol\": \"HIVE\"}, "
+                    "{\"field\": \"vesting_payout\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\t{}\n",
+                    block, seq, seq + 1, account.c_str(), seq, ts, units / 1000000, units % 1000000, account.c_str(), i,
+                    hbd / 1000, hbd % 1000, units / 1000000, units % 1000000);
+    } else {  // transfer
+        const unsigned long long milli = units % 100000;
+        std::printf("%ld\t%d\t0\t0\t%s\t%s\t%d\ttransfer\t%016llx%016llx00000000\t%s\t%llu.%03llu\tHIVE\t\\N\t\\N"
+                    "\tpeer%llu\tpayment %ld\t\\N\t\\N\t[{\"field\": \"amount\", \"amount\": \"%llu.%03llu\", \"symbol\": \"HIVE\"}]\t{}\n",
+                    block, seq, account.c_str(), kind == 7 ? "receiver" : "sender", seq, rng.next(), rng.next(), ts,
+                    milli / 1000, milli % 1000, units % 977, i, milli / 1000, milli % 1000);
+    }
+}
+
+int copy(long accounts, long events, const std::string& big, long big_events) {
+    Rng rng{0x9e3779b97f4a7c15ULL};
+    const long per_account = events / accounts;
+    char name[32];
+    for (long a = 1; a <= accounts; ++a) {
+        std::snprintf(name, sizeof name, "a%06ld", a);
+        for (long i = 0; i < per_account; ++i) emit(name, i, per_account, rng);
+    }
+    for (long i = 0; i < big_events; ++i) emit(big, i, big_events, rng);
+    return 0;
+}
+
+int sql(const std::string& name) {
+    const auto& all = wallet::api::prepared_statements();
+    auto it = all.find(name);
+    if (it == all.end()) return 1;
+    std::string text = it->second.substr(it->second.find(" AS ") + 4);
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '$' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
+            out += ":p";
+        } else {
+            out += text[i];
+        }
+    }
+    std::printf("%s;\n", out.c_str());
+    return 0;
+}
+
+int cursor(char** argv) {
+    wallet::CursorCodec codec(argv[2]);
+    wallet::api::PageQuery query;
+    query.account = argv[3];
+    wallet::CursorPosition position;
+    auto ts = wallet::Timestamp::from_seconds(std::atol(argv[4]));
+    if (!ts) return 1;
+    position.timestamp = *ts;
+    position.block_num = std::atol(argv[5]);
+    position.block_seq = std::atoi(argv[6]);
+    position.role = argv[7];
+    std::printf("%s\n", codec.encode(position, query.account,
+                                     wallet::api::query_fingerprint(wallet::api::Method::GetWalletHistory, query))
+                             .c_str());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 6 && std::strcmp(argv[1], "copy") == 0) {
+        return copy(std::atol(argv[2]), std::atol(argv[3]), argv[4], std::atol(argv[5]));
+    }
+    if (argc == 3 && std::strcmp(argv[1], "sql") == 0) return sql(argv[2]);
+    if (argc == 8 && std::strcmp(argv[1], "cursor") == 0) return cursor(argv);
+    std::fprintf(stderr, "usage: api_bench_tool copy|sql|cursor ... (see the source)\n");
+    return 2;
+}
