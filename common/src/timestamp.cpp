@@ -1,0 +1,124 @@
+#include "wallet/timestamp.hpp"
+
+#include <array>
+
+namespace wallet {
+namespace {
+
+constexpr std::int64_t kEpochYear = 1970;
+constexpr std::int64_t kLastYear = 9999;
+constexpr std::int64_t kSecondsPerDay = 86400;
+constexpr std::string_view kNodeFormPattern = "dddd-dd-ddTdd:dd:dd";  // 'd' = any digit
+constexpr std::string_view kZeroFraction = ".000";
+
+// Days before the first of each month in a common year.
+constexpr std::array<std::int64_t, 12> kDaysBeforeMonth = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+
+struct CivilTime {
+    std::int64_t year, month, day, hour, minute, second;
+};
+
+bool is_leap_year(std::int64_t year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
+
+std::int64_t days_in_month(std::int64_t year, std::int64_t month) {
+    if (month == 2) return is_leap_year(year) ? 29 : 28;
+    return (month == 4 || month == 6 || month == 9 || month == 11) ? 30 : 31;
+}
+
+// Leap days in the years 1..year (Gregorian rules throughout).
+std::int64_t leap_days_through(std::int64_t year) { return year / 4 - year / 100 + year / 400; }
+
+// Days from 1970-01-01 to January 1st of `year` (year >= 1970).
+std::int64_t days_before_year(std::int64_t year) {
+    return 365 * (year - kEpochYear) + leap_days_through(year - 1) - leap_days_through(kEpochYear - 1);
+}
+
+std::int64_t days_before_month(std::int64_t year, std::int64_t month) {
+    return kDaysBeforeMonth[static_cast<std::size_t>(month - 1)] + (month > 2 && is_leap_year(year) ? 1 : 0);
+}
+
+std::int64_t days_from_civil(std::int64_t year, std::int64_t month, std::int64_t day) {
+    return days_before_year(year) + days_before_month(year, month) + (day - 1);
+}
+
+CivilTime civil_from_seconds(std::int64_t seconds) {
+    const std::int64_t days = seconds / kSecondsPerDay;
+    const std::int64_t second_of_day = seconds % kSecondsPerDay;
+    // days / 365 never undercounts the years; step back over the leap days.
+    std::int64_t year = kEpochYear + days / 365;
+    while (days_before_year(year) > days) --year;
+    const std::int64_t day_of_year = days - days_before_year(year);
+    std::int64_t month = 12;
+    while (days_before_month(year, month) > day_of_year) --month;
+    return CivilTime{year,
+                     month,
+                     day_of_year - days_before_month(year, month) + 1,
+                     second_of_day / 3600,
+                     second_of_day / 60 % 60,
+                     second_of_day % 60};
+}
+
+std::int64_t digits_value(std::string_view digits) {
+    std::int64_t value = 0;
+    for (const char c : digits) value = value * 10 + (c - '0');
+    return value;
+}
+
+void append_padded(std::string& out, std::int64_t value, std::size_t width) {
+    std::string digits = std::to_string(value);
+    if (digits.size() < width) out.append(width - digits.size(), '0');
+    out += digits;
+}
+
+std::string format_node_form(std::int64_t seconds) {
+    const CivilTime t = civil_from_seconds(seconds);
+    std::string out;
+    out.reserve(kNodeFormPattern.size() + 1);
+    append_padded(out, t.year, 4);
+    out += '-';
+    append_padded(out, t.month, 2);
+    out += '-';
+    append_padded(out, t.day, 2);
+    out += 'T';
+    append_padded(out, t.hour, 2);
+    out += ':';
+    append_padded(out, t.minute, 2);
+    out += ':';
+    append_padded(out, t.second, 2);
+    return out;
+}
+
+}  // namespace
+
+Result<Timestamp> Timestamp::from_seconds(std::int64_t seconds) {
+    if (seconds < kMinSeconds || seconds > kMaxSeconds) return make_error("timestamp: outside 1970..9999");
+    return Timestamp(seconds);
+}
+
+Result<Timestamp> Timestamp::parse(std::string_view text) {
+    if (text.size() < kNodeFormPattern.size()) return make_error("timestamp: expected YYYY-MM-DDTHH:MM:SS");
+    for (std::size_t i = 0; i < kNodeFormPattern.size(); ++i) {
+        const char expected = kNodeFormPattern[i];
+        const bool matches = expected == 'd' ? (text[i] >= '0' && text[i] <= '9') : text[i] == expected;
+        if (!matches) return make_error("timestamp: expected YYYY-MM-DDTHH:MM:SS");
+    }
+    std::string_view rest = text.substr(kNodeFormPattern.size());
+    if (rest.substr(0, kZeroFraction.size()) == kZeroFraction) rest.remove_prefix(kZeroFraction.size());
+    if (rest == "Z") rest.remove_prefix(1);
+    if (!rest.empty()) return make_error("timestamp: only a trailing Z (or .000Z) may follow the seconds");
+
+    const CivilTime t{digits_value(text.substr(0, 4)),  digits_value(text.substr(5, 2)),
+                      digits_value(text.substr(8, 2)),  digits_value(text.substr(11, 2)),
+                      digits_value(text.substr(14, 2)), digits_value(text.substr(17, 2))};
+    if (t.year < kEpochYear || t.year > kLastYear) return make_error("timestamp: year outside 1970..9999");
+    if (t.month < 1 || t.month > 12) return make_error("timestamp: month outside 1..12");
+    if (t.day < 1 || t.day > days_in_month(t.year, t.month)) return make_error("timestamp: no such day in that month");
+    if (t.hour > 23 || t.minute > 59 || t.second > 59) return make_error("timestamp: time of day out of range");
+    return Timestamp(days_from_civil(t.year, t.month, t.day) * kSecondsPerDay + t.hour * 3600 + t.minute * 60 + t.second);
+}
+
+std::string Timestamp::to_iso_z() const { return format_node_form(seconds_) + 'Z'; }
+
+std::string Timestamp::to_node_form() const { return format_node_form(seconds_); }
+
+}  // namespace wallet
