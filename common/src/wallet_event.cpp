@@ -81,16 +81,20 @@ JsonPtr event_to_json(const WalletEvent& event) {
     json_object_set_new(o, "memo", optional_string_json(event.memo));
     json_object_set_new(o, "author", optional_string_json(event.author));
     json_object_set_new(o, "permlink", optional_string_json(event.permlink));
-    json_t* assets = json_array();
-    for (const auto& field : event.assets) {
+    json_object_set_new(o, "assets", assets_to_json(event.assets).release());
+    return object;
+}
+
+JsonPtr assets_to_json(const std::vector<AssetField>& assets) {
+    JsonPtr list = json_own(json_array());
+    for (const auto& field : assets) {
         json_t* item = json_object();
         json_object_set_new(item, "field", json_stringn(field.field.data(), field.field.size()));
         json_object_set_new(item, "amount", amount_json(field.asset));
         json_object_set_new(item, "symbol", json_string(field.asset.symbol.c_str()));
-        json_array_append_new(assets, item);
+        json_array_append_new(list.get(), item);
     }
-    json_object_set_new(o, "assets", assets);
-    return object;
+    return list;
 }
 
 }  // namespace wallet

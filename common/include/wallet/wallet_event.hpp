@@ -63,6 +63,9 @@ struct WalletEvent {
 // (events mapped without block context lack them, decisions.md section 1).
 bool same_event_fields(const WalletEvent& a, const WalletEvent& b, bool compare_block_position = true);
 
+// The `assets` list as stored and served: [{"field","amount","symbol"}, ...].
+JsonPtr assets_to_json(const std::vector<AssetField>& assets);
+
 // The event as a JSON object: the API's wallet event fields plus
 // trx_in_block and assets (amounts as exact decimal strings). No payload.
 JsonPtr event_to_json(const WalletEvent& event);
