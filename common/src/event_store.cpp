@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "wallet/json_util.hpp"
+#include "wallet/migrations.hpp"
 #include "wallet/pg.hpp"
 
 namespace wallet {
@@ -267,9 +268,13 @@ bool is_hex_id(const std::string& id) {
 
 }  // namespace
 
-Result<EventStore> EventStore::connect(const std::string& url) {
+Result<EventStore> EventStore::connect(const std::string& url, bool apply_schema_migrations) {
     auto conn = pg::connect(url);
     if (!conn) return make_error(conn.error());
+    if (apply_schema_migrations) {
+        auto migrated = apply_migrations(conn->get());
+        if (!migrated) return make_error("schema migration: " + migrated.error());
+    }
     auto prepared = store::prepare_session(conn->get());
     if (!prepared) return make_error(prepared.error());
     return EventStore(std::move(conn).value());

@@ -52,8 +52,9 @@ Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num);
 // The indexer's view of its database: checkpoint, recent block ids, batches.
 class EventStore {
 public:
-    // Connects (as the writer) and prepares the session.
-    static Result<EventStore> connect(const std::string& url);
+    // Connects (as the writer), applies pending schema migrations when asked,
+    // and prepares the session.
+    static Result<EventStore> connect(const std::string& url, bool apply_schema_migrations = false);
 
     // The last fully indexed block, nullopt on a fresh database.
     Result<std::optional<BlockRef>> checkpoint();

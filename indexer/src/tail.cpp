@@ -1,0 +1,321 @@
+#include "tail.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "wallet/decoder.hpp"
+#include "wallet/log.hpp"
+
+namespace wallet::indexer {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kMinRetryDelay{250};
+constexpr milliseconds kMaxRetryDelay{5000};
+constexpr std::chrono::seconds kProgressLogInterval{10};
+constexpr std::chrono::seconds kRepeatProblemLogInterval{60};
+
+// The node URL as logged: without credentials a URL may carry.
+std::string loggable_url(const std::string& url) {
+    const auto scheme = url.find("://");
+    const auto at = url.find('@');
+    const auto path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    if (scheme == std::string::npos || at == std::string::npos || (path != std::string::npos && at > path)) return url;
+    return url.substr(0, scheme + 3) + url.substr(at + 1);
+}
+
+std::string per_second(std::int64_t count, double seconds) {
+    return std::to_string(seconds > 0 ? static_cast<std::int64_t>(static_cast<double>(count) / seconds) : count);
+}
+
+}  // namespace
+
+Result<TailIndexer> TailIndexer::create(TailOptions options, Liveness& liveness, SystemdNotifier& notifier, std::stop_token stop) {
+    NodeClientOptions node;
+    node.url = options.settings.chain.rpc_url;
+    node.timeout = milliseconds(options.settings.chain.rpc_timeout_ms);
+    node.max_response_bytes = options.settings.chain.max_response_bytes;
+    node.stop = stop;
+    auto client = NodeClient::create(std::move(node));
+    if (!client) return make_error(client.error());
+    return TailIndexer(std::move(options), std::move(client).value(), liveness, notifier, std::move(stop));
+}
+
+TailIndexer::TailIndexer(TailOptions options, NodeClient node, Liveness& liveness, SystemdNotifier& notifier,
+                         std::stop_token stop)
+    : options_(std::move(options)), node_(std::move(node)), liveness_(liveness), notifier_(notifier), stop_(std::move(stop)) {}
+
+int TailIndexer::run() {
+    const auto& s = options_.settings.indexer;
+    log_info("starting: node " + loggable_url(options_.settings.chain.rpc_url) + ", indexing up to the " +
+             (s.target_irreversible ? "last irreversible block" : "head block") + " minus " + std::to_string(s.trail_blocks) +
+             ", forks reconciled up to " + std::to_string(s.max_fork_depth) + " blocks deep, batches of up to " +
+             std::to_string(s.max_batch_blocks) + " blocks");
+    while (!stop_.stop_requested()) {
+        notifier_.keep_alive();
+        const Step result = step();
+        liveness_.set_node_stats(node_.stats());
+        switch (result) {
+            case Step::Progressed:
+                retry_delay_ = milliseconds(0);
+                break;
+            case Step::Idle:
+                retry_delay_ = milliseconds(0);
+                interruptible_sleep(milliseconds(s.poll_interval_ms), stop_);
+                break;
+            case Step::Retry:
+                retry_delay_ = std::clamp(retry_delay_ * 2, kMinRetryDelay, kMaxRetryDelay);
+                interruptible_sleep(retry_delay_, stop_);
+                break;
+            case Step::Halted:
+                notifier_.notify("STATUS=halted: fork deeper than INDEXER_MAX_FORK_DEPTH");
+                // Without a liveness endpoint there is nobody to tell: exit.
+                while (s.health_addr && !stop_.stop_requested()) {
+                    notifier_.keep_alive();
+                    interruptible_sleep(milliseconds(1000), stop_);
+                }
+                log_error("exiting: indexing halted");
+                return kExitHalted;
+        }
+    }
+    log_info("stopped" + (checkpoint_ ? " at block " + std::to_string(checkpoint_->num) : std::string()));
+    return kExitStopped;
+}
+
+std::int64_t TailIndexer::target_of(const ChainHead& head) const {
+    const auto& s = options_.settings.indexer;
+    const std::int64_t base = s.target_irreversible ? head.last_irreversible.value_or(0) : head.head_block;
+    return base - s.trail_blocks;
+}
+
+TailIndexer::Step TailIndexer::step() {
+    if (!ensure_store()) return Step::Retry;
+    auto head = node_.get_dynamic_global_properties();
+    if (!head) return node_problem(head.error());
+    liveness_.record_head(*head);
+    if (auto saved = store_->record_observation(*head); !saved) return database_problem(saved.error());
+    if (!head->last_irreversible) {
+        // Without it neither target is safe to trust: do not advance.
+        report_problem("the node reports no last irreversible block; not advancing");
+        return Step::Idle;
+    }
+    const std::int64_t first_block = std::max<std::int64_t>(options_.settings.indexer.start_block, 1);
+    const std::int64_t indexed = checkpoint_ ? checkpoint_->num : first_block - 1;
+    if (checkpoint_ && head->head_block < indexed) {
+        report_problem("the node's head block " + std::to_string(head->head_block) + " is below the indexed block " +
+                       std::to_string(indexed) + "; waiting for it");
+        return Step::Idle;
+    }
+    const std::int64_t target = target_of(*head);
+    if (target <= indexed) {
+        // Caught up; the indexed tip must still be on the node's chain.
+        if (checkpoint_) {
+            auto tip = node_.get_block_refs(indexed, indexed);
+            if (!tip) return node_problem(tip.error());
+            if (tip->blocks.front().id != checkpoint_->id) return reconcile_fork(*head, tip->blocks.front().id);
+        }
+        report_recovery();
+        liveness_.record_caught_up(indexed);
+        if (!caught_up_logged_) {
+            log_info("caught up at block " + std::to_string(indexed) + " (head " + std::to_string(head->head_block) +
+                     ", last irreversible " + std::to_string(*head->last_irreversible) + ")");
+            caught_up_logged_ = true;
+        }
+        return Step::Idle;
+    }
+    const std::int64_t last = std::min(target, indexed + options_.settings.indexer.max_batch_blocks);
+    return index_range(indexed + 1, last, *head, std::nullopt);
+}
+
+bool TailIndexer::ensure_store() {
+    if (store_ && store_->healthy()) return true;
+    store_.reset();
+    auto opened = EventStore::connect(options_.settings.db.indexer_url, /*apply_schema_migrations=*/true);
+    if (!opened) {
+        liveness_.record_database_error();
+        report_problem("database unavailable: " + opened.error());
+        return false;
+    }
+    auto checkpoint = opened.value().checkpoint();
+    if (!checkpoint) {
+        liveness_.record_database_error();
+        report_problem("database unavailable: " + checkpoint.error());
+        return false;
+    }
+    store_.emplace(std::move(opened).value());
+    checkpoint_ = *checkpoint;
+    const std::int64_t first_block = std::max<std::int64_t>(options_.settings.indexer.start_block, 1);
+    liveness_.set_indexed(checkpoint_ ? checkpoint_->num : first_block - 1);
+    const std::string position = checkpoint_ ? "resuming after block " + std::to_string(checkpoint_->num)
+                                             : "fresh database: starting at block " + std::to_string(first_block);
+    if (!ready_notified_) {
+        log_info("database ready (schema migrated); " + position);
+        notifier_.notify("READY=1");
+        ready_notified_ = true;
+    } else {
+        log_info("database connection restored; " + position);
+    }
+    return true;
+}
+
+TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last, const ChainHead& head,
+                                           std::optional<BlockRef> fork_point) {
+    const auto& s = options_.settings.indexer;
+    auto refs = node_.get_block_refs(first, last);
+    if (!refs) return node_problem(refs.error());
+    // The new blocks must continue the stored chain.
+    std::optional<std::string> expected_parent;
+    if (fork_point) {
+        expected_parent = fork_point->id;
+    } else if (checkpoint_ && checkpoint_->num == first - 1) {
+        expected_parent = checkpoint_->id;
+    }
+    if (expected_parent && refs->parent_id != *expected_parent) {
+        if (fork_point) {
+            report_problem("the chain changed again while reconciling the fork at block " + std::to_string(fork_point->num));
+            return Step::Retry;
+        }
+        return reconcile_fork(head, refs->parent_id);
+    }
+    const OpsForm form = s.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
+    auto blocks = node_.get_ops_in_blocks(first, last, form);
+    if (!blocks) return node_problem(blocks.error());
+    if (last > head.last_irreversible.value_or(0)) {
+        // Reversible blocks may have been replaced while their operations were read.
+        auto again = node_.get_block_refs(first, last);
+        if (!again) return node_problem(again.error());
+        if (again->parent_id != refs->parent_id || again->blocks != refs->blocks) {
+            log_info("blocks " + std::to_string(first) + ".." + std::to_string(last) + " changed while being read; reading again");
+            return Step::Retry;
+        }
+    }
+
+    EventStore::Batch batch;
+    for (auto& block : *blocks) {
+        auto events = decode_block(block.ops.get(), options_.assets);
+        if (!events) {
+            report_problem("cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
+            return Step::Retry;
+        }
+        for (auto& event : *events) batch.events.push_back(std::move(event));
+    }
+    batch.blocks = std::move(refs->blocks);
+    batch.checkpoint = batch.blocks.back();
+    batch.keep_block_ids = s.max_fork_depth + 1;
+    if (fork_point) batch.rewind_above = fork_point->num;
+    auto counts = store_->commit_batch(batch, options_.write_method);
+    if (!counts) return database_problem(counts.error());
+
+    checkpoint_ = batch.checkpoint;
+    report_recovery();
+    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted);
+    if (fork_point) {
+        log_info("fork reconciled: blocks " + std::to_string(first) + ".." + std::to_string(last) + " re-indexed");
+    }
+    report_progress(last - first + 1, counts->offered, head);
+    return Step::Progressed;
+}
+
+TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::string& node_id_of_checkpoint) {
+    const auto& s = options_.settings.indexer;
+    const std::int64_t tip = checkpoint_->num;
+    const std::int64_t low = std::max<std::int64_t>(1, tip - s.max_fork_depth);
+    auto stored = store_->block_ids_from(low);
+    if (!stored) return database_problem(stored.error());
+    auto theirs = node_.get_block_refs(low, tip);
+    if (!theirs) return node_problem(theirs.error());
+
+    // The highest block both chains share.
+    std::optional<BlockRef> fork_point;
+    for (auto it = stored->rbegin(); it != stored->rend() && !fork_point; ++it) {
+        if (it->num > tip || it->num < low) continue;
+        if (theirs->blocks[static_cast<std::size_t>(it->num - low)].id == it->id) fork_point = *it;
+    }
+    // None shared, but indexing began inside the window: the fork point is
+    // just below the first indexed block.
+    if (!fork_point && !stored->empty() && stored->front().num > low) {
+        fork_point = theirs->blocks[static_cast<std::size_t>(stored->front().num - 1 - low)];
+    }
+    if (!fork_point) {
+        const std::string reason = "fork deeper than INDEXER_MAX_FORK_DEPTH=" + std::to_string(s.max_fork_depth) +
+                                   ": no block of " + std::to_string(low) + ".." + std::to_string(tip) +
+                                   " matches the node; indexing halted at block " + std::to_string(tip) +
+                                   " (rows near it may belong to the abandoned chain: re-index from an earlier block)";
+        log_error(reason);
+        liveness_.halt(reason);
+        return Step::Halted;
+    }
+    const std::int64_t depth = tip - fork_point->num;
+    log_warning("fork: the node's block " + std::to_string(tip) + " is " + node_id_of_checkpoint + ", the index has " +
+                checkpoint_->id + "; fork point " + std::to_string(fork_point->num) + " (depth " + std::to_string(depth) +
+                "); re-indexing from block " + std::to_string(fork_point->num + 1));
+    liveness_.record_fork(depth);
+
+    const std::int64_t target = target_of(head);
+    if (target <= fork_point->num) {
+        // Nothing of the new chain to index yet: only remove the abandoned blocks.
+        EventStore::Batch rewind;
+        rewind.rewind_above = fork_point->num;
+        rewind.checkpoint = *fork_point;
+        rewind.keep_block_ids = s.max_fork_depth + 1;
+        auto counts = store_->commit_batch(rewind, options_.write_method);
+        if (!counts) return database_problem(counts.error());
+        checkpoint_ = *fork_point;
+        liveness_.record_batch(checkpoint_->num, 0, 0, 0);
+        log_info("fork reconciled: blocks above " + std::to_string(fork_point->num) + " removed");
+        return Step::Progressed;
+    }
+    // Re-index at least up to the old tip, so the index never shows fewer blocks.
+    const std::int64_t last = std::min(target, fork_point->num + std::max(s.max_batch_blocks, depth));
+    return index_range(fork_point->num + 1, last, head, fork_point);
+}
+
+TailIndexer::Step TailIndexer::node_problem(const std::string& message) {
+    if (stop_.stop_requested()) return Step::Retry;
+    report_problem("node: " + message);
+    return Step::Retry;
+}
+
+TailIndexer::Step TailIndexer::database_problem(const std::string& message) {
+    liveness_.record_database_error();
+    report_problem("database: " + message);
+    // Reconnect (and re-read the checkpoint: a failed commit may have landed).
+    store_.reset();
+    return Step::Retry;
+}
+
+void TailIndexer::report_problem(const std::string& message) {
+    liveness_.record_problem(message);
+    caught_up_logged_ = false;
+    const auto now = Clock::now();
+    if (message != last_problem_ || now - last_problem_logged_ >= kRepeatProblemLogInterval) {
+        log_warning(message);
+        last_problem_ = message;
+        last_problem_logged_ = now;
+    }
+}
+
+void TailIndexer::report_recovery() {
+    if (last_problem_.empty()) return;
+    log_info("recovered from: " + last_problem_);
+    last_problem_.clear();
+}
+
+void TailIndexer::report_progress(std::int64_t blocks, std::int64_t events, const ChainHead& head) {
+    window_blocks_ += blocks;
+    window_events_ += events;
+    const auto now = Clock::now();
+    if (now - window_start_ < kProgressLogInterval) return;
+    const double seconds = std::chrono::duration<double>(now - window_start_).count();
+    const std::int64_t indexed = checkpoint_->num;
+    log_info("indexed to block " + std::to_string(indexed) + " (head " + std::to_string(head.head_block) + ", lag " +
+             std::to_string(head.head_block - indexed) + " blocks): " + per_second(window_blocks_, seconds) + " blocks/s, " +
+             per_second(window_events_, seconds) + " events/s");
+    window_start_ = now;
+    window_blocks_ = 0;
+    window_events_ = 0;
+}
+
+}  // namespace wallet::indexer
