@@ -9,6 +9,13 @@
 #include "wallet/pg.hpp"
 
 namespace wallet {
+namespace {
+
+// Server notices ("relation already exists, skipping") are not for operators.
+void ignore_notice(void*, const char*) {}
+
+}  // namespace
+
 namespace store {
 namespace {
 
@@ -199,8 +206,6 @@ Result<std::int64_t> multi_row_insert(PGconn* conn, const std::vector<Row>& rows
     return inserted;
 }
 
-void ignore_notice(void*, const char*) {}
-
 }  // namespace
 
 Result<bool> prepare_session(PGconn* conn) {
@@ -271,6 +276,7 @@ bool is_hex_id(const std::string& id) {
 Result<EventStore> EventStore::connect(const std::string& url, bool apply_schema_migrations) {
     auto conn = pg::connect(url);
     if (!conn) return make_error(conn.error());
+    PQsetNoticeProcessor(conn->get(), ignore_notice, nullptr);
     if (apply_schema_migrations) {
         auto migrated = apply_migrations(conn->get());
         if (!migrated) return make_error("schema migration: " + migrated.error());

@@ -15,12 +15,12 @@ void Liveness::set_indexed(std::int64_t block) {
 }
 
 void Liveness::record_batch(std::int64_t indexed_block, std::int64_t blocks, std::int64_t events_offered,
-                            std::int64_t rows_inserted) {
+                            std::int64_t rows_inserted, bool at_target) {
     std::lock_guard lock(mutex_);
     indexed_block_ = indexed_block;
     last_progress_ = Clock::now();
     problem_.clear();
-    caught_up_ = false;
+    caught_up_ = at_target;
     ++batches_total_;
     blocks_total_ += static_cast<std::uint64_t>(blocks);
     events_total_ += static_cast<std::uint64_t>(events_offered);

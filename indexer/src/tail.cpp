@@ -16,6 +16,7 @@ constexpr milliseconds kMinRetryDelay{250};
 constexpr milliseconds kMaxRetryDelay{5000};
 constexpr std::chrono::seconds kProgressLogInterval{10};
 constexpr std::chrono::seconds kRepeatProblemLogInterval{60};
+constexpr std::chrono::seconds kChangedProblemLogInterval{10};
 
 // The node URL as logged: without credentials a URL may carry.
 std::string loggable_url(const std::string& url) {
@@ -98,15 +99,15 @@ TailIndexer::Step TailIndexer::step() {
     if (auto saved = store_->record_observation(*head); !saved) return database_problem(saved.error());
     if (!head->last_irreversible) {
         // Without it neither target is safe to trust: do not advance.
-        report_problem("the node reports no last irreversible block; not advancing");
+        report_problem("no_lib", "the node reports no last irreversible block; not advancing");
         return Step::Idle;
     }
     const std::int64_t first_block = std::max<std::int64_t>(options_.settings.indexer.start_block, 1);
     const std::int64_t indexed = checkpoint_ ? checkpoint_->num : first_block - 1;
     if (checkpoint_ && head->head_block < indexed) {
-        report_problem("the node's head block " + std::to_string(head->head_block) + " is below the indexed block " +
-                       std::to_string(indexed) + "; waiting for it");
-        return Step::Idle;
+        // A node behind the index: lagging (its blocks match ours), or on a
+        // shorter fork (they do not), which reconcile_fork tells apart.
+        return reconcile_fork(*head);
     }
     const std::int64_t target = target_of(*head);
     if (target <= indexed) {
@@ -114,15 +115,11 @@ TailIndexer::Step TailIndexer::step() {
         if (checkpoint_) {
             auto tip = node_.get_block_refs(indexed, indexed);
             if (!tip) return node_problem(tip.error());
-            if (tip->blocks.front().id != checkpoint_->id) return reconcile_fork(*head, tip->blocks.front().id);
+            if (tip->blocks.front().id != checkpoint_->id) return reconcile_fork(*head);
         }
         report_recovery();
         liveness_.record_caught_up(indexed);
-        if (!caught_up_logged_) {
-            log_info("caught up at block " + std::to_string(indexed) + " (head " + std::to_string(head->head_block) +
-                     ", last irreversible " + std::to_string(*head->last_irreversible) + ")");
-            caught_up_logged_ = true;
-        }
+        report_caught_up(*head);
         return Step::Idle;
     }
     const std::int64_t last = std::min(target, indexed + options_.settings.indexer.max_batch_blocks);
@@ -135,13 +132,13 @@ bool TailIndexer::ensure_store() {
     auto opened = EventStore::connect(options_.settings.db.indexer_url, /*apply_schema_migrations=*/true);
     if (!opened) {
         liveness_.record_database_error();
-        report_problem("database unavailable: " + opened.error());
+        report_problem("database", "database unavailable: " + opened.error());
         return false;
     }
     auto checkpoint = opened.value().checkpoint();
     if (!checkpoint) {
         liveness_.record_database_error();
-        report_problem("database unavailable: " + checkpoint.error());
+        report_problem("database", "database unavailable: " + checkpoint.error());
         return false;
     }
     store_.emplace(std::move(opened).value());
@@ -174,10 +171,10 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     }
     if (expected_parent && refs->parent_id != *expected_parent) {
         if (fork_point) {
-            report_problem("the chain changed again while reconciling the fork at block " + std::to_string(fork_point->num));
+            report_problem("fork", "the chain changed again while reconciling the fork at block " + std::to_string(fork_point->num));
             return Step::Retry;
         }
-        return reconcile_fork(head, refs->parent_id);
+        return reconcile_fork(head);
     }
     const OpsForm form = s.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
     auto blocks = node_.get_ops_in_blocks(first, last, form);
@@ -196,7 +193,7 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     for (auto& block : *blocks) {
         auto events = decode_block(block.ops.get(), options_.assets);
         if (!events) {
-            report_problem("cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
+            report_problem("decode", "cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
             return Step::Retry;
         }
         for (auto& event : *events) batch.events.push_back(std::move(event));
@@ -210,47 +207,66 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
 
     checkpoint_ = batch.checkpoint;
     report_recovery();
-    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted);
+    const bool at_target = last >= target_of(head);
+    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target);
     if (fork_point) {
         log_info("fork reconciled: blocks " + std::to_string(first) + ".." + std::to_string(last) + " re-indexed");
     }
     report_progress(last - first + 1, counts->offered, head);
+    if (at_target) report_caught_up(head);
     return Step::Progressed;
 }
 
-TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::string& node_id_of_checkpoint) {
+TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head) {
     const auto& s = options_.settings.indexer;
     const std::int64_t tip = checkpoint_->num;
     const std::int64_t low = std::max<std::int64_t>(1, tip - s.max_fork_depth);
+    // The node may be behind the index: only its blocks up to its head compare.
+    const std::int64_t top = std::min(tip, head.head_block);
+    if (top < low) {
+        report_problem("node_behind", "the node's head block " + std::to_string(head.head_block) +
+                                          " is more than INDEXER_MAX_FORK_DEPTH below the indexed block " +
+                                          std::to_string(tip) + "; waiting for it");
+        return Step::Idle;
+    }
     auto stored = store_->block_ids_from(low);
     if (!stored) return database_problem(stored.error());
-    auto theirs = node_.get_block_refs(low, tip);
+    auto theirs = node_.get_block_refs(low, top);
     if (!theirs) return node_problem(theirs.error());
 
     // The highest block both chains share.
     std::optional<BlockRef> fork_point;
     for (auto it = stored->rbegin(); it != stored->rend() && !fork_point; ++it) {
-        if (it->num > tip || it->num < low) continue;
+        if (it->num > top || it->num < low) continue;
         if (theirs->blocks[static_cast<std::size_t>(it->num - low)].id == it->id) fork_point = *it;
     }
     // None shared, but indexing began inside the window: the fork point is
     // just below the first indexed block.
-    if (!fork_point && !stored->empty() && stored->front().num > low) {
+    if (!fork_point && !stored->empty() && stored->front().num > low && stored->front().num - 1 <= top) {
         fork_point = theirs->blocks[static_cast<std::size_t>(stored->front().num - 1 - low)];
     }
     if (!fork_point) {
         const std::string reason = "fork deeper than INDEXER_MAX_FORK_DEPTH=" + std::to_string(s.max_fork_depth) +
-                                   ": no block of " + std::to_string(low) + ".." + std::to_string(tip) +
+                                   ": no block of " + std::to_string(low) + ".." + std::to_string(top) +
                                    " matches the node; indexing halted at block " + std::to_string(tip) +
                                    " (rows near it may belong to the abandoned chain: re-index from an earlier block)";
         log_error(reason);
         liveness_.halt(reason);
         return Step::Halted;
     }
+    if (fork_point->num == top) {
+        if (top < tip) {
+            // Every block the node has matches: it is behind, not forked.
+            report_problem("node_behind", "the node's head block " + std::to_string(head.head_block) +
+                                              " is below the indexed block " + std::to_string(tip) + "; waiting for it");
+            return Step::Idle;
+        }
+        return Step::Progressed;  // the chain switched back meanwhile: nothing to undo
+    }
     const std::int64_t depth = tip - fork_point->num;
-    log_warning("fork: the node's block " + std::to_string(tip) + " is " + node_id_of_checkpoint + ", the index has " +
-                checkpoint_->id + "; fork point " + std::to_string(fork_point->num) + " (depth " + std::to_string(depth) +
-                "); re-indexing from block " + std::to_string(fork_point->num + 1));
+    log_warning("fork: the index's blocks " + std::to_string(fork_point->num + 1) + ".." + std::to_string(tip) +
+                " are not on the node's chain; fork point " + std::to_string(fork_point->num) + " (depth " +
+                std::to_string(depth) + "); re-indexing from block " + std::to_string(fork_point->num + 1));
     liveness_.record_fork(depth);
 
     const std::int64_t target = target_of(head);
@@ -263,7 +279,7 @@ TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::
         auto counts = store_->commit_batch(rewind, options_.write_method);
         if (!counts) return database_problem(counts.error());
         checkpoint_ = *fork_point;
-        liveness_.record_batch(checkpoint_->num, 0, 0, 0);
+        liveness_.record_batch(checkpoint_->num, 0, 0, 0, false);
         log_info("fork reconciled: blocks above " + std::to_string(fork_point->num) + " removed");
         return Step::Progressed;
     }
@@ -274,33 +290,47 @@ TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::
 
 TailIndexer::Step TailIndexer::node_problem(const std::string& message) {
     if (stop_.stop_requested()) return Step::Retry;
-    report_problem("node: " + message);
+    report_problem("node", "node: " + message);
     return Step::Retry;
 }
 
 TailIndexer::Step TailIndexer::database_problem(const std::string& message) {
     liveness_.record_database_error();
-    report_problem("database: " + message);
+    report_problem("database", "database: " + message);
     // Reconnect (and re-read the checkpoint: a failed commit may have landed).
     store_.reset();
     return Step::Retry;
 }
 
-void TailIndexer::report_problem(const std::string& message) {
+void TailIndexer::report_problem(const std::string& kind, const std::string& message) {
     liveness_.record_problem(message);
     caught_up_logged_ = false;
+    // One line per event: a new kind of problem at once, a changed message of
+    // the same kind after a while, an unchanged one as a periodic reminder.
     const auto now = Clock::now();
-    if (message != last_problem_ || now - last_problem_logged_ >= kRepeatProblemLogInterval) {
+    const auto since = now - last_problem_logged_;
+    if (kind != last_problem_kind_ || (message != last_problem_ && since >= kChangedProblemLogInterval) ||
+        since >= kRepeatProblemLogInterval) {
         log_warning(message);
-        last_problem_ = message;
         last_problem_logged_ = now;
     }
+    last_problem_kind_ = kind;
+    last_problem_ = message;
 }
 
 void TailIndexer::report_recovery() {
     if (last_problem_.empty()) return;
     log_info("recovered from: " + last_problem_);
     last_problem_.clear();
+    last_problem_kind_.clear();
+}
+
+void TailIndexer::report_caught_up(const ChainHead& head) {
+    if (caught_up_logged_) return;
+    caught_up_logged_ = true;
+    log_info("caught up at block " + std::to_string(checkpoint_ ? checkpoint_->num : 0) + " (head " +
+             std::to_string(head.head_block) + ", last irreversible " + std::to_string(head.last_irreversible.value_or(0)) +
+             "); following");
 }
 
 void TailIndexer::report_progress(std::int64_t blocks, std::int64_t events, const ChainHead& head) {

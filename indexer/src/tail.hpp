@@ -47,14 +47,15 @@ private:
     Step step();
     bool ensure_store();
     Step index_range(std::int64_t first, std::int64_t last, const ChainHead& head, std::optional<BlockRef> fork_point);
-    Step reconcile_fork(const ChainHead& head, const std::string& node_id_of_checkpoint);
+    Step reconcile_fork(const ChainHead& head);
     std::int64_t target_of(const ChainHead& head) const;
 
     Step node_problem(const std::string& message);
     Step database_problem(const std::string& message);
-    void report_problem(const std::string& message);
+    void report_problem(const std::string& kind, const std::string& message);
     void report_recovery();
     void report_progress(std::int64_t blocks, std::int64_t events, const ChainHead& head);
+    void report_caught_up(const ChainHead& head);
 
     TailOptions options_;
     NodeClient node_;
@@ -64,6 +65,7 @@ private:
     std::optional<EventStore> store_;
     std::optional<BlockRef> checkpoint_;  // mirrors indexer_checkpoint; nullopt on a fresh database
 
+    std::string last_problem_kind_;
     std::string last_problem_;
     std::chrono::steady_clock::time_point last_problem_logged_{};
     bool caught_up_logged_ = false;
