@@ -308,21 +308,25 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
         event.role = role;
         return event;
     };
+    // An operation between two accounts: one event each, naming the other.
+    auto add_both = [&](const std::string& first, Role first_role, const std::string& second, Role second_role,
+                        const auto& fill) {
+        WalletEvent& one = add(first, first_role);
+        one.counterparty = second;
+        fill(one);
+        WalletEvent& other = add(second, second_role);
+        other.counterparty = first;
+        fill(other);
+    };
     const std::string_view type = rule.type;
 
     if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings") {
-        const std::string from = f.account("from");
-        const std::string to = f.account("to");
         const Asset amount = f.asset("amount");
         const auto memo = f.optional_text("memo");
-        WalletEvent& sent = add(from, Role::Sender);
-        sent.amount = amount;
-        sent.counterparty = to;
-        sent.memo = memo;
-        WalletEvent& received = add(to, Role::Receiver);
-        received.amount = amount;
-        received.counterparty = from;
-        received.memo = memo;
+        add_both(f.account("from"), Role::Sender, f.account("to"), Role::Receiver, [&](WalletEvent& e) {
+            e.amount = amount;
+            e.memo = memo;
+        });
     } else if (type == "cancel_transfer_from_savings") {
         add(f.account("from"), Role::Sender);
     } else if (type == "fill_transfer_from_savings") {
@@ -336,12 +340,7 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
         std::string to = f.optional_text("to").value_or("");
         if (to.empty()) to = from;  // an empty `to` vests to the sender
         const Asset amount = f.asset("amount");
-        WalletEvent& sent = add(from, Role::Sender);
-        sent.amount = amount;
-        sent.counterparty = to;
-        WalletEvent& received = add(to, Role::Receiver);
-        received.amount = amount;
-        received.counterparty = from;
+        add_both(from, Role::Sender, to, Role::Receiver, [&](WalletEvent& e) { e.amount = amount; });
     } else if (type == "withdraw_vesting") {
         add(f.account("account"), Role::Owner).vesting = f.asset("vesting_shares");
     } else if (type == "fill_vesting_withdraw") {
@@ -357,15 +356,9 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
             received.vesting = withdrawn;
         }
     } else if (type == "delegate_vesting_shares") {
-        const std::string delegator = f.account("delegator");
-        const std::string delegatee = f.account("delegatee");
         const Asset shares = f.asset("vesting_shares");
-        WalletEvent& gave = add(delegator, Role::Delegator);
-        gave.vesting = shares;
-        gave.counterparty = delegatee;
-        WalletEvent& got = add(delegatee, Role::Delegatee);
-        got.vesting = shares;
-        got.counterparty = delegator;
+        add_both(f.account("delegator"), Role::Delegator, f.account("delegatee"), Role::Delegatee,
+                 [&](WalletEvent& e) { e.vesting = shares; });
     } else if (type == "return_vesting_delegation") {
         add(f.account("account"), Role::Owner).vesting = f.asset("vesting_shares");
     } else if (type == "claim_reward_balance") {

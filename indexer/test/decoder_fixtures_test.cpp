@@ -227,6 +227,22 @@ struct Tally {
     std::map<std::string, int> decoded;  // of them, decoded and checked
 };
 
+// A bare operation (of a block's or a transaction's list) at a known position.
+void visit_bare_op(const std::string& where, json_t* bare, const OpEnvelope& envelope, const std::optional<std::string>& time,
+                   const AssetTable& table, Tally& tally) {
+    const std::string type = op_type_of(bare);
+    if (expectations().count(type) == 0) return;
+    ++tally.seen[type];
+    auto parsed = parse_node_operation(bare);
+    ASSERT_TRUE(parsed) << where << ": " << parsed.error();
+    auto events = decode_operation_body(*parsed, envelope, std::nullopt, json::SharedJson::borrow(bare), table);
+    ASSERT_TRUE(events) << where << ": " << events.error();
+    check_structure(Sighting{where, type, parsed->value, envelope.block_num, envelope.trx_in_block, envelope.op_in_trx,
+                             envelope.trx_id, time},
+                    *events, table);
+    ++tally.decoded[type];
+}
+
 // Visits every op of a fixture document: envelopes ({..., "op": ...}), the
 // transactions of blocks, and get_transaction results.
 void visit_fixture(const std::filesystem::path& path, json_t* value, Tally& tally) {
@@ -265,27 +281,17 @@ void visit_fixture(const std::filesystem::path& path, json_t* value, Tally& tall
                 json_t* ids = json_object_get(value, "transaction_ids");
                 std::optional<std::string> trx_id;
                 if (json_is_array(ids)) trx_id = json_string_of(json_array_get(ids, trx_index));
+                const std::string time = json_string_of(json_object_get(value, "timestamp"));
                 std::size_t op_index = 0;
                 json_t* bare = nullptr;
                 json_array_foreach(json_object_get(trx, "operations"), op_index, bare) {
-                    const std::string type = op_type_of(bare);
-                    if (expectations().count(type) == 0) continue;
-                    ++tally.seen[type];
-                    auto parsed = parse_node_operation(bare);
-                    ASSERT_TRUE(parsed) << where << ": " << parsed.error();
                     OpEnvelope envelope;
                     envelope.block_num = block_num;
                     envelope.trx_in_block = static_cast<std::int64_t>(trx_index);
                     envelope.op_in_trx = static_cast<std::int64_t>(op_index);
                     envelope.trx_id = trx_id;
-                    const std::string time = json_string_of(json_object_get(value, "timestamp"));
                     envelope.timestamp = Timestamp::parse(time).value();
-                    auto events = decode_operation_body(*parsed, envelope, std::nullopt, json::SharedJson::borrow(bare), table);
-                    ASSERT_TRUE(events) << where << ": " << events.error();
-                    check_structure(Sighting{where, type, parsed->value, block_num, envelope.trx_in_block, envelope.op_in_trx,
-                                             trx_id, time},
-                                    *events, table);
-                    ++tally.decoded[type];
+                    visit_bare_op(where, bare, envelope, time, table, tally);
                 }
             }
             return;
@@ -297,21 +303,12 @@ void visit_fixture(const std::filesystem::path& path, json_t* value, Tally& tall
             std::size_t op_index = 0;
             json_t* bare = nullptr;
             json_array_foreach(operations, op_index, bare) {
-                const std::string type = op_type_of(bare);
-                if (expectations().count(type) == 0) continue;
-                ++tally.seen[type];
-                auto parsed = parse_node_operation(bare);
-                ASSERT_TRUE(parsed) << where << ": " << parsed.error();
-                OpEnvelope envelope;
+                OpEnvelope envelope;  // the transaction has no block time: the envelope's epoch stands in
                 envelope.block_num = block_num;
                 envelope.trx_in_block = trx_index;
                 envelope.op_in_trx = static_cast<std::int64_t>(op_index);
-                envelope.trx_id = trx_id;  // the transaction has no block time: the envelope's epoch stands in
-                auto events = decode_operation_body(*parsed, envelope, std::nullopt, json::SharedJson::borrow(bare), table);
-                ASSERT_TRUE(events) << where << ": " << events.error();
-                check_structure(Sighting{where, type, parsed->value, block_num, trx_index, envelope.op_in_trx, trx_id, std::nullopt},
-                                *events, table);
-                ++tally.decoded[type];
+                envelope.trx_id = trx_id;
+                visit_bare_op(where, bare, envelope, std::nullopt, table, tally);
             }
             return;
         }
