@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet {
@@ -280,7 +281,7 @@ std::optional<Asset> first_non_zero(const std::optional<Asset>& first, const std
 }
 
 std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOperation& op, const OpEnvelope& envelope,
-                                          const std::optional<BlockPosition>& position, const json::SharedJson& payload,
+                                          const std::optional<BlockPosition>& position, PayloadText payload,
                                           const AssetTable& table) {
     const OpFields f(op, table);
     WalletEvent base;
@@ -299,7 +300,7 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
     if (!rule.is_virtual) base.trx_id = envelope.trx_id;
     base.timestamp = envelope.timestamp;
     base.assets = f.all_assets(rule);
-    base.payload = payload;
+    base.payload = std::move(payload);
 
     std::vector<WalletEvent> events;
     auto add = [&](std::string account, Role role) -> WalletEvent& {
@@ -399,6 +400,49 @@ std::string where(const OpEnvelope& envelope) {
            std::to_string(envelope.op_in_trx);
 }
 
+PayloadText payload_of(const json_t* entry) { return std::make_shared<const std::string>(json::dump_compact(entry)); }
+
+// block_seq and virtual ordinals over a block's list, in node order.
+class BlockWalker {
+public:
+    BlockPosition next(std::string_view type, bool node_virtual_flag, std::int64_t block) {
+        if (block_num_ && *block_num_ != block) {
+            throw DecodeFailure("operations of blocks " + std::to_string(*block_num_) + " and " + std::to_string(block) +
+                                " in one block list");
+        }
+        block_num_ = block;
+        const bool is_virtual = is_virtual_operation(type, node_virtual_flag);
+        if (is_virtual) ++virtual_ordinal_;
+        return BlockPosition{next_seq_++, is_virtual ? virtual_ordinal_ : 0};
+    }
+
+private:
+    std::optional<std::int64_t> block_num_;
+    std::int64_t next_seq_ = 0;
+    std::int64_t virtual_ordinal_ = 0;
+};
+
+// The operation type of an entry's "op" text: ["name", {...}] or {"type": "name_operation", ...}.
+Result<std::string_view> scan_operation_type(std::string_view op_text) {
+    std::string_view type;
+    bool found = false;
+    Result<bool> scanned = false;
+    if (!op_text.empty() && op_text.front() == '[') {
+        scanned = json::for_each_element(op_text, [&](std::string_view element) {
+            found = json::plain_string(element, type);
+            return false;  // the name is the first element
+        });
+    } else {
+        scanned = json::for_each_member(op_text, [&](std::string_view key, std::string_view value) {
+            if (key == "type") found = json::plain_string(value, type);
+            return true;
+        });
+    }
+    if (!scanned) return make_error(scanned.error());
+    if (!found || type.empty()) return make_error("operation without a type name");
+    return strip_operation_suffix(type);
+}
+
 }  // namespace
 
 bool is_wallet_operation(std::string_view op_type) noexcept { return find_rule(op_type) != nullptr; }
@@ -426,12 +470,12 @@ Result<OpEnvelope> parse_envelope(const json_t* entry) {
 }
 
 Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
-                                                       const std::optional<BlockPosition>& position,
-                                                       const json::SharedJson& payload, const AssetTable& assets) {
+                                                       const std::optional<BlockPosition>& position, PayloadText payload,
+                                                       const AssetTable& assets) {
     const WalletOpRule* rule = find_rule(op.type);
     if (rule == nullptr) return std::vector<WalletEvent>{};
     try {
-        return decode_wallet_op(*rule, op, envelope, position, payload, assets);
+        return decode_wallet_op(*rule, op, envelope, position, std::move(payload), assets);
     } catch (const DecodeFailure& failure) {
         return make_error(where(envelope) + ": " + failure.what());
     }
@@ -441,7 +485,7 @@ Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& a
     try {
         const NodeOperation op = read_operation(entry_operation(entry));
         if (!is_wallet_operation(op.type)) return std::vector<WalletEvent>{};
-        return decode_operation_body(op, read_envelope(entry), std::nullopt, json::SharedJson::borrow(entry), assets);
+        return decode_operation_body(op, read_envelope(entry), std::nullopt, payload_of(entry), assets);
     } catch (const DecodeFailure& failure) {
         return make_error(failure.what());
     }
@@ -450,25 +494,79 @@ Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& a
 Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& assets) {
     if (!json_is_array(ops)) return make_error("block operations are not an array");
     std::vector<WalletEvent> events;
-    std::optional<std::int64_t> block_num;
-    std::int64_t virtual_ordinal = 0;
+    BlockWalker walker;
     for (std::size_t index = 0; index < json_array_size(ops); ++index) {
         json_t* entry = json_array_get(ops, index);
         try {
             const NodeOperation op = read_operation(entry_operation(entry));
             OpEnvelope flags;
             read_node_virtual_op(entry, flags);
-            const std::int64_t entry_block = int_field(entry, "block", 1, kMaxStoredInteger);
-            if (block_num && *block_num != entry_block) {
-                throw DecodeFailure("operations of blocks " + std::to_string(*block_num) + " and " +
-                                    std::to_string(entry_block) + " in one block list");
-            }
-            block_num = entry_block;
-            const bool is_virtual = is_virtual_operation(op.type, flags.node_virtual_flag);
-            if (is_virtual) ++virtual_ordinal;
+            const BlockPosition position =
+                walker.next(op.type, flags.node_virtual_flag, int_field(entry, "block", 1, kMaxStoredInteger));
             if (!is_wallet_operation(op.type)) continue;
-            const BlockPosition position{static_cast<std::int64_t>(index), is_virtual ? virtual_ordinal : 0};
-            auto decoded = decode_operation_body(op, read_envelope(entry), position, json::SharedJson::borrow(entry), assets);
+            auto decoded = decode_operation_body(op, read_envelope(entry), position, payload_of(entry), assets);
+            if (!decoded) return make_error(decoded.error());
+            for (auto& event : decoded.value()) events.push_back(std::move(event));
+        } catch (const DecodeFailure& failure) {
+            return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
+        }
+    }
+    return events;
+}
+
+Result<RawEntry> scan_entry(std::string_view entry_text) {
+    RawEntry entry;
+    entry.text = entry_text;
+    bool has_block = false;
+    bool has_op = false;
+    std::string problem;
+    auto scanned = json::for_each_member(entry_text, [&](std::string_view key, std::string_view value) {
+        if (key == "block") {
+            auto block = json::integer_value(value);
+            if (!block) {
+                problem = "'block': " + block.error();
+                return false;
+            }
+            entry.block = *block;
+            has_block = true;
+        } else if (key == "virtual_op") {
+            if (value == "true" || value == "false") {
+                entry.node_virtual_flag = value == "true";
+            } else if (auto number = json::integer_value(value)) {
+                entry.node_virtual_flag = *number > 0;
+            }
+        } else if (key == "op") {
+            auto type = scan_operation_type(value);
+            if (!type) {
+                problem = type.error();
+                return false;
+            }
+            entry.type = *type;
+            has_op = true;
+        }
+        return true;
+    });
+    if (!scanned) return make_error(scanned.error());
+    if (!problem.empty()) return make_error(problem);
+    if (!has_block || !has_op) return make_error("operation entry lacks 'block' or 'op'");
+    return entry;
+}
+
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets) {
+    std::vector<WalletEvent> events;
+    BlockWalker walker;
+    for (std::size_t index = 0; index < entries.size(); ++index) {
+        const RawEntry& raw = entries[index];
+        try {
+            const BlockPosition position = walker.next(raw.type, raw.node_virtual_flag, raw.block);
+            if (!is_wallet_operation(raw.type)) continue;
+            auto parsed = json::parse(raw.text);
+            if (!parsed) throw DecodeFailure(parsed.error());
+            json_t* entry = parsed->get();
+            const NodeOperation op = read_operation(entry_operation(entry));
+            const OpEnvelope envelope = read_envelope(entry);
+            if (op.type != raw.type || envelope.block_num != raw.block) throw DecodeFailure("entry changed between scan and parse");
+            auto decoded = decode_operation_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
             if (!decoded) return make_error(decoded.error());
             for (auto& event : decoded.value()) events.push_back(std::move(event));
         } catch (const DecodeFailure& failure) {

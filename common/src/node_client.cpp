@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 
+#include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet {
@@ -127,20 +128,40 @@ Attempt<JsonPtr> result_of(json_t* response, std::uint64_t id) {
     return Attempt<JsonPtr>::ok(json_ref(result));
 }
 
-Attempt<BlockOps> block_ops_of(JsonPtr result, std::int64_t block_num, OpsForm form) {
-    json_t* ops = form == OpsForm::Condenser ? result.get() : json_object_get(result.get(), "ops");
-    if (!json_is_array(ops)) {
-        return Attempt<BlockOps>::fail(NodeFailure::Malformed, "get_ops_in_block(" + std::to_string(block_num) + ") is not a list");
+// One get_ops_in_block result (its text), every entry checked to carry the
+// requested block.
+Attempt<BlockOps> block_ops_of(std::string_view result, std::int64_t block_num, OpsForm form,
+                               const std::shared_ptr<const std::string>& answer) {
+    const std::string what = "get_ops_in_block(" + std::to_string(block_num) + ")";
+    std::string_view list = result;
+    if (form == OpsForm::AccountHistory) {
+        list = {};
+        auto scanned = json::for_each_member(result, [&](std::string_view key, std::string_view value) {
+            if (key == "ops") list = value;
+            return true;
+        });
+        if (!scanned) return Attempt<BlockOps>::fail(NodeFailure::Malformed, what + ": " + scanned.error());
     }
-    for (std::size_t i = 0; i < json_array_size(ops); ++i) {
-        auto block = json::to_int64(json_object_get(json_array_get(ops, i), "block"));
-        if (!block || *block != block_num) {
-            return Attempt<BlockOps>::fail(NodeFailure::WrongAnswer, "get_ops_in_block(" + std::to_string(block_num) +
-                                                                       ") answered an operation of block " +
-                                                                       (block ? std::to_string(*block) : std::string("?")));
+    BlockOps block{block_num, {}, answer};
+    std::string problem;
+    NodeFailure kind = NodeFailure::Malformed;
+    auto scanned = json::for_each_element(list, [&](std::string_view entry_text) {
+        auto entry = scan_entry(entry_text);
+        if (!entry) {
+            problem = entry.error();
+            return false;
         }
-    }
-    return Attempt<BlockOps>::ok(BlockOps{block_num, json_ref(ops)});
+        if (entry->block != block_num) {
+            kind = NodeFailure::WrongAnswer;
+            problem = "answered an operation of block " + std::to_string(entry->block);
+            return false;
+        }
+        block.entries.push_back(*entry);
+        return true;
+    });
+    if (!scanned) return Attempt<BlockOps>::fail(NodeFailure::Malformed, what + " is not a list: " + scanned.error());
+    if (!problem.empty()) return Attempt<BlockOps>::fail(kind, what + ": " + problem);
+    return Attempt<BlockOps>::ok(std::move(block));
 }
 
 struct Header {
@@ -176,8 +197,8 @@ struct NodeClient::Impl {
     std::uint64_t next_id = 1;
     std::mt19937_64 random{std::random_device{}()};
 
-    // One HTTP POST of a JSON body; the parsed JSON answer.
-    Attempt<JsonPtr> post(const std::string& body) {
+    // One HTTP POST of a JSON body; the answer's text.
+    Attempt<std::string> post_text(const std::string& body) {
         ++stats.attempts;
         std::string received;
         ReceiveState state{&received, static_cast<std::size_t>(options.max_response_bytes)};
@@ -190,21 +211,28 @@ struct NodeClient::Impl {
         stats.bytes_received += received.size();
         if (code != CURLE_OK) {
             if (state.oversized || code == CURLE_FILESIZE_EXCEEDED) {
-                return Attempt<JsonPtr>::fail(NodeFailure::Oversized, "response larger than " +
+                return Attempt<std::string>::fail(NodeFailure::Oversized, "response larger than " +
                                                                           std::to_string(options.max_response_bytes) + " bytes");
             }
-            if (code == CURLE_ABORTED_BY_CALLBACK) return Attempt<JsonPtr>::fail(NodeFailure::Stopped, "stopped");
+            if (code == CURLE_ABORTED_BY_CALLBACK) return Attempt<std::string>::fail(NodeFailure::Stopped, "stopped");
             if (code == CURLE_OPERATION_TIMEDOUT) {
-                return Attempt<JsonPtr>::fail(NodeFailure::Timeout,
+                return Attempt<std::string>::fail(NodeFailure::Timeout,
                                               "no complete answer within " + std::to_string(options.timeout.count()) + " ms");
             }
-            if (code == CURLE_PARTIAL_FILE) return Attempt<JsonPtr>::fail(NodeFailure::Malformed, "truncated response");
-            return Attempt<JsonPtr>::fail(NodeFailure::Transport, curl_easy_strerror(code));
+            if (code == CURLE_PARTIAL_FILE) return Attempt<std::string>::fail(NodeFailure::Malformed, "truncated response");
+            return Attempt<std::string>::fail(NodeFailure::Transport, curl_easy_strerror(code));
         }
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        if (status != 200) return Attempt<JsonPtr>::fail(NodeFailure::HttpStatus, "HTTP status " + std::to_string(status));
-        auto parsed = json::parse(received);
+        if (status != 200) return Attempt<std::string>::fail(NodeFailure::HttpStatus, "HTTP status " + std::to_string(status));
+        return Attempt<std::string>::ok(std::move(received));
+    }
+
+    // One HTTP POST of a JSON body; the parsed JSON answer.
+    Attempt<JsonPtr> post(const std::string& body) {
+        auto text = post_text(body);
+        if (!text.value) return forward_failure<JsonPtr>(text);
+        auto parsed = json::parse(*text.value);
         if (!parsed) return Attempt<JsonPtr>::fail(NodeFailure::Malformed, parsed.error());
         return Attempt<JsonPtr>::ok(std::move(parsed).value());
     }
@@ -254,6 +282,79 @@ struct NodeClient::Impl {
         return Attempt<std::vector<JsonPtr>>::ok(std::move(results));
     }
 
+    // A JSON-RPC batch answered as text: the text and each result's span in
+    // request order, without building the answer's JSON tree.
+    struct RawBatch {
+        std::shared_ptr<const std::string> text;
+        std::vector<std::string_view> results;
+    };
+    Attempt<RawBatch> batch_raw(const std::vector<std::pair<std::string, JsonPtr>>& calls) {
+        JsonPtr requests = json_own(json_array());
+        const std::uint64_t first_id = next_id;
+        for (const auto& [method, params] : calls) json_array_append_new(requests.get(), request_object(method, params.get(), next_id++).release());
+        auto answer = post_text(json::dump_compact(requests.get()));
+        if (!answer.value) return forward_failure<RawBatch>(answer);
+        RawBatch batch{std::make_shared<const std::string>(std::move(*answer.value)), std::vector<std::string_view>(calls.size())};
+        const std::string_view text = *batch.text;
+        if (const auto start = text.find_first_not_of(" \t\r\n"); start != std::string_view::npos && text[start] == '{') {
+            // A whole-batch error answer.
+            auto parsed = json::parse(text);
+            if (!parsed) return Attempt<RawBatch>::fail(NodeFailure::Malformed, parsed.error());
+            auto single = result_of(parsed->get(), first_id);
+            return Attempt<RawBatch>::fail(single.value ? NodeFailure::Malformed : single.failure,
+                                           single.value ? "batch answered with one object" : single.message);
+        }
+        std::size_t answered = 0;
+        NodeFailure kind = NodeFailure::None;
+        std::string problem;
+        auto scanned = json::for_each_element(text, [&](std::string_view response) {
+            std::optional<std::int64_t> id;
+            std::string_view result;
+            std::string_view error;
+            auto members = json::for_each_member(response, [&](std::string_view key, std::string_view value) {
+                if (key == "id") {
+                    if (auto number = json::integer_value(value)) id = *number;
+                } else if (key == "result") {
+                    result = value;
+                } else if (key == "error" && value != "null") {
+                    error = value;
+                }
+                return true;
+            });
+            if (!members) {
+                kind = NodeFailure::Malformed;
+                problem = members.error();
+            } else if (!error.empty()) {
+                auto parsed = json::parse(error);
+                kind = NodeFailure::RpcError;
+                problem = parsed ? rpc_error_text(parsed->get()) : std::string("JSON-RPC error");
+            } else if (!id || *id < static_cast<std::int64_t>(first_id) ||
+                       *id >= static_cast<std::int64_t>(first_id + calls.size())) {
+                kind = NodeFailure::WrongAnswer;
+                problem = "batch answer with an unknown id";
+            } else if (result.empty()) {
+                kind = NodeFailure::Malformed;
+                problem = "response has no result";
+            } else {
+                std::string_view& slot = batch.results[static_cast<std::size_t>(static_cast<std::uint64_t>(*id) - first_id)];
+                if (!slot.empty()) {
+                    kind = NodeFailure::WrongAnswer;
+                    problem = "batch answer id repeated";
+                } else {
+                    slot = result;
+                    ++answered;
+                }
+            }
+            return problem.empty();
+        });
+        if (!scanned) return Attempt<RawBatch>::fail(NodeFailure::Malformed, scanned.error());
+        if (!problem.empty()) return Attempt<RawBatch>::fail(kind, problem);
+        if (answered != calls.size()) {
+            return Attempt<RawBatch>::fail(NodeFailure::WrongAnswer, "batch answer does not match the request count");
+        }
+        return Attempt<RawBatch>::ok(std::move(batch));
+    }
+
     std::chrono::milliseconds backoff(int attempt) {
         auto base = options.initial_backoff;
         for (int i = 1; i < attempt && base < options.max_backoff; ++i) base *= 2;
@@ -301,11 +402,11 @@ struct NodeClient::Impl {
                                                       "only_virtual", 0, "include_reversible", 1)));
             }
         }
-        auto answers = batch(calls);
+        auto answers = batch_raw(calls);
         if (!answers.value) return forward_failure<std::vector<BlockOps>>(answers);
         std::vector<BlockOps> blocks;
-        for (std::size_t i = 0; i < answers.value->size(); ++i) {
-            auto block = block_ops_of(std::move((*answers.value)[i]), first + static_cast<std::int64_t>(i), form);
+        for (std::size_t i = 0; i < answers.value->results.size(); ++i) {
+            auto block = block_ops_of(answers.value->results[i], first + static_cast<std::int64_t>(i), form, answers.value->text);
             if (!block.value) return forward_failure<std::vector<BlockOps>>(block);
             blocks.push_back(std::move(*block.value));
         }
@@ -425,12 +526,12 @@ Result<std::vector<BlockOps>> NodeClient::get_ops_in_blocks(std::int64_t first, 
     // The condenser form answers [] for blocks it deems reversible: an empty
     // block is asked again in the form that shows reversible blocks too.
     for (auto& block : blocks.value()) {
-        if (json_array_size(block.ops.get()) != 0) continue;
+        if (!block.entries.empty()) continue;
         const std::int64_t n = block.block_num;
         auto again = impl_->with_retries<std::vector<BlockOps>>(
             "get_ops_in_block " + std::to_string(n), [&] { return impl_->ops_attempt(n, n, OpsForm::AccountHistory); });
         if (!again) return make_error(again.error());
-        block.ops = std::move(again.value().front().ops);
+        block = std::move(again.value().front());
     }
     return blocks;
 }

@@ -191,7 +191,7 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
 
     EventStore::Batch batch;
     for (auto& block : *blocks) {
-        auto events = decode_block(block.ops.get(), options_.assets);
+        auto events = decode_block_entries(block.entries, options_.assets);
         if (!events) {
             report_problem("decode", "cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
             return Step::Retry;

@@ -122,8 +122,8 @@ TEST(DecoderExamples, InterestIsVirtualEvenInsideATransaction) {
        "assets":[{"field":"interest","amount":"0.247","symbol":"HBD"}]}])");
     // The raw payload keeps what the node sent, transaction id included.
     ASSERT_EQ(events.size(), 1u);
-    EXPECT_STREQ(json_string_value(json_object_get(events[0].payload.get(), "trx_id")),
-                 "f9e46925b19db80ab57f2e5824b02eae3392133a");
+    JsonPtr payload = test::parse_json(events[0].payload->c_str());
+    EXPECT_STREQ(json_string_value(json_object_get(payload.get(), "trx_id")), "f9e46925b19db80ab57f2e5824b02eae3392133a");
 }
 
 // Testnet pairs (current hived naming, TESTS/TBD): both forms of each pair

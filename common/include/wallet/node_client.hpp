@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "wallet/chain_types.hpp"
+#include "wallet/decoder.hpp"
 #include "wallet/handles.hpp"
 #include "wallet/result.hpp"
 
@@ -55,10 +56,13 @@ struct NodeClientStats {
     std::uint64_t failures[9] = {};  // attempts failed, by NodeFailure
 };
 
-// One block's operations as the node listed them (a JSON array of entries).
+// One block's operations as the node listed them: the entries located in
+// the answer's text (which `answer` keeps alive), parsed only by the decoder
+// and only when they are wallet operations.
 struct BlockOps {
     std::int64_t block_num = 0;
-    JsonPtr ops;
+    std::vector<RawEntry> entries;
+    std::shared_ptr<const std::string> answer;
 };
 
 // Ids and times of a block range, plus the id of the block before it (the
