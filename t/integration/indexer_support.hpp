@@ -47,15 +47,19 @@ public:
         return parse(response.body);
     }
     wallet::JsonPtr status() { return parse(http_request("GET", url() + "/sim/status").body); }
-    std::int64_t head() { return json_integer_value(json_object_get(status().get(), "head")); }
-    std::int64_t last_irreversible() {
-        return json_integer_value(json_object_get(status().get(), "last_irreversible_block_num"));
-    }
+    std::int64_t head() { return number(status().get(), "head"); }
+    std::int64_t last_irreversible() { return number(status().get(), "last_irreversible_block_num"); }
 
+    // The status prints 64-bit fork salts as JSON numbers, beyond jansson's
+    // int64: numbers are read as doubles (exact for block numbers).
     static wallet::JsonPtr parse(const std::string& text) {
-        auto parsed = wallet::json::parse(text);
+        json_error_t error;
+        wallet::JsonPtr parsed = wallet::json_own(json_loadb(text.data(), text.size(), JSON_DECODE_INT_AS_REAL, &error));
         if (!parsed) throw std::runtime_error("not JSON: " + text);
-        return std::move(parsed).value();
+        return parsed;
+    }
+    static std::int64_t number(const json_t* object, const char* key) {
+        return static_cast<std::int64_t>(json_number_value(json_object_get(object, key)));
     }
 
 private:
