@@ -67,7 +67,9 @@ int TailIndexer::run() {
                 interruptible_sleep(milliseconds(s.poll_interval_ms), stop_);
                 break;
             case Step::Retry:
-                retry_delay_ = std::clamp(retry_delay_ * 2, kMinRetryDelay, kMaxRetryDelay);
+                // Exponential from the poll interval (at most kMinRetryDelay) up to kMaxRetryDelay.
+                retry_delay_ = std::clamp(retry_delay_ * 2, std::min(kMinRetryDelay, milliseconds(s.poll_interval_ms)),
+                                          kMaxRetryDelay);
                 interruptible_sleep(retry_delay_, stop_);
                 break;
             case Step::Halted:
