@@ -1,5 +1,6 @@
 #include "wallet/json_scan.hpp"
 
+#include <array>
 #include <string>
 
 #include "wallet/json_util.hpp"
@@ -61,6 +62,30 @@ std::string_view Scanner::next_value() {
     return text_.substr(start, pos_ - start);
 }
 
+bool Scanner::consume(char c) {
+    skip_whitespace();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+        ++pos_;
+        return true;
+    }
+    return false;
+}
+
+bool Scanner::expect(char c) {
+    if (consume(c)) return true;
+    const char what[] = {'e', 'x', 'p', 'e', 'c', 't', 'e', 'd', ' ', '\'', c, '\'', '\0'};
+    return fail(what);
+}
+
+bool Scanner::read_string(std::string_view& raw) {
+    skip_whitespace();
+    if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected a string");
+    const std::size_t start = pos_;
+    if (!skip_string()) return false;
+    raw = text_.substr(start + 1, pos_ - start - 2);
+    return true;
+}
+
 bool Scanner::skip_value(int depth) {
     if (depth > kMaxScanDepth) return fail("nesting too deep");
     skip_whitespace();
@@ -101,9 +126,23 @@ bool Scanner::skip_value(int depth) {
     }
 }
 
+// Characters a string scan must look at: the quote, the backslash and the
+// control characters JSON forbids raw; everything else is skipped in a tight loop.
+constexpr std::array<bool, 256> kStringSpecial = [] {
+    std::array<bool, 256> special{};
+    for (int c = 0; c < 0x20; ++c) special[static_cast<std::size_t>(c)] = true;
+    special['"'] = true;
+    special['\\'] = true;
+    return special;
+}();
+
 bool Scanner::skip_string() {
     ++pos_;  // the opening quote
-    while (pos_ < text_.size()) {
+    const std::size_t size = text_.size();
+    const char* data = text_.data();
+    while (pos_ < size) {
+        while (pos_ < size && !kStringSpecial[static_cast<unsigned char>(data[pos_])]) ++pos_;
+        if (pos_ >= size) break;
         const char c = text_[pos_];
         if (c == '"') {
             ++pos_;

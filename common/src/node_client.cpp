@@ -128,40 +128,110 @@ Attempt<JsonPtr> result_of(json_t* response, std::uint64_t id) {
     return Attempt<JsonPtr>::ok(json_ref(result));
 }
 
-// One get_ops_in_block result (its text), every entry checked to carry the
-// requested block.
-Attempt<BlockOps> block_ops_of(std::string_view result, std::int64_t block_num, OpsForm form,
-                               const std::shared_ptr<const std::string>& answer) {
-    const std::string what = "get_ops_in_block(" + std::to_string(block_num) + ")";
-    std::string_view list = result;
-    if (form == OpsForm::AccountHistory) {
-        list = {};
-        auto scanned = json::for_each_member(result, [&](std::string_view key, std::string_view value) {
-            if (key == "ops") list = value;
-            return true;
-        });
-        if (!scanned) return Attempt<BlockOps>::fail(NodeFailure::Malformed, what + ": " + scanned.error());
+// One pass over a batch answer of get_ops_in_block: per response its id,
+// error and, in its result, every entry's text, block, virtual flag and
+// operation type. Each byte is validated once; nothing is parsed into a tree.
+struct ScannedResponse {
+    std::optional<std::int64_t> id;
+    bool has_result = false;
+    std::string_view error;
+    std::vector<RawEntry> entries;
+    std::string problem;  // a well-formed but unusable entry
+};
+
+void scan_op_type(json::Scanner& s, std::string_view& type) {
+    if (s.consume('[')) {
+        s.read_string(type);
+        while (!s.failed() && s.consume(',')) s.next_value();
+        s.expect(']');
+        return;
     }
-    BlockOps block{block_num, {}, answer};
-    std::string problem;
-    NodeFailure kind = NodeFailure::Malformed;
-    auto scanned = json::for_each_element(list, [&](std::string_view entry_text) {
-        auto entry = scan_entry(entry_text);
-        if (!entry) {
-            problem = entry.error();
-            return false;
+    if (!s.expect('{') || s.consume('}')) return;
+    do {
+        std::string_view key;
+        if (!s.read_string(key) || !s.expect(':')) return;
+        if (key == "type") {
+            s.read_string(type);
+            constexpr std::string_view kSuffix = "_operation";
+            if (type.size() > kSuffix.size() && type.substr(type.size() - kSuffix.size()) == kSuffix) {
+                type.remove_suffix(kSuffix.size());
+            }
+        } else {
+            s.next_value();
         }
-        if (entry->block != block_num) {
-            kind = NodeFailure::WrongAnswer;
-            problem = "answered an operation of block " + std::to_string(entry->block);
-            return false;
+    } while (!s.failed() && s.consume(','));
+    s.expect('}');
+}
+
+void scan_entry_list(json::Scanner& s, std::string_view text, ScannedResponse& response) {
+    if (!s.expect('[') || s.consume(']')) return;
+    do {
+        if (!s.expect('{')) return;
+        const std::size_t start = s.position() - 1;
+        RawEntry entry;
+        bool has_block = false;
+        if (!s.consume('}')) {
+            do {
+                std::string_view key;
+                if (!s.read_string(key) || !s.expect(':')) return;
+                if (key == "block") {
+                    auto block = json::integer_value(s.next_value());
+                    has_block = block.ok();
+                    if (has_block) entry.block = *block;
+                } else if (key == "virtual_op") {
+                    const std::string_view value = s.next_value();
+                    auto number = json::integer_value(value);
+                    entry.node_virtual_flag = value == "true" || (number && *number > 0);
+                } else if (key == "op") {
+                    scan_op_type(s, entry.type);
+                } else {
+                    s.next_value();
+                }
+            } while (!s.failed() && s.consume(','));
+            if (!s.expect('}')) return;
         }
-        block.entries.push_back(*entry);
-        return true;
-    });
-    if (!scanned) return Attempt<BlockOps>::fail(NodeFailure::Malformed, what + " is not a list: " + scanned.error());
-    if (!problem.empty()) return Attempt<BlockOps>::fail(kind, what + ": " + problem);
-    return Attempt<BlockOps>::ok(std::move(block));
+        entry.text = text.substr(start, s.position() - start);
+        if ((!has_block || entry.type.empty()) && response.problem.empty()) {
+            response.problem = "an operation entry lacks 'block' or 'op'";
+        }
+        response.entries.push_back(entry);
+    } while (!s.failed() && s.consume(','));
+    s.expect(']');
+}
+
+ScannedResponse scan_response(json::Scanner& s, std::string_view text, OpsForm form) {
+    ScannedResponse response;
+    if (!s.expect('{') || s.consume('}')) return response;
+    do {
+        std::string_view key;
+        if (!s.read_string(key) || !s.expect(':')) return response;
+        if (key == "id") {
+            if (auto id = json::integer_value(s.next_value())) response.id = *id;
+        } else if (key == "result") {
+            response.has_result = true;
+            if (form == OpsForm::Condenser) {
+                scan_entry_list(s, text, response);
+            } else if (s.expect('{') && !s.consume('}')) {
+                do {
+                    std::string_view member;
+                    if (!s.read_string(member) || !s.expect(':')) return response;
+                    if (member == "ops") {
+                        scan_entry_list(s, text, response);
+                    } else {
+                        s.next_value();
+                    }
+                } while (!s.failed() && s.consume(','));
+                s.expect('}');
+            }
+        } else if (key == "error") {
+            const std::string_view value = s.next_value();
+            if (value != "null") response.error = value;
+        } else {
+            s.next_value();
+        }
+    } while (!s.failed() && s.consume(','));
+    s.expect('}');
+    return response;
 }
 
 struct Header {
@@ -282,77 +352,14 @@ struct NodeClient::Impl {
         return Attempt<std::vector<JsonPtr>>::ok(std::move(results));
     }
 
-    // A JSON-RPC batch answered as text: the text and each result's span in
-    // request order, without building the answer's JSON tree.
-    struct RawBatch {
-        std::shared_ptr<const std::string> text;
-        std::vector<std::string_view> results;
-    };
-    Attempt<RawBatch> batch_raw(const std::vector<std::pair<std::string, JsonPtr>>& calls) {
-        JsonPtr requests = json_own(json_array());
-        const std::uint64_t first_id = next_id;
-        for (const auto& [method, params] : calls) json_array_append_new(requests.get(), request_object(method, params.get(), next_id++).release());
-        auto answer = post_text(json::dump_compact(requests.get()));
-        if (!answer.value) return forward_failure<RawBatch>(answer);
-        RawBatch batch{std::make_shared<const std::string>(std::move(*answer.value)), std::vector<std::string_view>(calls.size())};
-        const std::string_view text = *batch.text;
-        if (const auto start = text.find_first_not_of(" \t\r\n"); start != std::string_view::npos && text[start] == '{') {
-            // A whole-batch error answer.
-            auto parsed = json::parse(text);
-            if (!parsed) return Attempt<RawBatch>::fail(NodeFailure::Malformed, parsed.error());
-            auto single = result_of(parsed->get(), first_id);
-            return Attempt<RawBatch>::fail(single.value ? NodeFailure::Malformed : single.failure,
-                                           single.value ? "batch answered with one object" : single.message);
-        }
-        std::size_t answered = 0;
-        NodeFailure kind = NodeFailure::None;
-        std::string problem;
-        auto scanned = json::for_each_element(text, [&](std::string_view response) {
-            std::optional<std::int64_t> id;
-            std::string_view result;
-            std::string_view error;
-            auto members = json::for_each_member(response, [&](std::string_view key, std::string_view value) {
-                if (key == "id") {
-                    if (auto number = json::integer_value(value)) id = *number;
-                } else if (key == "result") {
-                    result = value;
-                } else if (key == "error" && value != "null") {
-                    error = value;
-                }
-                return true;
-            });
-            if (!members) {
-                kind = NodeFailure::Malformed;
-                problem = members.error();
-            } else if (!error.empty()) {
-                auto parsed = json::parse(error);
-                kind = NodeFailure::RpcError;
-                problem = parsed ? rpc_error_text(parsed->get()) : std::string("JSON-RPC error");
-            } else if (!id || *id < static_cast<std::int64_t>(first_id) ||
-                       *id >= static_cast<std::int64_t>(first_id + calls.size())) {
-                kind = NodeFailure::WrongAnswer;
-                problem = "batch answer with an unknown id";
-            } else if (result.empty()) {
-                kind = NodeFailure::Malformed;
-                problem = "response has no result";
-            } else {
-                std::string_view& slot = batch.results[static_cast<std::size_t>(static_cast<std::uint64_t>(*id) - first_id)];
-                if (!slot.empty()) {
-                    kind = NodeFailure::WrongAnswer;
-                    problem = "batch answer id repeated";
-                } else {
-                    slot = result;
-                    ++answered;
-                }
-            }
-            return problem.empty();
-        });
-        if (!scanned) return Attempt<RawBatch>::fail(NodeFailure::Malformed, scanned.error());
-        if (!problem.empty()) return Attempt<RawBatch>::fail(kind, problem);
-        if (answered != calls.size()) {
-            return Attempt<RawBatch>::fail(NodeFailure::WrongAnswer, "batch answer does not match the request count");
-        }
-        return Attempt<RawBatch>::ok(std::move(batch));
+    // A batch answered with one object: a whole-batch error.
+    template <typename T>
+    Attempt<T> whole_batch_failure(const std::string& text, std::uint64_t first_id) {
+        auto parsed = json::parse(text);
+        if (!parsed) return Attempt<T>::fail(NodeFailure::Malformed, parsed.error());
+        auto single = result_of(parsed->get(), first_id);
+        return Attempt<T>::fail(single.value ? NodeFailure::Malformed : single.failure,
+                                single.value ? "batch answered with one object" : single.message);
     }
 
     std::chrono::milliseconds backoff(int attempt) {
@@ -391,24 +398,62 @@ struct NodeClient::Impl {
     }
 
     Attempt<std::vector<BlockOps>> ops_attempt(std::int64_t first, std::int64_t last, OpsForm form) {
-        std::vector<std::pair<std::string, JsonPtr>> calls;
+        JsonPtr requests = json_own(json_array());
+        const std::uint64_t first_id = next_id;
         for (std::int64_t n = first; n <= last; ++n) {
-            if (form == OpsForm::Condenser) {
-                calls.emplace_back("condenser_api.get_ops_in_block",
-                                   json_own(json_pack("[I, b]", static_cast<json_int_t>(n), 0)));
-            } else {
-                calls.emplace_back("account_history_api.get_ops_in_block",
-                                   json_own(json_pack("{s:I, s:b, s:b}", "block_num", static_cast<json_int_t>(n),
-                                                      "only_virtual", 0, "include_reversible", 1)));
-            }
+            JsonPtr params = form == OpsForm::Condenser
+                                 ? json_own(json_pack("[I, b]", static_cast<json_int_t>(n), 0))
+                                 : json_own(json_pack("{s:I, s:b, s:b}", "block_num", static_cast<json_int_t>(n),
+                                                      "only_virtual", 0, "include_reversible", 1));
+            const char* method =
+                form == OpsForm::Condenser ? "condenser_api.get_ops_in_block" : "account_history_api.get_ops_in_block";
+            json_array_append_new(requests.get(), request_object(method, params.get(), next_id++).release());
         }
-        auto answers = batch_raw(calls);
-        if (!answers.value) return forward_failure<std::vector<BlockOps>>(answers);
-        std::vector<BlockOps> blocks;
-        for (std::size_t i = 0; i < answers.value->results.size(); ++i) {
-            auto block = block_ops_of(answers.value->results[i], first + static_cast<std::int64_t>(i), form, answers.value->text);
-            if (!block.value) return forward_failure<std::vector<BlockOps>>(block);
-            blocks.push_back(std::move(*block.value));
+        const auto count = static_cast<std::size_t>(last - first + 1);
+        auto answer = post_text(json::dump_compact(requests.get()));
+        if (!answer.value) return forward_failure<std::vector<BlockOps>>(answer);
+        auto text = std::make_shared<const std::string>(std::move(*answer.value));
+        if (const auto start = text->find_first_not_of(" \t\r\n"); start != std::string::npos && (*text)[start] == '{') {
+            return whole_batch_failure<std::vector<BlockOps>>(*text, first_id);
+        }
+
+        json::Scanner s(*text);
+        std::vector<ScannedResponse> responses;
+        if (s.expect('[') && !s.consume(']')) {
+            do {
+                responses.push_back(scan_response(s, *text, form));
+            } while (!s.failed() && s.consume(','));
+            s.expect(']');
+        }
+        if (s.failed()) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, s.error());
+        if (!s.at_end()) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, "JSON: text after the answer");
+        if (responses.size() != count) {
+            return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer, "batch answer does not match the request count");
+        }
+        std::vector<BlockOps> blocks(count);
+        for (auto& response : responses) {
+            if (!response.error.empty()) {
+                auto parsed = json::parse(response.error);
+                return Attempt<std::vector<BlockOps>>::fail(NodeFailure::RpcError,
+                                                            parsed ? rpc_error_text(parsed->get()) : std::string("JSON-RPC error"));
+            }
+            if (!response.id || *response.id < static_cast<std::int64_t>(first_id) ||
+                *response.id >= static_cast<std::int64_t>(first_id + count)) {
+                return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer, "batch answer with an unknown id");
+            }
+            const auto slot = static_cast<std::size_t>(*response.id - static_cast<std::int64_t>(first_id));
+            const std::int64_t block_num = first + static_cast<std::int64_t>(slot);
+            const std::string what = "get_ops_in_block(" + std::to_string(block_num) + ")";
+            if (blocks[slot].block_num != 0) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer, "batch answer id repeated");
+            if (!response.has_result) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, what + " has no result");
+            if (!response.problem.empty()) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, what + ": " + response.problem);
+            for (const auto& entry : response.entries) {
+                if (entry.block != block_num) {
+                    return Attempt<std::vector<BlockOps>>::fail(
+                        NodeFailure::WrongAnswer, what + " answered an operation of block " + std::to_string(entry.block));
+                }
+            }
+            blocks[slot] = BlockOps{block_num, std::move(response.entries), text};
         }
         return Attempt<std::vector<BlockOps>>::ok(std::move(blocks));
     }

@@ -25,6 +25,16 @@ public:
     // The next value (leading whitespace skipped): its exact text; the
     // scanner moves past it. Empty view and an error message on failure.
     std::string_view next_value();
+
+    // A cursor over a known shape, for one validating pass (each call skips
+    // leading whitespace; a false return of read_string or expect has set
+    // the error):
+    // the next character is c: moves past it (else nothing happens);
+    bool consume(char c);
+    // the next character must be c;
+    bool expect(char c);
+    // a string: its text between the quotes, escapes as they are.
+    bool read_string(std::string_view& raw);
     // Whether only whitespace remains.
     bool at_end();
     bool failed() const noexcept { return !error_.empty(); }
