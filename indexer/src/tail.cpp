@@ -1,6 +1,7 @@
 #include "tail.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "wallet/decoder.hpp"
@@ -39,14 +40,25 @@ Result<TailIndexer> TailIndexer::create(TailOptions options, Liveness& liveness,
     node.timeout = milliseconds(options.settings.chain.rpc_timeout_ms);
     node.max_response_bytes = options.settings.chain.max_response_bytes;
     node.stop = stop;
-    auto client = NodeClient::create(std::move(node));
+    auto client = NodeClient::create(node);
     if (!client) return make_error(client.error());
-    return TailIndexer(std::move(options), std::move(client).value(), liveness, notifier, std::move(stop));
+    // Its own connection for reading ahead while a batch is written.
+    auto prefetch_client = NodeClient::create(std::move(node));
+    if (!prefetch_client) return make_error(prefetch_client.error());
+    return TailIndexer(std::move(options), std::move(client).value(), std::move(prefetch_client).value(), liveness, notifier,
+                       std::move(stop));
 }
 
-TailIndexer::TailIndexer(TailOptions options, NodeClient node, Liveness& liveness, SystemdNotifier& notifier,
-                         std::stop_token stop)
-    : options_(std::move(options)), node_(std::move(node)), liveness_(liveness), notifier_(notifier), stop_(std::move(stop)) {}
+TailIndexer::TailIndexer(TailOptions options, NodeClient node, NodeClient prefetch_node, Liveness& liveness,
+                         SystemdNotifier& notifier, std::stop_token stop)
+    : options_(std::move(options)),
+      node_(std::move(node)),
+      prefetch_node_(std::move(prefetch_node)),
+      liveness_(liveness),
+      notifier_(notifier),
+      stop_(std::move(stop)) {}
+
+TailIndexer::~TailIndexer() { discard_prefetch(); }
 
 int TailIndexer::run() {
     const auto& s = options_.settings.indexer;
@@ -57,7 +69,7 @@ int TailIndexer::run() {
     while (!stop_.stop_requested()) {
         notifier_.keep_alive();
         const Step result = step();
-        liveness_.set_node_stats(node_.stats());
+        liveness_.set_node_stats(combined_node_stats());
         switch (result) {
             case Step::Progressed:
                 retry_delay_ = milliseconds(0);
@@ -73,6 +85,7 @@ int TailIndexer::run() {
                 interruptible_sleep(retry_delay_, stop_);
                 break;
             case Step::Halted:
+                discard_prefetch();
                 notifier_.notify("STATUS=halted: fork deeper than INDEXER_MAX_FORK_DEPTH");
                 // Without a liveness endpoint there is nobody to tell: exit.
                 while (s.health_addr && !stop_.stop_requested()) {
@@ -83,8 +96,19 @@ int TailIndexer::run() {
                 return kExitHalted;
         }
     }
+    discard_prefetch();
     log_info("stopped" + (checkpoint_ ? " at block " + std::to_string(checkpoint_->num) : std::string()));
     return kExitStopped;
+}
+
+NodeClientStats TailIndexer::combined_node_stats() const {
+    NodeClientStats total = node_.stats();
+    total.calls += prefetch_stats_.calls;
+    total.attempts += prefetch_stats_.attempts;
+    total.failed_calls += prefetch_stats_.failed_calls;
+    total.bytes_received += prefetch_stats_.bytes_received;
+    for (std::size_t kind = 0; kind < std::size(total.failures); ++kind) total.failures[kind] += prefetch_stats_.failures[kind];
+    return total;
 }
 
 std::int64_t TailIndexer::target_of(const ChainHead& head) const {
@@ -124,7 +148,8 @@ TailIndexer::Step TailIndexer::step() {
         report_caught_up(*head);
         return Step::Idle;
     }
-    const std::int64_t last = std::min(target, indexed + options_.settings.indexer.max_batch_blocks);
+    std::int64_t last = std::min(target, indexed + options_.settings.indexer.max_batch_blocks);
+    if (prefetched(indexed + 1) && prefetch_last_ <= target) last = prefetch_last_;
     return index_range(indexed + 1, last, *head, std::nullopt);
 }
 
@@ -159,11 +184,82 @@ bool TailIndexer::ensure_store() {
     return true;
 }
 
+FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form, bool reversible,
+                         const AssetTable& assets) {
+    FetchOutcome outcome;
+    auto refs = node.get_block_refs(first, last);
+    if (!refs) return outcome.fail("node", "node: " + refs.error());
+    auto blocks = node.get_ops_in_blocks(first, last, form);
+    if (!blocks) return outcome.fail("node", "node: " + blocks.error());
+    if (reversible) {
+        // Reversible blocks may have been replaced while their operations were read.
+        auto again = node.get_block_refs(first, last);
+        if (!again) return outcome.fail("node", "node: " + again.error());
+        if (again->parent_id != refs->parent_id || again->blocks != refs->blocks) {
+            return outcome.fail("chain_moving", "blocks " + std::to_string(first) + ".." + std::to_string(last) +
+                                                    " changed while being read; reading them again");
+        }
+    }
+    FetchedRange range{first, last, std::move(refs).value(), {}};
+    for (auto& block : *blocks) {
+        auto events = decode_block_entries(block.entries, assets);
+        if (!events) {
+            return outcome.fail("decode", "cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
+        }
+        for (auto& event : *events) range.events.push_back(std::move(event));
+    }
+    outcome.range = std::move(range);
+    return outcome;
+}
+
+void TailIndexer::start_prefetch(std::int64_t first, std::int64_t last) {
+    discard_prefetch();
+    if (stop_.stop_requested()) return;
+    prefetch_first_ = first;
+    prefetch_last_ = last;
+    NodeClient* node = &prefetch_node_;
+    const AssetTable* assets = &options_.assets;
+    const OpsForm form = ops_form();
+    prefetch_ = std::async(std::launch::async, [node, assets, form, first, last] {
+        FetchOutcome outcome = fetch_range(*node, first, last, form, /*reversible=*/false, *assets);
+        outcome.stats = node->stats();
+        return outcome;
+    });
+}
+
+void TailIndexer::discard_prefetch() {
+    if (!prefetch_.valid()) return;
+    prefetch_stats_ = prefetch_.get().stats;
+}
+
+bool TailIndexer::prefetched(std::int64_t first) const { return prefetch_.valid() && prefetch_first_ == first; }
+
+OpsForm TailIndexer::ops_form() const {
+    return options_.settings.indexer.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
+}
+
 TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last, const ChainHead& head,
                                            std::optional<BlockRef> fork_point) {
     const auto& s = options_.settings.indexer;
-    auto refs = node_.get_block_refs(first, last);
-    if (!refs) return node_problem(refs.error());
+    const std::int64_t lib = head.last_irreversible.value_or(0);
+    FetchOutcome fetched;
+    if (!fork_point && prefetched(first) && prefetch_last_ == last) {
+        fetched = prefetch_.get();
+        prefetch_stats_ = fetched.stats;
+    } else {
+        discard_prefetch();
+        fetched = fetch_range(node_, first, last, ops_form(), last > lib, options_.assets);
+    }
+    if (!fetched.range) {
+        if (stop_.stop_requested()) return Step::Retry;
+        if (fetched.kind == "chain_moving") {
+            log_info(fetched.message);
+            return Step::Retry;
+        }
+        report_problem(fetched.kind, fetched.message);
+        return Step::Retry;
+    }
+    FetchedRange& range = *fetched.range;
     // The new blocks must continue the stored chain.
     std::optional<std::string> expected_parent;
     if (fork_point) {
@@ -171,45 +267,35 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     } else if (checkpoint_ && checkpoint_->num == first - 1) {
         expected_parent = checkpoint_->id;
     }
-    if (expected_parent && refs->parent_id != *expected_parent) {
+    if (expected_parent && range.refs.parent_id != *expected_parent) {
+        discard_prefetch();
         if (fork_point) {
             report_problem("fork", "the chain changed again while reconciling the fork at block " + std::to_string(fork_point->num));
             return Step::Retry;
         }
         return reconcile_fork(head);
     }
-    const OpsForm form = s.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
-    auto blocks = node_.get_ops_in_blocks(first, last, form);
-    if (!blocks) return node_problem(blocks.error());
-    if (last > head.last_irreversible.value_or(0)) {
-        // Reversible blocks may have been replaced while their operations were read.
-        auto again = node_.get_block_refs(first, last);
-        if (!again) return node_problem(again.error());
-        if (again->parent_id != refs->parent_id || again->blocks != refs->blocks) {
-            log_info("blocks " + std::to_string(first) + ".." + std::to_string(last) + " changed while being read; reading again");
-            return Step::Retry;
-        }
-    }
+    // While this batch is written, the next one is read: only irreversible
+    // blocks, which no fork can change before they are committed.
+    const std::int64_t target = target_of(head);
+    const std::int64_t next_last = std::min({target, lib, last + s.max_batch_blocks});
+    if (!fork_point && next_last > last) start_prefetch(last + 1, next_last);
 
     EventStore::Batch batch;
-    for (auto& block : *blocks) {
-        auto events = decode_block_entries(block.entries, options_.assets);
-        if (!events) {
-            report_problem("decode", "cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
-            return Step::Retry;
-        }
-        for (auto& event : *events) batch.events.push_back(std::move(event));
-    }
-    batch.blocks = std::move(refs->blocks);
+    batch.events = std::move(range.events);
+    batch.blocks = std::move(range.refs.blocks);
     batch.checkpoint = batch.blocks.back();
     batch.keep_block_ids = s.max_fork_depth + 1;
     if (fork_point) batch.rewind_above = fork_point->num;
     auto counts = store_->commit_batch(batch, options_.write_method);
-    if (!counts) return database_problem(counts.error());
+    if (!counts) {
+        discard_prefetch();
+        return database_problem(counts.error());
+    }
 
     checkpoint_ = batch.checkpoint;
     report_recovery();
-    const bool at_target = last >= target_of(head);
+    const bool at_target = last >= target;
     liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target);
     if (fork_point) {
         log_info("fork reconciled: blocks " + std::to_string(first) + ".." + std::to_string(last) + " re-indexed");
@@ -220,6 +306,7 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
 }
 
 TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head) {
+    discard_prefetch();
     const auto& s = options_.settings.indexer;
     const std::int64_t tip = checkpoint_->num;
     const std::int64_t low = std::max<std::int64_t>(1, tip - s.max_fork_depth);
@@ -297,6 +384,7 @@ TailIndexer::Step TailIndexer::node_problem(const std::string& message) {
 }
 
 TailIndexer::Step TailIndexer::database_problem(const std::string& message) {
+    discard_prefetch();
     liveness_.record_database_error();
     report_problem("database", "database: " + message);
     // Reconnect (and re-read the checkpoint: a failed commit may have landed).
