@@ -42,6 +42,8 @@ public:
     void halt(std::string reason);
 
     bool healthy() const;
+    // Why /health answers 503 ("" while healthy).
+    std::string unhealthy_reason() const;
     // The body and status of GET /health.
     std::pair<int, std::string> health() const;
     std::string metrics() const;
@@ -51,6 +53,7 @@ public:
 
 private:
     bool healthy_locked(Clock::time_point now) const;
+    std::string reason_locked(Clock::time_point now) const;
 
     const std::chrono::milliseconds max_stall_;
     const Clock::time_point started_ = Clock::now();

@@ -70,6 +70,7 @@ int TailIndexer::run() {
         notifier_.keep_alive();
         const Step result = step();
         liveness_.set_node_stats(combined_node_stats());
+        report_liveness();
         switch (result) {
             case Step::Progressed:
                 retry_delay_ = milliseconds(0);
@@ -413,6 +414,18 @@ void TailIndexer::report_recovery() {
     log_info("recovered from: " + last_problem_);
     last_problem_.clear();
     last_problem_kind_.clear();
+}
+
+void TailIndexer::report_liveness() {
+    const std::string reason = liveness_.unhealthy_reason();
+    if (!reason.empty() && !stalled_) {
+        log_warning("liveness unhealthy: " + reason);
+        notifier_.notify("STATUS=unhealthy: " + reason);
+    } else if (reason.empty() && stalled_) {
+        log_info("liveness healthy again");
+        notifier_.notify("STATUS=healthy");
+    }
+    stalled_ = !reason.empty();
 }
 
 void TailIndexer::report_caught_up(const ChainHead& head) {

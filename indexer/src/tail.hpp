@@ -97,6 +97,8 @@ private:
     void report_recovery();
     void report_progress(std::int64_t blocks, std::int64_t events, const ChainHead& head);
     void report_caught_up(const ChainHead& head);
+    // Logs the liveness endpoint's turns between 200 and 503.
+    void report_liveness();
 
     TailOptions options_;
     NodeClient node_;
@@ -115,6 +117,7 @@ private:
     std::string last_problem_;
     std::chrono::steady_clock::time_point last_problem_logged_{};
     bool caught_up_logged_ = false;
+    bool stalled_ = false;
     bool ready_notified_ = false;
     std::chrono::milliseconds retry_delay_{0};
     // Catch-up rate over the current log window.

@@ -2,7 +2,13 @@
 // following the head, restart from the checkpoint, start block, both target
 // modes, the missing irreversible block, PostgreSQL going away, clean stop,
 // liveness and metrics, the command line.
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 
 #include <gtest/gtest.h>
 
@@ -106,11 +112,16 @@ TEST(IndexerDaemon, NoIrreversibleBlockStallsAndLivenessTurnsUnhealthy) {
     // Still observed for get_status: head known, irreversible block not.
     EXPECT_EQ(pg.query("SELECT head_block, last_irreversible FROM node_observation"), std::vector<std::string>{"300\tNULL"});
 
+    EXPECT_TRUE(wait_until([&] { return indexer.log().find("warning: liveness unhealthy: no progress for") != std::string::npos; },
+                           10s))
+        << indexer.log();
+
     // The node recovers: so does the indexer.
     sim.control(R"({"irreversible":true})");
     ASSERT_TRUE(wait_for_checkpoint(pg, "wallet", 297)) << indexer.log();
     ASSERT_TRUE(wait_until([&] { return indexer.health().status == 200; }, 10s));
     EXPECT_NE(indexer.log().find("recovered from: the node reports no last irreversible block"), std::string::npos);
+    EXPECT_TRUE(wait_until([&] { return indexer.log().find("info: liveness healthy again") != std::string::npos; }, 10s));
 }
 
 TEST(IndexerDaemon, PostgresGoingAwayLosesNothing) {
@@ -131,6 +142,56 @@ TEST(IndexerDaemon, PostgresGoingAwayLosesNothing) {
     EXPECT_TRUE(exited_cleanly(indexer.stop(SIGTERM, 5s)));
     index_reference(pg, "reference", sim.url(), 1, 1497, wallet::OpsForm::Condenser);
     expect_same_rows(table_rows(pg, "wallet"), table_rows(pg, "reference"));
+}
+
+// A unix datagram socket standing in for systemd's notify socket.
+class NotifySocket {
+public:
+    NotifySocket() : path_(dir_.path() / "notify.sock") {
+        fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path_.c_str());
+        if (::bind(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) throw std::runtime_error("bind");
+    }
+    ~NotifySocket() { ::close(fd_); }
+    NotifySocket(const NotifySocket&) = delete;
+    NotifySocket& operator=(const NotifySocket&) = delete;
+    const fs::path& path() const { return path_; }
+    // Every message received so far.
+    const std::vector<std::string>& messages() {
+        char buffer[512];
+        ssize_t n = 0;
+        while ((n = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) messages_.emplace_back(buffer, static_cast<std::size_t>(n));
+        return messages_;
+    }
+    bool received(const std::string& message) {
+        const auto& all = messages();
+        return std::find(all.begin(), all.end(), message) != all.end();
+    }
+
+private:
+    TempDir dir_{"wallet-notify"};
+    fs::path path_;
+    int fd_ = -1;
+    std::vector<std::string> messages_;
+};
+
+TEST(IndexerDaemon, TellsSystemdItIsReadyAliveAndStopping) {
+    PostgresServer pg;
+    pg.provision("wallet");
+    Simulator sim({"--synthetic", "--length", "100", "--block-interval-ms", "0"});
+    NotifySocket notify;
+    const auto health_port = free_port();
+    auto env = indexer_env(pg, "wallet", sim.url(), health_port);
+    env["NOTIFY_SOCKET"] = notify.path().string();
+    env["WATCHDOG_USEC"] = "100000";
+    IndexerDaemon indexer(env, health_port);
+    indexer.start();
+    ASSERT_TRUE(wait_until([&] { return notify.received("READY=1"); }, 20s)) << indexer.log();
+    EXPECT_TRUE(wait_until([&] { return notify.received("WATCHDOG=1"); }, 20s));
+    EXPECT_TRUE(exited_cleanly(indexer.stop(SIGTERM, 5s)));
+    EXPECT_TRUE(notify.received("STOPPING=1"));
 }
 
 TEST(IndexerDaemon, CommandLine) {
