@@ -5,9 +5,11 @@
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include "wallet/json_scan.hpp"
+#include "wallet/operation_types.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet {
@@ -61,37 +63,6 @@ const WalletOpRule* find_rule(std::string_view type) noexcept {
         if (rule.type == type) return &rule;
     }
     return nullptr;
-}
-
-// Every virtual operation hived and steemd have defined (ids 50 and up, old
-// names included), and every real one (ids 0..49, SMT ops never activated).
-constexpr auto kVirtualTypes = std::to_array<std::string_view>({
-    "fill_convert_request", "author_reward", "curation_reward", "comment_reward", "liquidity_reward", "interest",
-    "fill_vesting_withdraw", "fill_order", "shutdown_witness", "fill_transfer_from_savings", "hardfork",
-    "comment_payout_update", "return_vesting_delegation", "comment_benefactor_reward", "producer_reward",
-    "clear_null_account_balance", "proposal_pay", "dhf_funding", "sps_fund", "hardfork_hive", "hardfork_hive_restore",
-    "delayed_voting", "consolidate_treasury_balance", "effective_comment_vote", "ineffective_delete_comment",
-    "dhf_conversion", "sps_convert", "expired_account_notification", "changed_recovery_account",
-    "transfer_to_vesting_completed", "pow_reward", "vesting_shares_split", "account_created",
-    "fill_collateralized_convert_request", "system_warning", "fill_recurrent_transfer", "failed_recurrent_transfer",
-    "limit_order_cancelled", "producer_missed", "proposal_fee", "collateralized_convert_immediate_conversion",
-    "escrow_approved", "escrow_rejected", "proxy_cleared", "declined_voting_rights"});
-
-constexpr auto kRealTypes = std::to_array<std::string_view>({
-    "vote", "comment", "transfer", "transfer_to_vesting", "withdraw_vesting", "limit_order_create",
-    "limit_order_cancel", "feed_publish", "convert", "account_create", "account_update", "witness_update",
-    "account_witness_vote", "account_witness_proxy", "pow", "custom", "report_over_production", "delete_comment",
-    "custom_json", "comment_options", "set_withdraw_vesting_route", "limit_order_create2", "claim_account",
-    "create_claimed_account", "request_account_recovery", "recover_account", "change_recovery_account",
-    "escrow_transfer", "escrow_dispute", "escrow_release", "pow2", "escrow_approve", "transfer_to_savings",
-    "transfer_from_savings", "cancel_transfer_from_savings", "custom_binary", "decline_voting_rights",
-    "reset_account", "set_reset_account", "claim_reward_balance", "delegate_vesting_shares",
-    "account_create_with_delegation", "witness_set_properties", "account_update2", "create_proposal",
-    "update_proposal_votes", "remove_proposal", "update_proposal", "collateralized_convert", "recurrent_transfer"});
-
-template <std::size_t N>
-bool contains(const std::array<std::string_view, N>& names, std::string_view name) noexcept {
-    return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::string_view strip_operation_suffix(std::string_view type) noexcept {
@@ -448,9 +419,15 @@ Result<std::string_view> scan_operation_type(std::string_view op_text) {
 bool is_wallet_operation(std::string_view op_type) noexcept { return find_rule(op_type) != nullptr; }
 
 bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noexcept {
-    if (contains(kVirtualTypes, op_type)) return true;
-    if (contains(kRealTypes, op_type)) return false;
-    return node_says_virtual;
+    // Looked up for every operation of every block: a hash table of the ids.
+    static const std::unordered_map<std::string_view, bool> kVirtualByType = [] {
+        std::unordered_map<std::string_view, bool> table;
+        for (const auto name : kOperationTypes) table.emplace(name, operation_type_id(name) >= kFirstVirtualOperationId);
+        for (const std::string_view renamed : {"sps_fund", "sps_convert"}) table.emplace(renamed, true);
+        return table;
+    }();
+    const auto found = kVirtualByType.find(op_type);
+    return found != kVirtualByType.end() ? found->second : node_says_virtual;
 }
 
 Result<NodeOperation> parse_node_operation(const json_t* op) {
