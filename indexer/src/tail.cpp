@@ -185,12 +185,29 @@ bool TailIndexer::ensure_store() {
     return true;
 }
 
+// The operations of [first, last]; a range whose answer exceeds
+// CHAIN_RPC_MAX_RESPONSE_BYTES (a pathological payout block among ordinary
+// ones) is read in halves, down to single blocks.
+Result<std::vector<BlockOps>> fetch_ops(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form) {
+    auto blocks = node.get_ops_in_blocks(first, last, form);
+    if (blocks || first == last || node.last_failure() != NodeFailure::Oversized) return blocks;
+    const std::int64_t middle = first + (last - first) / 2;
+    log_info("the answer for blocks " + std::to_string(first) + ".." + std::to_string(last) +
+             " exceeds CHAIN_RPC_MAX_RESPONSE_BYTES; reading them in halves");
+    auto lower = fetch_ops(node, first, middle, form);
+    if (!lower) return lower;
+    auto upper = fetch_ops(node, middle + 1, last, form);
+    if (!upper) return upper;
+    for (auto& block : upper.value()) lower.value().push_back(std::move(block));
+    return lower;
+}
+
 FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form, bool reversible,
                          const AssetTable& assets) {
     FetchOutcome outcome;
     auto refs = node.get_block_refs(first, last);
     if (!refs) return outcome.fail("node", "node: " + refs.error());
-    auto blocks = node.get_ops_in_blocks(first, last, form);
+    auto blocks = fetch_ops(node, first, last, form);
     if (!blocks) return outcome.fail("node", "node: " + blocks.error());
     if (reversible) {
         // Reversible blocks may have been replaced while their operations were read.

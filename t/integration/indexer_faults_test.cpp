@@ -123,3 +123,24 @@ INSTANTIATE_TEST_SUITE_P(Kinds, IndexerFault,
                          case_name);
 
 }  // namespace
+
+// A pathological payout block (2.6 MB here) among ordinary ones: a batch
+// answer over CHAIN_RPC_MAX_RESPONSE_BYTES is read again in halves.
+TEST(IndexerResponseCap, ABatchOverTheCapIsReadInHalves) {
+    PostgresServer pg;
+    pg.provision("capped");
+    Simulator sim({"--synthetic", "--seed", "8", "--length", "300", "--block-interval-ms", "0", "--pathological-every", "200"});
+    const auto health_port = free_port();
+    auto env = indexer_env(pg, "capped", sim.url(), health_port);
+    env["CHAIN_RPC_MAX_RESPONSE_BYTES"] = "3000000";
+    IndexerDaemon indexer(env, health_port);
+    indexer.start();
+    ASSERT_TRUE(wait_for_checkpoint(pg, "capped", 297)) << indexer.log();
+    EXPECT_EQ(indexer.stop(SIGTERM, 5s), 0);
+    EXPECT_NE(indexer.log().find("exceeds CHAIN_RPC_MAX_RESPONSE_BYTES; reading them in halves"), std::string::npos);
+    index_reference(pg, "reference", sim.url(), 1, 297, wallet::OpsForm::Condenser);
+    const auto rows = table_rows(pg, "capped");
+    expect_same_rows(rows, table_rows(pg, "reference"));
+    // The pathological block is there, whole.
+    EXPECT_GT(std::stoll(pg.query("SELECT count(*) FROM wallet_operation_events WHERE block_num = 100", "capped").at(0)), 1000);
+}
