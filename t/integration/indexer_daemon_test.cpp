@@ -124,6 +124,36 @@ TEST(IndexerDaemon, NoIrreversibleBlockStallsAndLivenessTurnsUnhealthy) {
     EXPECT_TRUE(wait_until([&] { return indexer.log().find("info: liveness healthy again") != std::string::npos; }, 10s));
 }
 
+TEST(IndexerDaemon, SteemEraNodeNamesSymbolsAndVirtualOpCounters) {
+    PostgresServer pg;
+    pg.provision("wallet");
+    Simulator sim({"--synthetic", "--seed", "6", "--length", "300", "--block-interval-ms", "0", "--naming", "legacy"});
+    const auto health_port = free_port();
+    IndexerDaemon indexer(indexer_env(pg, "wallet", sim.url(), health_port), health_port);
+    indexer.start();
+    ASSERT_TRUE(wait_for_checkpoint(pg, "wallet", 297)) << indexer.log();
+    EXPECT_TRUE(exited_cleanly(indexer.stop(SIGTERM, 5s)));
+    // Symbols as the node printed them.
+    EXPECT_EQ(pg.query("SELECT string_agg(DISTINCT symbol, ',' ORDER BY symbol) FROM wallet_operation_events"),
+              std::vector<std::string>{"SBD,STEEM"});
+    // Old field names decoded: sbd_payout in assets, comment_author as author.
+    EXPECT_EQ(pg.query("SELECT count(*) > 0 FROM wallet_operation_events WHERE op_type = 'author_reward'"
+                       " AND assets @> '[{\"field\": \"sbd_payout\"}]'"),
+              std::vector<std::string>{"t"});
+    EXPECT_EQ(pg.query("SELECT count(*) FROM wallet_operation_events WHERE op_type = 'curation_reward'"
+                       " AND (author IS NULL OR author <> payload->'op'->1->>'comment_author')"),
+              std::vector<std::string>{"0"});
+    // A node's positive virtual_op counter is kept; real operations are 0.
+    EXPECT_EQ(pg.query("SELECT count(*) FROM wallet_operation_events WHERE (payload->>'virtual_op')::int > 0"
+                       " AND virtual_op <> (payload->>'virtual_op')::int"),
+              std::vector<std::string>{"0"});
+    EXPECT_EQ(pg.query("SELECT count(*) > 0, bool_and(virtual_op > 0) FROM wallet_operation_events"
+                       " WHERE op_type IN ('author_reward', 'curation_reward', 'fill_vesting_withdraw')"),
+              std::vector<std::string>{"t\tt"});
+    index_reference(pg, "reference", sim.url(), 1, 297, wallet::OpsForm::Condenser);
+    expect_same_rows(table_rows(pg, "wallet"), table_rows(pg, "reference"));
+}
+
 TEST(IndexerDaemon, PostgresGoingAwayLosesNothing) {
     PostgresServer pg;
     pg.provision("wallet");
