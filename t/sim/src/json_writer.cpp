@@ -170,8 +170,10 @@ json_t* parse_json(std::string_view text, json_error_t* error) {
         for (std::size_t i = 0; i < text.size(); ++i) {
             char c = text[i];
             if (in_string) {
-                if (c == '\\') ++i;
-                else if (c == '"') in_string = false;
+                if (c == '\\')
+                    ++i;
+                else if (c == '"')
+                    in_string = false;
                 continue;
             }
             if (c == '"') {
@@ -208,34 +210,6 @@ json_t* parse_json(std::string_view text, json_error_t* error) {
     });
     rewritten.append(text.substr(copied));
     return json_loadb(rewritten.data(), rewritten.size(), JSON_DECODE_ANY, error);
-}
-
-void append_decimal(std::string& out, std::string_view digits, int precision) {
-    if (!digits.empty() && digits.front() == '-') {
-        out.push_back('-');
-        digits.remove_prefix(1);
-    }
-    auto places = static_cast<std::size_t>(precision);
-    if (digits.size() <= places) {
-        out.push_back('0');
-        if (places > 0) {
-            out.push_back('.');
-            out.append(places - digits.size(), '0');
-            out.append(digits);
-        }
-        return;
-    }
-    out.append(digits.substr(0, digits.size() - places));
-    if (places > 0) {
-        out.push_back('.');
-        out.append(digits.substr(digits.size() - places));
-    }
-}
-
-void append_decimal(std::string& out, std::int64_t amount, int precision) {
-    char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof digits, amount).ptr;
-    append_decimal(out, std::string_view(digits, static_cast<std::size_t>(end - digits)), precision);
 }
 
 }  // namespace sim

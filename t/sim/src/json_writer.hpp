@@ -130,9 +130,4 @@ std::string escaped(std::string_view text);
 // which every uint64 parameter also accepts, instead of failing the parse.
 json_t* parse_json(std::string_view text, json_error_t* error);
 
-// `digits` (an integer, maybe negative) as a decimal with `precision` places:
-// ("18325", 6) -> "0.018325". Appends to out.
-void append_decimal(std::string& out, std::string_view digits, int precision);
-void append_decimal(std::string& out, std::int64_t amount, int precision);
-
 }  // namespace sim
