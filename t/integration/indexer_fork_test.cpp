@@ -48,7 +48,7 @@ std::int64_t start_caught_up(bool irreversible, const std::string& database, Sim
     env["INDEXER_MAX_FORK_DEPTH"] = std::to_string(kMaxForkDepth);
     indexer = std::make_unique<IndexerDaemon>(env, health_port);
     indexer->start();
-    const std::int64_t tip = irreversible ? sim.last_irreversible() : sim.head();
+    const std::int64_t tip = irreversible ? sim_last_irreversible(sim) : sim_head(sim);
     EXPECT_TRUE(wait_for_checkpoint(pg, database, tip)) << indexer->log();
     EXPECT_TRUE(wait_until([&] { return indexer->log().find("caught up") != std::string::npos; }, 20s));
     return tip;
@@ -57,7 +57,7 @@ std::int64_t start_caught_up(bool irreversible, const std::string& database, Sim
 // Replaces the node's blocks so that the indexer's `depth` newest blocks are
 // no longer on the chain.
 void fork_indexed_blocks(Simulator& sim, std::int64_t tip, std::int64_t depth) {
-    sim.control(R"({"fork":)" + std::to_string(depth + (sim.head() - tip)) + "}");
+    sim.control(R"({"fork":)" + std::to_string(depth + (sim_head(sim) - tip)) + "}");
 }
 
 class IndexerFork : public ::testing::TestWithParam<ForkCase> {};

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/harness.hpp"
+#include "harness/node_sim.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/event_store.hpp"
 #include "wallet/json_util.hpp"
@@ -21,52 +22,21 @@ namespace indexer_test {
 
 using namespace harness;
 
-inline fs::path simulator_binary() { return binary_dir() / "t" / "sim" / "hive-node-sim"; }
 inline fs::path indexer_binary() { return binary_dir() / "indexer" / "wallet-indexer"; }
 
-// hive-node-sim on a free loopback port.
-class Simulator {
-public:
-    explicit Simulator(std::vector<std::string> args, const std::string& label = "hive-node-sim") : dir_("wallet-sim") {
-        port_ = free_port();
-        std::vector<std::string> argv{simulator_binary().string(), "--port", std::to_string(port_)};
-        argv.insert(argv.end(), args.begin(), args.end());
-        ProcessOptions options;
-        options.log_path = dir_.path() / (label + ".log");
-        process_ = Process::start(argv, options);
-        if (!wait_until([&] { return port_accepts(port_) || !process_.running(); }, 60s) || !process_.running()) {
-            throw std::runtime_error("hive-node-sim did not start:\n" + process_.log());
-        }
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+using Simulator = NodeSimulator;
 
-    // POST /sim/control; the status it answers.
-    wallet::JsonPtr control(const std::string& body) {
-        auto response = http_post_json(url() + "/sim/control", body);
-        if (response.status != 200) throw std::runtime_error("sim control " + body + ": " + response.body + response.error);
-        return parse(response.body);
-    }
-    wallet::JsonPtr status() { return parse(http_request("GET", url() + "/sim/status").body); }
-    std::int64_t head() { return number(status().get(), "head"); }
-    std::int64_t last_irreversible() { return number(status().get(), "last_irreversible_block_num"); }
-
-    // The status prints 64-bit fork salts as JSON numbers, beyond jansson's
-    // int64: numbers are read as doubles (exact for block numbers).
-    static wallet::JsonPtr parse(const std::string& text) {
-        json_error_t error;
-        wallet::JsonPtr parsed = wallet::json_own(json_loadb(text.data(), text.size(), JSON_DECODE_INT_AS_REAL, &error));
-        if (!parsed) throw std::runtime_error("not JSON: " + text);
-        return parsed;
-    }
-    static std::int64_t number(const json_t* object, const char* key) {
-        return static_cast<std::int64_t>(json_number_value(json_object_get(object, key)));
-    }
-
-private:
-    TempDir dir_;
-    std::uint16_t port_ = 0;
-    Process process_;
-};
+// A number of the simulator's status. Its fork salts are 64-bit numbers
+// beyond jansson's int64: numbers are read as doubles (exact for blocks).
+inline std::int64_t status_number(const Simulator& sim, const char* key) {
+    const std::string text = sim.status();
+    json_error_t error;
+    wallet::JsonPtr status = wallet::json_own(json_loadb(text.data(), text.size(), JSON_DECODE_INT_AS_REAL, &error));
+    if (!status) throw std::runtime_error("simulator status is not JSON: " + text);
+    return static_cast<std::int64_t>(json_number_value(json_object_get(status.get(), key)));
+}
+inline std::int64_t sim_head(const Simulator& sim) { return status_number(sim, "head"); }
+inline std::int64_t sim_last_irreversible(const Simulator& sim) { return status_number(sim, "last_irreversible_block_num"); }
 
 // The settings every test run of the indexer shares: fast polls and retries.
 inline std::map<std::string, std::string> indexer_env(const PostgresServer& pg, const std::string& database,
