@@ -134,6 +134,11 @@ inline void index_reference(PostgresServer& pg, const std::string& database, con
     ASSERT_TRUE(tx.value().commit());
 }
 
+// The database's table equals a clean one-pass index of blocks [first, last]
+// of the node's chain (built into "<database>_reference").
+inline void expect_clean_index(PostgresServer& pg, const std::string& database, const std::string& node_url,
+                               std::int64_t first, std::int64_t last, wallet::OpsForm form);
+
 // Compares two tables row by row, reporting the first difference only.
 inline void expect_same_rows(const std::vector<std::string>& actual, const std::vector<std::string>& expected) {
     EXPECT_EQ(actual.size(), expected.size());
@@ -143,6 +148,13 @@ inline void expect_same_rows(const std::vector<std::string>& actual, const std::
             return;
         }
     }
+}
+
+inline void expect_clean_index(PostgresServer& pg, const std::string& database, const std::string& node_url,
+                               std::int64_t first, std::int64_t last, wallet::OpsForm form) {
+    const std::string reference = database + "_reference";
+    index_reference(pg, reference, node_url, first, last, form);
+    expect_same_rows(table_rows(pg, database), table_rows(pg, reference));
 }
 
 }  // namespace indexer_test
