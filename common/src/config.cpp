@@ -61,6 +61,7 @@ const std::vector<SettingDoc> kDocs = {
     {"INDEXER_POLL_INTERVAL_MS", "3000", "Delay between polls when caught up."},
     {"INDEXER_HEALTH_ADDR", "127.0.0.1:8091", "Liveness endpoint address; empty disables it."},
     {"INDEXER_HEALTH_MAX_STALL_MS", "120000", "Time without progress before liveness reports unhealthy."},
+    {"INDEXER_MAX_BATCH_BLOCKS", "100", "Most blocks per JSON-RPC batch and database transaction while catching up."},
     {"INDEXER_DATABASE_URL", "(derived)", "Connection string of the indexer and backfill (writer role)."},
     {"API_BIND_HOST", "127.0.0.1", "Address the API listens on."},
     {"API_BIND_PORT", "8090", "Port of the API."},
@@ -309,6 +310,7 @@ Settings load_settings(const EnvLookup& env, Component component) {
     s.indexer.poll_interval_ms = r.integer("INDEXER_POLL_INTERVAL_MS", 3000, 1, 3'600'000);
     s.indexer.health_addr = r.host_port("INDEXER_HEALTH_ADDR", "127.0.0.1:8091");
     s.indexer.health_max_stall_ms = r.integer("INDEXER_HEALTH_MAX_STALL_MS", 120000, 1, 86'400'000);
+    s.indexer.max_batch_blocks = r.integer("INDEXER_MAX_BATCH_BLOCKS", 100, 1, 1000);
 
     // Backfill.
     auto pool = split_list(r.text("BACKFILL_RPC_URLS", s.chain.rpc_url));

@@ -59,6 +59,7 @@ struct IndexerSettings {
     std::int64_t poll_interval_ms = 3000;    // INDEXER_POLL_INTERVAL_MS
     std::optional<HostPort> health_addr;     // INDEXER_HEALTH_ADDR (empty disables)
     std::int64_t health_max_stall_ms = 120000;  // INDEXER_HEALTH_MAX_STALL_MS
+    std::int64_t max_batch_blocks = 100;     // INDEXER_MAX_BATCH_BLOCKS (additive: catch-up batch bound)
 };
 
 struct BackfillSettings {

@@ -1,0 +1,104 @@
+// Node operations -> wallet events, exactly as decisions.md sections 1 and 2
+// say. Accepts what nodes serve: the condenser form (["transfer", {...}],
+// legacy asset strings) and the account_history_api form ({"type":
+// "transfer_operation", "value": {...}}, NAI assets), both field namings of
+// node versions (hive_/steem_, hbd_/sbd_, author/comment_author), virtual_op
+// as bool, int or 0, and HAfAH REST envelopes (trx_in_block -1, trx_id null).
+// The same operation gives the same events whichever form served it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <jansson.h>
+
+#include "wallet/asset.hpp"
+#include "wallet/result.hpp"
+#include "wallet/timestamp.hpp"
+#include "wallet/wallet_event.hpp"
+
+namespace wallet {
+
+// The 15 operation types of the Events table.
+bool is_wallet_operation(std::string_view op_type) noexcept;
+
+// Virtual-ness by operation type (decisions.md section 1); the node's own
+// flag decides only for a type this build does not know.
+bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noexcept;
+
+// An operation entry's envelope, normalized.
+struct OpEnvelope {
+    std::int64_t block_num = 0;
+    std::int64_t trx_in_block = 0;            // HAfAH REST's -1 becomes kBlockLevelTrxInBlock
+    std::int64_t op_in_trx = 0;
+    bool node_virtual_flag = false;           // virtual_op true or a positive integer
+    std::optional<std::int64_t> node_virtual_number;  // virtual_op when a positive integer
+    std::optional<std::string> trx_id;        // as sent (null stays nullopt)
+    Timestamp timestamp;
+};
+
+// What only the whole block knows about one of its operations.
+struct BlockPosition {
+    std::int64_t block_seq = 0;        // 0-based position in get_ops_in_block(only_virtual=false)
+    std::int64_t virtual_ordinal = 0;  // 1-based among the block's virtual ops; 0 for a real op
+};
+
+// One operation of a node answer: its type (without "_operation") and body,
+// borrowed from the entry.
+struct NodeOperation {
+    std::string type;
+    const json_t* value = nullptr;
+};
+
+// The operation of an entry ({..., "op": [...] or {...}}), or of a bare op
+// as blocks carry them (["transfer", {...}] or {"type": ..., "value": ...}).
+Result<NodeOperation> parse_node_operation(const json_t* op);
+
+// The envelope fields of an entry of get_ops_in_block / get_account_history /
+// enum_virtual_ops / HAfAH REST.
+Result<OpEnvelope> parse_envelope(const json_t* entry);
+
+// The JSON text rows keep as an operation's raw payload.
+using PayloadText = std::shared_ptr<const std::string>;
+
+// The events of one operation body with a known envelope; `payload` is what
+// the rows keep as the raw operation. Other operation types give no events.
+Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
+                                                       const std::optional<BlockPosition>& position, PayloadText payload,
+                                                       const AssetTable& assets);
+
+// The events of one entry without block context: the mapping of a wallet's
+// get_account_history fallback. block_seq is nullopt, and so is virtual_op
+// of a virtual operation unless the node numbered it.
+Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& assets);
+
+// The events of one block: `ops` is the whole get_ops_in_block(block,
+// only_virtual=false) list (a JSON array of entries, either form), from which
+// block_seq and virtual_op are derived identically on every read. Every entry
+// must belong to the same block.
+Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& assets);
+
+// One entry of a block's list located in the node's answer but not parsed:
+// what block position needs (type, block, the node's virtual flag) and its
+// text. Only wallet operations are parsed, which spares the JSON trees of
+// the many other operations of a block.
+struct RawEntry {
+    std::string_view text;  // the entry's JSON text as the node sent it
+    std::string_view type;  // without "_operation"
+    std::int64_t block = 0;
+    bool node_virtual_flag = false;
+};
+
+// Locates an entry's fields in its text (either form); the text is checked
+// to be well-formed JSON.
+Result<RawEntry> scan_entry(std::string_view entry_text);
+
+// decode_block over located entries: the same events as decode_block of the
+// parsed list.
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets);
+
+}  // namespace wallet

@@ -1,0 +1,556 @@
+#include "wallet/decoder.hpp"
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+#include "wallet/json_scan.hpp"
+#include "wallet/operation_types.hpp"
+#include "wallet/json_util.hpp"
+
+namespace wallet {
+namespace {
+
+// Inside the decoder a bad field ends the operation's decoding at once; the
+// public functions turn it into an Error. Messages name op type and field,
+// never a memo or other payload text.
+class DecodeFailure : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+constexpr std::int64_t kMaxStoredInteger = std::numeric_limits<std::int32_t>::max();
+
+// The asset fields of a wallet operation in protocol (FC_REFLECT) order; each
+// slot lists the names node versions print for it (decisions.md section 1).
+using AssetSlot = std::initializer_list<std::string_view>;
+
+struct WalletOpRule {
+    std::string_view type;
+    bool is_virtual;
+    std::initializer_list<AssetSlot> asset_slots;
+};
+
+const std::array<WalletOpRule, 15>& wallet_op_rules() {
+    static const std::array<WalletOpRule, 15> rules{{
+        {"transfer", false, {{"amount"}}},
+        {"transfer_to_vesting", false, {{"amount"}}},
+        {"withdraw_vesting", false, {{"vesting_shares"}}},
+        {"transfer_to_savings", false, {{"amount"}}},
+        {"transfer_from_savings", false, {{"amount"}}},
+        {"cancel_transfer_from_savings", false, {}},
+        {"claim_reward_balance", false, {{"reward_hive", "reward_steem"}, {"reward_hbd", "reward_sbd"}, {"reward_vests"}}},
+        {"delegate_vesting_shares", false, {{"vesting_shares"}}},
+        {"author_reward", true,
+         {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"curators_vesting_payout"}}},
+        {"curation_reward", true, {{"reward"}}},
+        {"interest", true, {{"interest"}}},
+        {"fill_vesting_withdraw", true, {{"withdrawn"}, {"deposited"}}},
+        {"fill_transfer_from_savings", true, {{"amount"}}},
+        {"return_vesting_delegation", true, {{"vesting_shares"}}},
+        // Before Steem 0.20 the op had a single `reward` (VESTS).
+        {"comment_benefactor_reward", true, {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"reward"}}},
+    }};
+    return rules;
+}
+
+const WalletOpRule* find_rule(std::string_view type) noexcept {
+    for (const auto& rule : wallet_op_rules()) {
+        if (rule.type == type) return &rule;
+    }
+    return nullptr;
+}
+
+std::string_view strip_operation_suffix(std::string_view type) noexcept {
+    constexpr std::string_view kSuffix = "_operation";
+    if (type.size() > kSuffix.size() && type.substr(type.size() - kSuffix.size()) == kSuffix) {
+        type.remove_suffix(kSuffix.size());
+    }
+    return type;
+}
+
+std::int64_t int_field(const json_t* entry, const char* name, std::int64_t min, std::int64_t max) {
+    const json_t* value = json_object_get(entry, name);
+    if (value == nullptr) throw DecodeFailure(std::string("missing '") + name + "'");
+    auto number = json::to_int64(value);
+    if (!number) throw DecodeFailure(std::string("'") + name + "': " + number.error());
+    if (*number < min || *number > max) {
+        throw DecodeFailure(std::string("'") + name + "' out of range: " + std::to_string(*number));
+    }
+    return *number;
+}
+
+// virtual_op: a bool (hived >= 1.26), a counter (older), 0 (steemd 0.19).
+void read_node_virtual_op(const json_t* entry, OpEnvelope& envelope) {
+    const json_t* value = json_object_get(entry, "virtual_op");
+    if (value == nullptr || json_is_null(value)) return;
+    if (json_is_boolean(value)) {
+        envelope.node_virtual_flag = json_is_true(value);
+        return;
+    }
+    auto number = json::to_int64(value);
+    if (!number || *number < 0 || *number > kMaxStoredInteger) throw DecodeFailure("'virtual_op' is not a bool or a counter");
+    if (*number > 0) {
+        envelope.node_virtual_flag = true;
+        envelope.node_virtual_number = *number;
+    }
+}
+
+OpEnvelope read_envelope(const json_t* entry) {
+    if (!json_is_object(entry)) throw DecodeFailure("operation entry is not an object");
+    OpEnvelope envelope;
+    envelope.block_num = int_field(entry, "block", 1, kMaxStoredInteger);
+    envelope.trx_in_block = int_field(entry, "trx_in_block", -1, kBlockLevelTrxInBlock);
+    if (envelope.trx_in_block == -1) envelope.trx_in_block = kBlockLevelTrxInBlock;  // HAfAH REST
+    // HAfAH REST names the operation's index `op_pos`.
+    const bool rest_form = json_object_get(entry, "op_in_trx") == nullptr && json_object_get(entry, "op_pos") != nullptr;
+    envelope.op_in_trx = int_field(entry, rest_form ? "op_pos" : "op_in_trx", 0, kMaxStoredInteger);
+    read_node_virtual_op(entry, envelope);
+    const json_t* trx_id = json_object_get(entry, "trx_id");
+    if (trx_id != nullptr && !json_is_null(trx_id)) {
+        const auto text = json::string_view_of(trx_id);
+        if (!text) throw DecodeFailure("'trx_id' is not a string");
+        envelope.trx_id = std::string(*text);
+    }
+    const auto time_text = json::string_view_of(json_object_get(entry, "timestamp"));
+    if (!time_text) throw DecodeFailure("missing 'timestamp'");
+    auto time = Timestamp::parse(*time_text);
+    if (!time) throw DecodeFailure("'timestamp': " + time.error());
+    envelope.timestamp = *time;
+    return envelope;
+}
+
+NodeOperation read_operation(const json_t* op) {
+    NodeOperation result;
+    if (json_is_array(op)) {
+        const auto name = json::string_view_of(json_array_get(op, 0));
+        if (json_array_size(op) != 2 || !name) throw DecodeFailure("operation is not [name, body]");
+        result.type = std::string(*name);
+        result.value = json_array_get(op, 1);
+    } else if (json_is_object(op)) {
+        const auto name = json::string_view_of(json_object_get(op, "type"));
+        if (!name) throw DecodeFailure("operation has no 'type'");
+        result.type = std::string(strip_operation_suffix(*name));
+        result.value = json_object_get(op, "value");
+    } else {
+        throw DecodeFailure("operation is neither [name, body] nor {type, value}");
+    }
+    if (!json_is_object(result.value)) throw DecodeFailure(result.type + ": operation body is not an object");
+    return result;
+}
+
+const json_t* entry_operation(const json_t* entry) {
+    const json_t* op = json_is_object(entry) ? json_object_get(entry, "op") : nullptr;
+    if (op == nullptr) throw DecodeFailure("operation entry has no 'op'");
+    return op;
+}
+
+// Typed access to one operation body's fields.
+class OpFields {
+public:
+    OpFields(const NodeOperation& op, const AssetTable& table) : op_(op), table_(table) {}
+
+    bool has(std::string_view name) const { return field(name) != nullptr; }
+
+    // An account name the operation must carry.
+    std::string account(std::string_view name) const {
+        auto text = optional_text(name);
+        if (!text || text->empty()) fail(name, "missing or empty account");
+        return std::move(*text);
+    }
+
+    // A string field that may be absent (or null).
+    std::optional<std::string> optional_text(std::string_view name) const {
+        const json_t* value = field(name);
+        if (value == nullptr || json_is_null(value)) return std::nullopt;
+        const auto text = json::string_view_of(value);
+        if (!text) fail(name, "not a string");
+        return std::string(*text);
+    }
+
+    std::string text(std::string_view name) const {
+        auto value = optional_text(name);
+        if (!value) fail(name, "missing");
+        return std::move(*value);
+    }
+
+    // The first of the slot's names present (nullopt if none).
+    std::optional<std::string_view> present_name(AssetSlot names) const {
+        for (const auto name : names) {
+            if (has(name)) return name;
+        }
+        return std::nullopt;
+    }
+
+    Asset asset(std::string_view name) const {
+        const json_t* value = field(name);
+        if (value == nullptr) fail(name, "missing amount");
+        auto parsed = parse_asset(value, table_);
+        if (!parsed) fail(name, parsed.error());
+        if (!parsed->amount_string()) fail(name, "amount does not fit its precision");
+        return std::move(parsed).value();
+    }
+
+    // The asset under whichever of the slot's names the node printed.
+    Asset asset_of(AssetSlot names) const {
+        const auto name = present_name(names);
+        if (!name) fail(*names.begin(), "missing amount");
+        return asset(*name);
+    }
+
+    std::optional<Asset> optional_asset_of(AssetSlot names) const {
+        const auto name = present_name(names);
+        if (!name) return std::nullopt;
+        return asset(*name);
+    }
+
+    // Every asset of the op: protocol slots in order, then any other
+    // asset-shaped field sorted by name (decisions.md section 1).
+    std::vector<AssetField> all_assets(const WalletOpRule& rule) const {
+        std::vector<AssetField> fields;
+        std::vector<std::string_view> known;
+        for (const auto& slot : rule.asset_slots) {
+            known.insert(known.end(), slot.begin(), slot.end());
+            if (const auto name = present_name(slot)) fields.push_back({std::string(*name), asset(*name)});
+        }
+        std::vector<std::string> extra;
+        const char* key = nullptr;
+        json_t* value = nullptr;
+        json_object_foreach(const_cast<json_t*>(op_.value), key, value) {
+            if (std::find(known.begin(), known.end(), std::string_view(key)) == known.end() && is_asset_json(value)) {
+                extra.emplace_back(key);
+            }
+        }
+        std::sort(extra.begin(), extra.end());
+        for (const auto& name : extra) fields.push_back({name, asset(name)});
+        return fields;
+    }
+
+private:
+    const json_t* field(std::string_view name) const {
+        return json_object_getn(op_.value, name.data(), name.size());
+    }
+    [[noreturn]] void fail(std::string_view name, const std::string& why) const {
+        throw DecodeFailure(op_.type + "." + std::string(name) + ": " + why);
+    }
+
+    const NodeOperation& op_;
+    const AssetTable& table_;
+};
+
+bool is_vesting_asset(const Asset& asset) { return asset.symbol == "VESTS"; }
+
+// The first non-zero of two competing liquid amounts (decisions.md section 2).
+std::optional<Asset> first_non_zero(const std::optional<Asset>& first, const std::optional<Asset>& second) {
+    if (first && !first->amount.is_zero()) return first;
+    if (second && !second->amount.is_zero()) return second;
+    return std::nullopt;
+}
+
+std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOperation& op, const OpEnvelope& envelope,
+                                          const std::optional<BlockPosition>& position, PayloadText payload,
+                                          const AssetTable& table) {
+    const OpFields f(op, table);
+    WalletEvent base;
+    base.block_num = envelope.block_num;
+    base.trx_in_block = envelope.trx_in_block;
+    base.op_in_trx = envelope.op_in_trx;
+    if (!rule.is_virtual) {
+        base.virtual_op = 0;
+    } else if (envelope.node_virtual_number) {
+        base.virtual_op = envelope.node_virtual_number;
+    } else if (position) {
+        base.virtual_op = position->virtual_ordinal;
+    }
+    if (position) base.block_seq = position->block_seq;
+    base.op_type = std::string(rule.type);
+    if (!rule.is_virtual) base.trx_id = envelope.trx_id;
+    base.timestamp = envelope.timestamp;
+    base.assets = f.all_assets(rule);
+    base.payload = std::move(payload);
+
+    std::vector<WalletEvent> events;
+    auto add = [&](std::string account, Role role) -> WalletEvent& {
+        WalletEvent& event = events.emplace_back(base);
+        event.account = std::move(account);
+        event.role = role;
+        return event;
+    };
+    // An operation between two accounts: one event each, naming the other.
+    auto add_both = [&](const std::string& first, Role first_role, const std::string& second, Role second_role,
+                        const auto& fill) {
+        WalletEvent& one = add(first, first_role);
+        one.counterparty = second;
+        fill(one);
+        WalletEvent& other = add(second, second_role);
+        other.counterparty = first;
+        fill(other);
+    };
+    const std::string_view type = rule.type;
+
+    if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings") {
+        const Asset amount = f.asset("amount");
+        const auto memo = f.optional_text("memo");
+        add_both(f.account("from"), Role::Sender, f.account("to"), Role::Receiver, [&](WalletEvent& e) {
+            e.amount = amount;
+            e.memo = memo;
+        });
+    } else if (type == "cancel_transfer_from_savings") {
+        add(f.account("from"), Role::Sender);
+    } else if (type == "fill_transfer_from_savings") {
+        const std::string from = f.account("from");
+        WalletEvent& received = add(f.account("to"), Role::Receiver);
+        received.amount = f.asset("amount");
+        received.counterparty = from;
+        received.memo = f.optional_text("memo");
+    } else if (type == "transfer_to_vesting") {
+        const std::string from = f.account("from");
+        std::string to = f.optional_text("to").value_or("");
+        if (to.empty()) to = from;  // an empty `to` vests to the sender
+        const Asset amount = f.asset("amount");
+        add_both(from, Role::Sender, to, Role::Receiver, [&](WalletEvent& e) { e.amount = amount; });
+    } else if (type == "withdraw_vesting") {
+        add(f.account("account"), Role::Owner).vesting = f.asset("vesting_shares");
+    } else if (type == "fill_vesting_withdraw") {
+        const std::string from = f.account("from_account");
+        const Asset withdrawn = f.asset("withdrawn");
+        const Asset deposited = f.asset("deposited");
+        WalletEvent& received = add(f.account("to_account"), Role::Receiver);
+        received.counterparty = from;
+        if (is_vesting_asset(deposited)) {
+            received.vesting = deposited;
+        } else {
+            received.amount = deposited;
+            received.vesting = withdrawn;
+        }
+    } else if (type == "delegate_vesting_shares") {
+        const Asset shares = f.asset("vesting_shares");
+        add_both(f.account("delegator"), Role::Delegator, f.account("delegatee"), Role::Delegatee,
+                 [&](WalletEvent& e) { e.vesting = shares; });
+    } else if (type == "return_vesting_delegation") {
+        add(f.account("account"), Role::Owner).vesting = f.asset("vesting_shares");
+    } else if (type == "claim_reward_balance") {
+        WalletEvent& claimed = add(f.account("account"), Role::Owner);
+        claimed.amount = first_non_zero(f.asset_of({"reward_hive", "reward_steem"}), f.asset_of({"reward_hbd", "reward_sbd"}));
+        claimed.vesting = f.asset("reward_vests");
+    } else if (type == "interest") {
+        add(f.account("owner"), Role::Owner).amount = f.asset("interest");
+    } else if (type == "author_reward") {
+        // Spec rule 5: the author's event carries the VESTS payout only; the
+        // liquid payouts and the curators' share are in `assets`.
+        WalletEvent& reward = add(f.account("author"), Role::Author);
+        reward.vesting = f.asset("vesting_payout");
+        reward.author = f.account("author");
+        reward.permlink = f.text("permlink");
+    } else if (type == "curation_reward") {
+        WalletEvent& reward = add(f.account("curator"), Role::Curator);
+        reward.vesting = f.asset("reward");
+        reward.author = f.account(f.has("author") ? "author" : "comment_author");
+        reward.permlink = f.text(f.has("permlink") ? "permlink" : "comment_permlink");
+    } else if (type == "comment_benefactor_reward") {
+        WalletEvent& reward = add(f.account("benefactor"), Role::Beneficiary);
+        reward.author = f.account("author");
+        reward.permlink = f.text("permlink");
+        if (!f.has("vesting_payout") && f.has("reward")) {
+            reward.vesting = f.asset("reward");  // pre-Steem-0.20 form
+        } else {
+            reward.amount = first_non_zero(f.optional_asset_of({"hive_payout", "steem_payout"}),
+                                           f.optional_asset_of({"hbd_payout", "sbd_payout"}));
+            reward.vesting = f.asset("vesting_payout");
+        }
+    }
+    return events;
+}
+
+std::string where(const OpEnvelope& envelope) {
+    return "block " + std::to_string(envelope.block_num) + " trx " + std::to_string(envelope.trx_in_block) + " op " +
+           std::to_string(envelope.op_in_trx);
+}
+
+PayloadText payload_of(const json_t* entry) { return std::make_shared<const std::string>(json::dump_compact(entry)); }
+
+// block_seq and virtual ordinals over a block's list, in node order.
+class BlockWalker {
+public:
+    BlockPosition next(std::string_view type, bool node_virtual_flag, std::int64_t block) {
+        if (block_num_ && *block_num_ != block) {
+            throw DecodeFailure("operations of blocks " + std::to_string(*block_num_) + " and " + std::to_string(block) +
+                                " in one block list");
+        }
+        block_num_ = block;
+        const bool is_virtual = is_virtual_operation(type, node_virtual_flag);
+        if (is_virtual) ++virtual_ordinal_;
+        return BlockPosition{next_seq_++, is_virtual ? virtual_ordinal_ : 0};
+    }
+
+private:
+    std::optional<std::int64_t> block_num_;
+    std::int64_t next_seq_ = 0;
+    std::int64_t virtual_ordinal_ = 0;
+};
+
+// The operation type of an entry's "op" text: ["name", {...}] or {"type": "name_operation", ...}.
+Result<std::string_view> scan_operation_type(std::string_view op_text) {
+    std::string_view type;
+    bool found = false;
+    Result<bool> scanned = false;
+    if (!op_text.empty() && op_text.front() == '[') {
+        scanned = json::for_each_element(op_text, [&](std::string_view element) {
+            found = json::plain_string(element, type);
+            return false;  // the name is the first element
+        });
+    } else {
+        scanned = json::for_each_member(op_text, [&](std::string_view key, std::string_view value) {
+            if (key == "type") found = json::plain_string(value, type);
+            return true;
+        });
+    }
+    if (!scanned) return make_error(scanned.error());
+    if (!found || type.empty()) return make_error("operation without a type name");
+    return strip_operation_suffix(type);
+}
+
+}  // namespace
+
+bool is_wallet_operation(std::string_view op_type) noexcept { return find_rule(op_type) != nullptr; }
+
+bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noexcept {
+    // Looked up for every operation of every block: a hash table of the ids.
+    static const std::unordered_map<std::string_view, bool> kVirtualByType = [] {
+        std::unordered_map<std::string_view, bool> table;
+        for (const auto name : kOperationTypes) table.emplace(name, operation_type_id(name) >= kFirstVirtualOperationId);
+        for (const std::string_view renamed : {"sps_fund", "sps_convert"}) table.emplace(renamed, true);
+        return table;
+    }();
+    const auto found = kVirtualByType.find(op_type);
+    return found != kVirtualByType.end() ? found->second : node_says_virtual;
+}
+
+Result<NodeOperation> parse_node_operation(const json_t* op) {
+    try {
+        return read_operation(op);
+    } catch (const DecodeFailure& failure) {
+        return make_error(failure.what());
+    }
+}
+
+Result<OpEnvelope> parse_envelope(const json_t* entry) {
+    try {
+        return read_envelope(entry);
+    } catch (const DecodeFailure& failure) {
+        return make_error(failure.what());
+    }
+}
+
+Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
+                                                       const std::optional<BlockPosition>& position, PayloadText payload,
+                                                       const AssetTable& assets) {
+    const WalletOpRule* rule = find_rule(op.type);
+    if (rule == nullptr) return std::vector<WalletEvent>{};
+    try {
+        return decode_wallet_op(*rule, op, envelope, position, std::move(payload), assets);
+    } catch (const DecodeFailure& failure) {
+        return make_error(where(envelope) + ": " + failure.what());
+    }
+}
+
+Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& assets) {
+    try {
+        const NodeOperation op = read_operation(entry_operation(entry));
+        if (!is_wallet_operation(op.type)) return std::vector<WalletEvent>{};
+        return decode_operation_body(op, read_envelope(entry), std::nullopt, payload_of(entry), assets);
+    } catch (const DecodeFailure& failure) {
+        return make_error(failure.what());
+    }
+}
+
+Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& assets) {
+    if (!json_is_array(ops)) return make_error("block operations are not an array");
+    std::vector<WalletEvent> events;
+    BlockWalker walker;
+    for (std::size_t index = 0; index < json_array_size(ops); ++index) {
+        json_t* entry = json_array_get(ops, index);
+        try {
+            const NodeOperation op = read_operation(entry_operation(entry));
+            OpEnvelope flags;
+            read_node_virtual_op(entry, flags);
+            const BlockPosition position =
+                walker.next(op.type, flags.node_virtual_flag, int_field(entry, "block", 1, kMaxStoredInteger));
+            if (!is_wallet_operation(op.type)) continue;
+            auto decoded = decode_operation_body(op, read_envelope(entry), position, payload_of(entry), assets);
+            if (!decoded) return make_error(decoded.error());
+            for (auto& event : decoded.value()) events.push_back(std::move(event));
+        } catch (const DecodeFailure& failure) {
+            return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
+        }
+    }
+    return events;
+}
+
+Result<RawEntry> scan_entry(std::string_view entry_text) {
+    RawEntry entry;
+    entry.text = entry_text;
+    bool has_block = false;
+    bool has_op = false;
+    std::string problem;
+    auto scanned = json::for_each_member(entry_text, [&](std::string_view key, std::string_view value) {
+        if (key == "block") {
+            auto block = json::integer_value(value);
+            if (!block) {
+                problem = "'block': " + block.error();
+                return false;
+            }
+            entry.block = *block;
+            has_block = true;
+        } else if (key == "virtual_op") {
+            if (value == "true" || value == "false") {
+                entry.node_virtual_flag = value == "true";
+            } else if (auto number = json::integer_value(value)) {
+                entry.node_virtual_flag = *number > 0;
+            }
+        } else if (key == "op") {
+            auto type = scan_operation_type(value);
+            if (!type) {
+                problem = type.error();
+                return false;
+            }
+            entry.type = *type;
+            has_op = true;
+        }
+        return true;
+    });
+    if (!scanned) return make_error(scanned.error());
+    if (!problem.empty()) return make_error(problem);
+    if (!has_block || !has_op) return make_error("operation entry lacks 'block' or 'op'");
+    return entry;
+}
+
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets) {
+    std::vector<WalletEvent> events;
+    BlockWalker walker;
+    for (std::size_t index = 0; index < entries.size(); ++index) {
+        const RawEntry& raw = entries[index];
+        try {
+            const BlockPosition position = walker.next(raw.type, raw.node_virtual_flag, raw.block);
+            if (!is_wallet_operation(raw.type)) continue;
+            auto parsed = json::parse(raw.text);
+            if (!parsed) throw DecodeFailure(parsed.error());
+            json_t* entry = parsed->get();
+            const NodeOperation op = read_operation(entry_operation(entry));
+            const OpEnvelope envelope = read_envelope(entry);
+            if (op.type != raw.type || envelope.block_num != raw.block) throw DecodeFailure("entry changed between scan and parse");
+            auto decoded = decode_operation_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
+            if (!decoded) return make_error(decoded.error());
+            for (auto& event : decoded.value()) events.push_back(std::move(event));
+        } catch (const DecodeFailure& failure) {
+            return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
+        }
+    }
+    return events;
+}
+
+}  // namespace wallet

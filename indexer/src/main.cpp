@@ -1,0 +1,141 @@
+// wallet-indexer: tails a Hive node into wallet_operation_events.
+// Configuration is the environment (spec 000 "Deployment configuration");
+// SIGTERM or SIGINT stop it after the open batch is committed or rolled back.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "liveness.hpp"
+#include "systemd_notify.hpp"
+#include "tail.hpp"
+#include "wallet/config.hpp"
+#include "wallet/http_server.hpp"
+#include "wallet/log.hpp"
+
+namespace {
+
+using namespace wallet;
+using namespace wallet::indexer;
+
+void print_help() {
+    std::cout << "Usage: wallet-indexer [--help] [--version] [--write-method=copy|insert]\n\n"
+                 "Tails a Hive node (get_ops_in_block) into the wallet_operation_events table of\n"
+                 "PostgreSQL, with a checkpoint, fork reconciliation and a liveness endpoint\n"
+                 "(GET /health, GET /metrics on INDEXER_HEALTH_ADDR). Stops on SIGTERM or SIGINT.\n\n"
+                 "  --write-method=copy|insert  how rows reach the table (default copy: COPY into a\n"
+                 "                              staging table, then an idempotent merge)\n\n"
+                 "Settings (environment variables):\n";
+    for (const auto& doc : setting_docs()) {
+        const std::string name = doc.name;
+        if (name.rfind("INDEXER_", 0) == 0 || name.rfind("CHAIN_", 0) == 0 || name.rfind("DB_", 0) == 0 ||
+            name == "WALLET_WRITER_PASSWORD") {
+            std::printf("  %-30s %-18s %s\n", doc.name, doc.default_value, doc.meaning);
+        }
+    }
+    std::cout << "\nExit status: 0 stopped by a signal, 2 bad configuration, 3 halted by a fork deeper than\n"
+                 "INDEXER_MAX_FORK_DEPTH.\n";
+}
+
+// Signals are taken by one thread (sigtimedwait), never by a handler, so the
+// stop request runs in ordinary code.
+void wait_for_signals(std::stop_source stop, const sigset_t* signals) {
+    const timespec poll{0, 200'000'000};
+    while (!stop.stop_requested()) {
+        const int signal_number = sigtimedwait(signals, nullptr, &poll);
+        if (signal_number > 0) {
+            log_info(std::string("received ") + sigabbrev_np(signal_number) + ": stopping after the open batch");
+            stop.request_stop();
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    set_log_program("wallet-indexer");
+    store::WriteMethod write_method = store::WriteMethod::CopyMerge;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            print_help();
+            return 0;
+        }
+        if (arg == "--version") {
+            std::cout << "wallet-indexer " << WALLET_VERSION << '\n';
+            return 0;
+        }
+        if (arg == "--write-method=copy") {
+            write_method = store::WriteMethod::CopyMerge;
+        } else if (arg == "--write-method=insert") {
+            write_method = store::WriteMethod::MultiRowInsert;
+        } else {
+            std::cerr << "wallet-indexer: unknown argument '" << arg << "' (see --help)\n";
+            return kExitConfiguration;
+        }
+    }
+
+    TailOptions options;
+    options.write_method = write_method;
+    try {
+        options.settings = load_settings(process_env(), Component::Indexer);
+    } catch (const ConfigError& error) {
+        log_error(std::string("configuration: ") + error.what());
+        return kExitConfiguration;
+    }
+    const std::string& table_config = options.settings.chain.asset_table;
+    auto table = table_config.find('=') == std::string::npos ? AssetTable::named(table_config) : AssetTable::parse(table_config);
+    if (!table) {
+        log_error("configuration: CHAIN_ASSET_TABLE: " + table.error());
+        return kExitConfiguration;
+    }
+    options.assets = std::move(table).value();
+
+    // Block the stop signals in every thread; the signal thread takes them.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    std::stop_source stop;
+    std::jthread signal_thread(wait_for_signals, stop, &signals);
+
+    Liveness liveness(std::chrono::milliseconds(options.settings.indexer.health_max_stall_ms));
+    std::unique_ptr<HttpServer> health_server;
+    if (const auto& address = options.settings.indexer.health_addr) {
+        HttpServerOptions server_options;
+        server_options.host = address->host;
+        server_options.port = address->port;
+        server_options.max_body_bytes = 4096;
+        server_options.max_connections = 16;
+        auto started = HttpServer::start(server_options, [&liveness](const HttpRequest& request, HttpResponse& response) {
+            liveness.handle(request, response);
+        });
+        if (!started) {
+            log_error("cannot listen on INDEXER_HEALTH_ADDR " + address->to_string() + ": " + started.error());
+            stop.request_stop();
+            return kExitConfiguration;
+        }
+        health_server = std::move(started).value();
+        log_info("liveness endpoint on http://" + address->to_string() + "/health");
+    }
+
+    SystemdNotifier notifier;
+    auto indexer = TailIndexer::create(std::move(options), liveness, notifier, stop.get_token());
+    if (!indexer) {
+        log_error(indexer.error());
+        stop.request_stop();
+        return kExitConfiguration;
+    }
+    const int code = indexer.value().run();
+    notifier.notify("STOPPING=1");
+    stop.request_stop();
+    if (health_server) health_server->stop();
+    return code;
+}
