@@ -138,6 +138,14 @@ std::int64_t affected_rows(PGresult* result) {
     return count != nullptr && *count != '\0' ? std::strtoll(count, nullptr, 10) : 0;
 }
 
+void append_copy_row(std::string& out, const Row& row) {
+    for (std::size_t column = 0; column < kColumnCount; ++column) {
+        if (column > 0) out += '\t';
+        append_copy_field(out, row[column]);
+    }
+    out += '\n';
+}
+
 Result<std::int64_t> copy_merge(PGconn* conn, const std::vector<Row>& rows) {
     auto started = pg::exec(conn, "COPY wallet_events_incoming (" + std::string(kColumns) + ") FROM STDIN");
     if (!started) return make_error("COPY: " + started.error());
@@ -145,11 +153,7 @@ Result<std::int64_t> copy_merge(PGconn* conn, const std::vector<Row>& rows) {
     constexpr std::size_t kFlushBytes = 1 << 20;
     bool sent = true;
     for (const auto& row : rows) {
-        for (std::size_t column = 0; column < kColumnCount; ++column) {
-            if (column > 0) buffer += '\t';
-            append_copy_field(buffer, row[column]);
-        }
-        buffer += '\n';
+        append_copy_row(buffer, row);
         if (buffer.size() >= kFlushBytes) {
             sent = PQputCopyData(conn, buffer.data(), static_cast<int>(buffer.size())) == 1;
             buffer.clear();
@@ -222,6 +226,16 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
     if (!inserted) return make_error(inserted.error());
     counts.inserted = *inserted;
     return counts;
+}
+
+std::string_view event_columns() { return kColumns; }
+
+Result<std::string> copy_text(const std::vector<WalletEvent>& events) {
+    auto rows = render_rows(events);
+    if (!rows) return make_error(rows.error());
+    std::string text;
+    for (const auto& row : *rows) append_copy_row(text, row);
+    return text;
 }
 
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
