@@ -368,15 +368,14 @@ void HttpServer::Impl::serve(Connection& connection) {
             return;
         }
         bool close = !keep_alive || response.close_connection || stopping.stop_requested();
-        std::string head_out =
-            status_head(response.status, response.content_type, response.body.size(), response.headers,
-                        close || response.truncate_body_at.has_value());
+        std::string_view payload = response.external_body ? *response.external_body : std::string_view(response.body);
+        std::string head_out = status_head(response.status, response.content_type, payload.size(), response.headers,
+                                           close || response.truncate_body_at.has_value());
         if (response.truncate_body_at) {
-            std::size_t cut = std::min(*response.truncate_body_at, response.body.size());
-            send_two(fd, head_out, std::string_view(response.body).substr(0, cut));
+            send_two(fd, head_out, payload.substr(0, std::min(*response.truncate_body_at, payload.size())));
             return;
         }
-        if (!send_two(fd, head_out, response.body) || close) return;
+        if (!send_two(fd, head_out, payload) || close) return;
     }
 }
 

@@ -41,6 +41,10 @@ struct HttpResponse {
     std::string content_type = "application/json";
     std::vector<std::pair<std::string, std::string>> headers;  // extra headers
     std::string body;
+    // Sent instead of `body` when set: memory the handler keeps valid until the
+    // response is written, e.g. a buffer of the handler's (= the connection's)
+    // thread that it reuses for the next request; saves copying large bodies.
+    std::optional<std::string_view> external_body;
     bool close_connection = false;
 
     // Deliberate misbehaviour, for stand-ins of remote services in tests:
