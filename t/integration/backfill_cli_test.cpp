@@ -49,7 +49,7 @@ TEST(BackfillCli, HelpVersionAndBadInput) {
 TEST(BackfillCli, DryRunPrintsThePlanAndWritesNothing) {
     PostgresServer pg;
     pg.provision();
-    Sim sim(kHead);
+    NodeSimulator sim(chain_args(kHead));
     auto plan = run_command({backfill_binary().string(), "--dry-run"}, env_for(pg, sim.url()));
     ASSERT_EQ(plan.exit_code, 0) << plan.output;
     EXPECT_TRUE(contains(plan.output, "dry run")) << plan.output;
@@ -81,7 +81,7 @@ TEST(BackfillCli, WithoutAWorkingNodeItFailsAndARerunLoadsWhatIsMissing) {
     // Claimed shards were given back, not left running.
     EXPECT_EQ(pg.query("SELECT count(*) FROM backfill_shards WHERE state = 'running'").at(0), "0");
 
-    Sim sim(kHead);
+    NodeSimulator sim(chain_args(kHead));
     auto done = run_command({backfill_binary().string(), "--progress-interval-ms=100"},
                             env_for(pg, dead + "," + sim.url(), {{"BACKFILL_END_BLOCK", "1200"}}));
     EXPECT_EQ(done.exit_code, 0) << done.output;
@@ -99,7 +99,7 @@ TEST(BackfillCli, WithoutAWorkingNodeItFailsAndARerunLoadsWhatIsMissing) {
 TEST(BackfillCli, OnATerminalProgressIsALiveBar) {
     PostgresServer pg;
     pg.provision();
-    Sim sim(kHead);
+    NodeSimulator sim(chain_args(kHead));
     // script(1) gives the loader a terminal.
     auto env = env_for(pg, sim.url(), {{"BACKFILL_END_BLOCK", "2000"}, {"BACKFILL_WORKERS", "1"}});
     auto shown = run_command({"script", "-qefc", backfill_binary().string(), "/dev/null"}, env);

@@ -73,7 +73,7 @@ protected:
         // ctest runs every test in its own process: the reference is kept in
         // the build tree, under a name that changes with the binaries making it.
         const fs::path cache = binary_dir() / "t" / ("backfill-reference-" + std::to_string(kHead) + "-" +
-                                                     binary_stamp(indexer_binary()) + "-" + binary_stamp(simulator_path()) + ".txt");
+                                                     binary_stamp(indexer_binary()) + "-" + binary_stamp(NodeSimulator::binary()) + ".txt");
         if (fs::exists(cache)) {
             std::istringstream lines(read_file(cache));
             reference_ = new std::vector<std::string>();
@@ -83,7 +83,7 @@ protected:
         }
         PostgresServer pg;
         pg.provision();
-        Sim sim(kHead);
+        NodeSimulator sim(chain_args(kHead));
         TempDir dir("wallet-indexer-ref");
         Process indexer = start_indexer(pg, sim.url(), dir.path() / "indexer.log");
         ASSERT_TRUE(wait_until([&] { return indexed_through(pg, kLastBlock); }, 120s)) << indexer.log();
@@ -135,14 +135,14 @@ std::string BackfillLoad::reference_rows_;
 TEST_F(BackfillLoad, SixWorkersOverThreeNodesOneFaultyGiveTheIndexersTable) {
     PostgresServer pg;
     pg.provision();
-    Sim good_a(kHead, {}, "sim-a");
-    Sim good_b(kHead, {}, "sim-b");
+    NodeSimulator good_a(chain_args(kHead));
+    NodeSimulator good_b(chain_args(kHead));
     // Every kind of fault on a third of its requests; hangs outlast the timeout.
-    Sim faulty(kHead,
-               {"--fault-rate", "0.33", "--fault-kinds",
+    NodeSimulator faulty(chain_args(
+        kHead, {"--fault-rate", "0.33", "--fault-kinds",
                 "delay,hang,http_500,http_503,rpc_error,truncated,malformed,oversized,wrong_block", "--fault-delay-ms", "300",
-                "--fault-hang-ms", "5000", "--fault-oversize-bytes", "9000000", "--fault-methods", "condenser_api.get_ops_in_block"},
-               "sim-faulty");
+                "--fault-hang-ms", "5000", "--fault-oversize-bytes", "9000000", "--fault-methods",
+                "condenser_api.get_ops_in_block"}));
     const auto result = run_command(backfill_argv(),
                                     backfill_env(pg, good_a.url() + "," + faulty.url() + "," + good_b.url(),
                                                  {{"CHAIN_RPC_MAX_RESPONSE_BYTES", "8388608"}}),
@@ -160,8 +160,8 @@ TEST_F(BackfillLoad, SixWorkersOverThreeNodesOneFaultyGiveTheIndexersTable) {
 TEST_F(BackfillLoad, TenKillsAtRandomMomentsThenARerunGiveTheSameTable) {
     PostgresServer pg;
     pg.provision();
-    Sim sim_a(kHead, {}, "sim-a");
-    Sim sim_b(kHead, {}, "sim-b");
+    NodeSimulator sim_a(chain_args(kHead));
+    NodeSimulator sim_b(chain_args(kHead));
     const auto env = backfill_env(pg, sim_a.url() + "," + sim_b.url());
     TempDir dir("wallet-backfill-kills");
     std::mt19937 random(20240611);
@@ -188,8 +188,8 @@ TEST_F(BackfillLoad, TenKillsAtRandomMomentsThenARerunGiveTheSameTable) {
 TEST_F(BackfillLoad, TwoLoadersAtOnceGiveTheSameTable) {
     PostgresServer pg;
     pg.provision();
-    Sim sim_a(kHead, {}, "sim-a");
-    Sim sim_b(kHead, {}, "sim-b");
+    NodeSimulator sim_a(chain_args(kHead));
+    NodeSimulator sim_b(chain_args(kHead));
     const auto env = backfill_env(pg, sim_a.url() + "," + sim_b.url(), {{"BACKFILL_WORKERS", "3"}});
     TempDir dir("wallet-backfill-two");
     Process first = Process::start(backfill_argv(), ProcessOptions{env, {}, dir.path() / "first.log", {}, false});
@@ -209,8 +209,8 @@ TEST_F(BackfillLoad, TwoLoadersAtOnceGiveTheSameTable) {
 TEST_F(BackfillLoad, BesideTheTailingIndexerTheSameTableWithoutDuplicates) {
     PostgresServer pg;
     pg.provision();
-    Sim sim_a(kHead, {}, "sim-a");
-    Sim sim_b(kHead, {}, "sim-b");
+    NodeSimulator sim_a(chain_args(kHead));
+    NodeSimulator sim_b(chain_args(kHead));
     TempDir dir("wallet-backfill-tail");
     Process indexer = start_indexer(pg, sim_a.url(), dir.path() / "indexer.log");
     Process loader = Process::start(backfill_argv(), ProcessOptions{backfill_env(pg, sim_a.url() + "," + sim_b.url()), {},

@@ -5,43 +5,24 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "harness/harness.hpp"
+#include "harness/node_sim.hpp"
 
 namespace backfill_test {
 
 using namespace harness;
 
-// The simulator as built in this tree (or WALLET_SIM_BINARY).
-inline fs::path simulator_path() {
-    if (const char* custom = std::getenv("WALLET_SIM_BINARY")) return custom;
-    return binary_dir() / "t" / "sim" / "hive-node-sim";
+// Arguments of hive-node-sim for a fixed synthetic chain: head `head`, last
+// irreversible block head - 1, the same blocks in every simulator.
+inline std::vector<std::string> chain_args(std::uint32_t head, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"--synthetic", "--seed", "11", "--length", std::to_string(head), "--block-interval-ms", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
 }
-
-// A hive-node-sim on loopback serving a fixed synthetic chain: head `head`,
-// last irreversible block head - 1.
-class Sim {
-public:
-    Sim(std::uint32_t head, const std::vector<std::string>& extra_args = {}, const std::string& name = "sim") {
-        port_ = free_port();
-        std::vector<std::string> argv{simulator_path().string(), "--synthetic", "--seed", "11", "--length", std::to_string(head),
-                                      "--block-interval-ms", "0", "--port", std::to_string(port_)};
-        argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-        process_ = Process::start(argv, ProcessOptions{{}, {}, dir_.path() / (name + ".log"), {}, false});
-        if (!wait_until([&] { return port_accepts(port_); })) throw std::runtime_error(name + " did not start");
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
-    std::string status() const { return http_request("GET", url() + "sim/status").body; }
-
-private:
-    TempDir dir_{"wallet-sim"};
-    std::uint16_t port_ = 0;
-    Process process_;
-};
 
 // The environment of wallet-backfill / wallet-indexer against this database.
 inline std::map<std::string, std::string> daemon_env(const PostgresServer& pg, std::map<std::string, std::string> extra) {
