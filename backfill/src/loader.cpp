@@ -216,7 +216,7 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         }
         touch(state);
         bool lost = false;
-        Result<store::WriteCounts> written = make_error("not written");
+        Result<store::BulkCounts> written = make_error("not written");
         for (int attempt = 1; attempt <= kWriteAttempts && !stop.stop_requested(); ++attempt) {
             if (!connection_ok(conn)) {
                 owned = connect(stop);
@@ -245,12 +245,13 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         counters_.blocks += last - first + 1;
         counters_.events += written->offered;
         counters_.rows_inserted += written->inserted;
+        if (written->fell_back) ++counters_.merged_batches;
     }
     ++counters_.shards_done;
     return true;
 }
 
-Result<store::WriteCounts> Loader::write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
+Result<store::BulkCounts> Loader::write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
                                                const std::vector<WalletEvent>& events, std::int64_t next_block, bool& lost) {
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
@@ -265,7 +266,7 @@ Result<store::WriteCounts> Loader::write_batch(PGconn* conn, const Shard& shard,
     }
     auto committed = tx.value().commit();
     if (!committed) return make_error(committed.error());
-    return store::WriteCounts{counts->offered, counts->inserted};
+    return counts;
 }
 
 }  // namespace wallet::backfill

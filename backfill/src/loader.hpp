@@ -43,6 +43,7 @@ struct LoadCounters {
     std::atomic<std::int64_t> takeovers{0};      // shards taken over from silent workers
     std::atomic<std::int64_t> lost_shards{0};    // shards another worker took over from us
     std::atomic<std::int64_t> write_retries{0};
+    std::atomic<std::int64_t> merged_batches{0};  // direct COPY met stored rows and merged instead
 };
 
 struct LoadOutcome {
@@ -73,7 +74,7 @@ private:
     // Loads one claimed shard; false when the job must end (fatal failure).
     bool load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, PoolClient& client, Shard shard,
                     std::stop_token stop);
-    Result<store::WriteCounts> write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
+    Result<store::BulkCounts> write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
                                            const std::vector<WalletEvent>& events, std::int64_t next_block, bool& lost);
     PgConnPtr connect(std::stop_token stop);
     void fail(const std::string& why);

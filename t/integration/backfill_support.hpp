@@ -47,6 +47,23 @@ inline std::vector<std::string> table_digest(const PostgresServer& pg) {
         " FROM wallet_operation_events GROUP BY block_num ORDER BY block_num");
 }
 
+// A statement-level AFTER INSERT trigger with a transition table, like the
+// API's reward aggregates (migration 0002): it tallies the rows every insert
+// statement added. Equal to count(*) at the end, it shows that every stored
+// row went through the table's triggers exactly once (COPY included).
+inline void install_insert_tally(const PostgresServer& pg) {
+    pg.query("CREATE TABLE insert_tally (rows bigint NOT NULL);"
+             "GRANT INSERT ON insert_tally TO wallet_writer;"
+             "CREATE FUNCTION insert_tally_add() RETURNS trigger LANGUAGE plpgsql AS $$"
+             " BEGIN INSERT INTO insert_tally SELECT count(*) FROM added_rows; RETURN NULL; END $$;"
+             "CREATE TRIGGER insert_tally AFTER INSERT ON wallet_operation_events REFERENCING NEW TABLE AS added_rows"
+             " FOR EACH STATEMENT EXECUTE FUNCTION insert_tally_add();"
+             "SELECT 1");
+}
+inline std::string tallied_rows(const PostgresServer& pg) {
+    return pg.query("SELECT coalesce(sum(rows), 0) FROM insert_tally").at(0);
+}
+
 // The first difference of two digests, for a readable failure.
 inline std::string first_difference(const std::vector<std::string>& expected, const std::vector<std::string>& actual) {
     for (std::size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
