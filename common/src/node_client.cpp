@@ -204,6 +204,7 @@ struct NodeClient::Impl {
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         if (status != 200) return Attempt<JsonPtr>::fail(NodeFailure::HttpStatus, "HTTP status " + std::to_string(status));
+        if (options.rewrite_response) options.rewrite_response(received);
         auto parsed = json::parse(received);
         if (!parsed) return Attempt<JsonPtr>::fail(NodeFailure::Malformed, parsed.error());
         return Attempt<JsonPtr>::ok(std::move(parsed).value());

@@ -41,7 +41,11 @@ pg_pid=""
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  [ -n "$pg_pid" ] && kill -INT "$pg_pid" 2>/dev/null && wait "$pg_pid" 2>/dev/null || true
+  # $pg_pid is the runuser wrapper: the server itself gets the fast-shutdown signal.
+  if [ -n "$pg_pid" ]; then
+    [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null || true
+    wait "$pg_pid" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -60,7 +64,8 @@ echo "$superpass" > "$work/pwfile"
 [ "$(id -u)" = 0 ] && chown -R nobody "$work"
 as_pg "$pgbin/initdb" -D "$work/pg/data" -U postgres --pwfile="$work/pwfile" --auth-local=trust \
   --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$work/initdb.log" 2>&1
-as_pg "$pgbin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
+runuser_or_self=(); [ "$(id -u)" = 0 ] && runuser_or_self=(runuser -u nobody --)
+"${runuser_or_self[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
   -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100 \
   -c shared_buffers=2GB -c max_wal_size=8GB -c checkpoint_timeout=30min -c log_min_messages=warning \
   >"$work/postgres.log" 2>&1 &

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -35,6 +36,9 @@ struct NodeClientOptions {
     std::chrono::milliseconds initial_backoff{100};
     std::chrono::milliseconds max_backoff{5000};
     std::stop_token stop;                           // aborts transfers and backoff sleeps
+    // Applied to every response body before it is parsed and checked (the
+    // backfill drops the bodies of operations it never reads); empty: none.
+    std::function<void(std::string& body)> rewrite_response;
 };
 
 // How get_ops_in_block is asked: the condenser form (legacy assets; never
