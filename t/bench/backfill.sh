@@ -13,7 +13,9 @@
 # Ends with `RESULT backfill blocks_per_s=.. rows_per_s=.. sim_blocks_per_s=..
 # copy_rows_per_s=.. ratio=..` where ratio is the backfill's block rate over
 # the smaller limit (the COPY limit converted to blocks with the chain's rows
-# per block), then further figures.
+# per block), then further figures: the CPU seconds of the loader and of
+# PostgreSQL in each phase (the machine's two cores are shared by the
+# simulator, the loader and the database) and the load average at the end.
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS, BENCH_WORKERS
 # (default 6), BENCH_SIMS (default 1), BENCH_BATCH (100), BENCH_SHARD (10000),
@@ -54,6 +56,17 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi; }
 log() { echo "[backfill bench] $*" >&2; }
 now() { date +%s.%N; }
+# CPU seconds used so far by this cluster: the postmaster, its exited
+# children (backends of closed connections) and its living ones.
+pg_cpu() {
+  local pm ticks c
+  pm=$(head -1 "$work/pg/data/postmaster.pid")
+  ticks=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(ps --ppid "$pm" -o pid=); do
+    ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+  done
+  python3 -c "print($ticks / $(getconf CLK_TCK))"
+}
 rate() { python3 -c "print(round($1 / ($3 - $2)))"; }
 
 # ---- PostgreSQL: one tuning for the loader and the COPY baseline alike ----------
@@ -110,9 +123,14 @@ export BACKFILL_RPC_URLS=$urls BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks
 export BACKFILL_BATCH_SIZE=$batch BACKFILL_WORKERS=$workers DB_NAME=wallet
 args=(--progress=log --progress-interval-ms=15000)
 [ -n "$method" ] && args+=("--write-method=$method")
+pg_before=$(pg_cpu)
 start=$(now)
-DB_PASSWORD= "$backfill" "${args[@]}" 2>"$work/backfill.log" || { cat "$work/backfill.log" >&2; exit 1; }
+DB_PASSWORD= /usr/bin/time -f "%U %S" -o "$work/backfill.time" "$backfill" "${args[@]}" 2>"$work/backfill.log" ||
+  { cat "$work/backfill.log" >&2; exit 1; }
 end=$(now)
+sleep 1
+pg_backfill_cpu=$(python3 -c "print(round($(pg_cpu) - $pg_before, 1))")
+backfill_cpu=$(awk '{print $1 + $2}' "$work/backfill.time")
 grep -E "summary|progress" "$work/backfill.log" | sed 's/^/[backfill bench]   /' >&2
 rows=$(psql -qAt "$super/wallet" -c "SELECT count(*) FROM wallet_operation_events")
 blocks_per_s=$(rate "$blocks" "$start" "$end")
@@ -125,9 +143,12 @@ columns='block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_se
 psql -qAt -v ON_ERROR_STOP=1 "$super/wallet" \
   -c "COPY (SELECT $columns FROM wallet_operation_events ORDER BY block_num, block_seq, account, role) TO '$work/data/rows.copy'"
 psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "CHECKPOINT" >/dev/null
+pg_before=$(pg_cpu)
 start=$(now)
 psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "COPY wallet_operation_events ($columns) FROM '$work/data/rows.copy'" >/dev/null
 end=$(now)
+sleep 1  # the COPY's backend has exited; its time counts once the postmaster reaped it
+pg_copy_cpu=$(python3 -c "print(round($(pg_cpu) - $pg_before, 1))")
 copied=$(psql -qAt "$super/copytarget" -c "SELECT count(*) FROM wallet_operation_events")
 copy_rows_per_s=$(rate "$copied" "$start" "$end")
 copy_seconds=$(python3 -c "print(round($end - $start, 1))")
@@ -139,4 +160,4 @@ copy_blocks = $copy_rows_per_s / rows_per_block
 limit = min($sim_blocks_per_s, copy_blocks)
 print(round($blocks_per_s / limit, 2), 'node' if $sim_blocks_per_s <= copy_blocks else 'database', round(rows_per_block, 1))")"
 echo "RESULT backfill blocks_per_s=$blocks_per_s rows_per_s=$rows_per_s sim_blocks_per_s=$sim_blocks_per_s copy_rows_per_s=$copy_rows_per_s ratio=$ratio"
-echo "limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default}"
+echo "limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds backfill_cpu_s=$backfill_cpu backfill_pg_cpu_s=$pg_backfill_cpu copy_pg_cpu_s=$pg_copy_cpu load_average=\"$(cut -d' ' -f1-3 /proc/loadavg)\" workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default}"
