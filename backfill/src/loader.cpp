@@ -96,7 +96,7 @@ PgConnPtr Loader::connect(std::stop_token stop) {
             // to a server crash is simply loaded again: no need to wait for
             // the WAL flush on every batch.
             auto set = pg::exec(conn->get(), "SET synchronous_commit = off");
-            auto prepared = set ? store::prepare_bulk_session(conn->get()) : Result<bool>(make_error(set.error()));
+            auto prepared = set ? store::prepare_session(conn->get()) : Result<bool>(make_error(set.error()));
             if (prepared) return std::move(conn).value();
             log_warning("database session setup failed: " + prepared.error());
         } else if (Clock::now() - started > pool_.options().give_up_after) {
@@ -200,8 +200,8 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
             return false;
         }
         std::vector<WalletEvent> events;
-        for (auto& block : *blocks) {
-            auto decoded = decode_block(block.ops.get(), options_.assets);
+        for (const auto& block : *blocks) {
+            auto decoded = decode_block_entries(block.entries, options_.assets);
             if (!decoded) {
                 // Not a node hiccup: every node serves the same block. The
                 // shard waits for an operator; the rest of the range goes on.
@@ -216,7 +216,7 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         }
         touch(state);
         bool lost = false;
-        Result<store::BulkCounts> written = make_error("not written");
+        Result<store::WriteCounts> written = make_error("not written");
         for (int attempt = 1; attempt <= kWriteAttempts && !stop.stop_requested(); ++attempt) {
             if (!connection_ok(conn)) {
                 owned = connect(stop);
@@ -245,17 +245,16 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         counters_.blocks += last - first + 1;
         counters_.events += written->offered;
         counters_.rows_inserted += written->inserted;
-        if (written->fell_back) ++counters_.merged_batches;
     }
     ++counters_.shards_done;
     return true;
 }
 
-Result<store::BulkCounts> Loader::write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
+Result<store::WriteCounts> Loader::write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
                                                const std::vector<WalletEvent>& events, std::int64_t next_block, bool& lost) {
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
-    auto counts = store::bulk_insert(conn, events, options_.write_method);
+    auto counts = store::insert_events(conn, events, options_.write_method);
     if (!counts) return make_error(counts.error());
     // Last, so that the shard row is locked only for the commit.
     auto kept = record_progress(conn, shard, owner, next_block, counts->inserted);

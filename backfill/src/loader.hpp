@@ -18,8 +18,8 @@
 #include "node_pool.hpp"
 #include "shards.hpp"
 #include "wallet/asset.hpp"
-#include "wallet/bulk_writer.hpp"
 #include "wallet/config.hpp"
+#include "wallet/event_store.hpp"
 
 namespace wallet::backfill {
 
@@ -30,7 +30,7 @@ struct LoaderOptions {
     std::int64_t workers = 6;       // BACKFILL_WORKERS
     AssetTable assets = AssetTable::mainnet();
     std::chrono::milliseconds heartbeat_timeout{60000};
-    store::BulkMethod write_method = store::BulkMethod::CopyMerge;
+    store::WriteMethod write_method = store::WriteMethod::CopyMerge;
     std::string owner_prefix;       // unique per process: host, pid, random
 };
 
@@ -38,12 +38,11 @@ struct LoaderOptions {
 struct LoadCounters {
     std::atomic<std::int64_t> blocks{0};         // blocks stored by this process
     std::atomic<std::int64_t> events{0};         // events decoded and offered to the table
-    std::atomic<std::int64_t> rows_inserted{0};  // of them, rows new to the table
+    std::atomic<std::int64_t> rows_inserted{0};  // of them, rows new to the table (the rest were stored already)
     std::atomic<std::int64_t> shards_done{0};
     std::atomic<std::int64_t> takeovers{0};      // shards taken over from silent workers
     std::atomic<std::int64_t> lost_shards{0};    // shards another worker took over from us
     std::atomic<std::int64_t> write_retries{0};
-    std::atomic<std::int64_t> merged_batches{0};  // direct COPY met stored rows and merged instead
 };
 
 struct LoadOutcome {
@@ -74,7 +73,7 @@ private:
     // Loads one claimed shard; false when the job must end (fatal failure).
     bool load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, PoolClient& client, Shard shard,
                     std::stop_token stop);
-    Result<store::BulkCounts> write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
+    Result<store::WriteCounts> write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
                                            const std::vector<WalletEvent>& events, std::int64_t next_block, bool& lost);
     PgConnPtr connect(std::stop_token stop);
     void fail(const std::string& why);

@@ -39,7 +39,7 @@ enum class ProgressMode { Auto, Bar, Log, None };
 
 struct Arguments {
     bool dry_run = false;
-    store::BulkMethod write_method = store::BulkMethod::DirectCopy;
+    store::WriteMethod write_method = store::WriteMethod::CopyMerge;
     milliseconds heartbeat_timeout{60000};
     milliseconds give_up_after{std::chrono::minutes(10)};
     ProgressMode progress = ProgressMode::Auto;
@@ -55,9 +55,9 @@ void print_help() {
                  "what is missing, and running beside the indexer or another wallet-backfill is safe.\n\n"
                  "Options:\n"
                  "  --dry-run                   print the plan (range, shards, pool) and exit; writes nothing\n"
-                 "  --write-method=M            direct-copy (default: COPY into the table, merging through a\n"
-                 "                              staging table when rows are already there), staged-merge,\n"
-                 "                              copy-merge (the indexer's path) or insert\n"
+                 "  --write-method=copy|insert  how rows reach the table (default copy: COPY into it, merging\n"
+                 "                              through a staging table when some rows are already there;\n"
+                 "                              insert: multi-row INSERT ... ON CONFLICT DO NOTHING)\n"
                  "  --heartbeat-timeout-ms=N    a running shard silent for this long is taken over (default 60000)\n"
                  "  --give-up-after-ms=N        stop when no node (or the database) answered for this long\n"
                  "                              (default 600000)\n"
@@ -104,13 +104,10 @@ std::optional<Arguments> parse_arguments(int argc, char** argv, bool& exit_now) 
         }
         if (arg == "--dry-run") {
             args.dry_run = true;
-        } else if (arg.rfind("--write-method=", 0) == 0) {
-            auto method = store::parse_bulk_method(arg.substr(std::strlen("--write-method=")));
-            if (!method) {
-                std::cerr << "wallet-backfill: unknown write method in '" << arg << "' (see --help)\n";
-                return std::nullopt;
-            }
-            args.write_method = *method;
+        } else if (arg == "--write-method=copy") {
+            args.write_method = store::WriteMethod::CopyMerge;
+        } else if (arg == "--write-method=insert") {
+            args.write_method = store::WriteMethod::MultiRowInsert;
         } else if (auto timeout = number_option(arg, "--heartbeat-timeout-ms=")) {
             args.heartbeat_timeout = milliseconds(*timeout);
         } else if (auto give_up = number_option(arg, "--give-up-after-ms=")) {
@@ -140,6 +137,10 @@ void wait_for_signals(std::stop_source& stop, const std::stop_token& done, const
             stop.request_stop();
         }
     }
+}
+
+const char* write_method_name(store::WriteMethod method) {
+    return method == store::WriteMethod::CopyMerge ? "copy" : "insert";
 }
 
 std::string database_text(const std::string& url) { return loggable_url(url); }
@@ -191,7 +192,7 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
               << "  node pool:   " << pool_text(b.rpc_urls) << "\n"
               << "  database:    " << database_text(settings.db.indexer_url)
               << (database_note.empty() ? "" : " - " + database_note) << "\n"
-              << "  write path:  " << store::bulk_method_name(args.write_method) << "\n";
+              << "  write path:  " << write_method_name(args.write_method) << "\n";
     return kExitComplete;
 }
 
@@ -206,12 +207,12 @@ void log_summary(const Loader& loader, const NodePool& pool, const std::optional
                   : "NOT complete (" + with_thousands(status->done) + " of " + with_thousands(status->shards) + " shards done, " +
                         with_thousands(status->blocks_total - status->blocks_done) + " blocks missing)"));
     log_info("summary: this run stored " + with_thousands(c.blocks) + " blocks, " + with_thousands(c.events) + " events (" +
-             with_thousands(c.rows_inserted) + " new rows) in " + duration_text(seconds) + ": " +
+             with_thousands(c.rows_inserted) + " new rows, " + with_thousands(c.events - c.rows_inserted) +
+             " already stored) in " + duration_text(seconds) + ": " +
              with_thousands(static_cast<std::int64_t>(static_cast<double>(c.blocks) / rate_base)) + " blocks/s, " +
              with_thousands(static_cast<std::int64_t>(static_cast<double>(c.events) / rate_base)) + " rows/s; " +
              with_thousands(c.shards_done) + " shards finished, " + with_thousands(c.takeovers) + " taken over, " +
-             with_thousands(c.lost_shards) + " lost to other workers, " + with_thousands(c.write_retries) + " write retries, " +
-             with_thousands(c.merged_batches) + " batches merged over rows already stored");
+             with_thousands(c.lost_shards) + " lost to other workers, " + with_thousands(c.write_retries) + " write retries");
     for (const auto& node : pool.health()) {
         std::string kinds;
         for (int kind = 1; kind < 9; ++kind) {
@@ -321,7 +322,7 @@ int main(int argc, char** argv) {
              with_thousands(before->shards) + " shards (" + std::to_string(planned->added) + " new), " +
              with_thousands(before->done) + " done, " + with_thousands(before->blocks_total - before->blocks_done) +
              " blocks to load with " + std::to_string(b.workers) + " workers, batches of " + std::to_string(b.batch_size) +
-             " blocks, nodes " + pool_text(b.rpc_urls) + ", write path " + store::bulk_method_name(args->write_method));
+             " blocks, nodes " + pool_text(b.rpc_urls) + ", write path " + write_method_name(args->write_method));
 
     LoaderOptions options;
     options.database_url = settings.db.indexer_url;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "thin_response.hpp"
 #include "wallet/log.hpp"
 #include "wallet/loggable_url.hpp"
 
@@ -89,7 +88,6 @@ Result<PoolClient> PoolClient::create(NodePool& pool, std::size_t first_node, st
         options.max_response_bytes = pool.options().max_response_bytes;
         options.max_attempts = 1;  // the pool retries, on another node
         options.stop = stop;
-        options.rewrite_response = thin_non_wallet_operations;
         auto client = NodeClient::create(std::move(options));
         if (!client) return make_error(client.error());
         clients.push_back(std::move(client).value());

@@ -5,8 +5,11 @@
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
+#include "wallet/json_scan.hpp"
+#include "wallet/operation_types.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet {
@@ -60,37 +63,6 @@ const WalletOpRule* find_rule(std::string_view type) noexcept {
         if (rule.type == type) return &rule;
     }
     return nullptr;
-}
-
-// Every virtual operation hived and steemd have defined (ids 50 and up, old
-// names included), and every real one (ids 0..49, SMT ops never activated).
-constexpr auto kVirtualTypes = std::to_array<std::string_view>({
-    "fill_convert_request", "author_reward", "curation_reward", "comment_reward", "liquidity_reward", "interest",
-    "fill_vesting_withdraw", "fill_order", "shutdown_witness", "fill_transfer_from_savings", "hardfork",
-    "comment_payout_update", "return_vesting_delegation", "comment_benefactor_reward", "producer_reward",
-    "clear_null_account_balance", "proposal_pay", "dhf_funding", "sps_fund", "hardfork_hive", "hardfork_hive_restore",
-    "delayed_voting", "consolidate_treasury_balance", "effective_comment_vote", "ineffective_delete_comment",
-    "dhf_conversion", "sps_convert", "expired_account_notification", "changed_recovery_account",
-    "transfer_to_vesting_completed", "pow_reward", "vesting_shares_split", "account_created",
-    "fill_collateralized_convert_request", "system_warning", "fill_recurrent_transfer", "failed_recurrent_transfer",
-    "limit_order_cancelled", "producer_missed", "proposal_fee", "collateralized_convert_immediate_conversion",
-    "escrow_approved", "escrow_rejected", "proxy_cleared", "declined_voting_rights"});
-
-constexpr auto kRealTypes = std::to_array<std::string_view>({
-    "vote", "comment", "transfer", "transfer_to_vesting", "withdraw_vesting", "limit_order_create",
-    "limit_order_cancel", "feed_publish", "convert", "account_create", "account_update", "witness_update",
-    "account_witness_vote", "account_witness_proxy", "pow", "custom", "report_over_production", "delete_comment",
-    "custom_json", "comment_options", "set_withdraw_vesting_route", "limit_order_create2", "claim_account",
-    "create_claimed_account", "request_account_recovery", "recover_account", "change_recovery_account",
-    "escrow_transfer", "escrow_dispute", "escrow_release", "pow2", "escrow_approve", "transfer_to_savings",
-    "transfer_from_savings", "cancel_transfer_from_savings", "custom_binary", "decline_voting_rights",
-    "reset_account", "set_reset_account", "claim_reward_balance", "delegate_vesting_shares",
-    "account_create_with_delegation", "witness_set_properties", "account_update2", "create_proposal",
-    "update_proposal_votes", "remove_proposal", "update_proposal", "collateralized_convert", "recurrent_transfer"});
-
-template <std::size_t N>
-bool contains(const std::array<std::string_view, N>& names, std::string_view name) noexcept {
-    return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::string_view strip_operation_suffix(std::string_view type) noexcept {
@@ -280,7 +252,7 @@ std::optional<Asset> first_non_zero(const std::optional<Asset>& first, const std
 }
 
 std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOperation& op, const OpEnvelope& envelope,
-                                          const std::optional<BlockPosition>& position, const json::SharedJson& payload,
+                                          const std::optional<BlockPosition>& position, PayloadText payload,
                                           const AssetTable& table) {
     const OpFields f(op, table);
     WalletEvent base;
@@ -299,7 +271,7 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
     if (!rule.is_virtual) base.trx_id = envelope.trx_id;
     base.timestamp = envelope.timestamp;
     base.assets = f.all_assets(rule);
-    base.payload = payload;
+    base.payload = std::move(payload);
 
     std::vector<WalletEvent> events;
     auto add = [&](std::string account, Role role) -> WalletEvent& {
@@ -308,21 +280,25 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
         event.role = role;
         return event;
     };
+    // An operation between two accounts: one event each, naming the other.
+    auto add_both = [&](const std::string& first, Role first_role, const std::string& second, Role second_role,
+                        const auto& fill) {
+        WalletEvent& one = add(first, first_role);
+        one.counterparty = second;
+        fill(one);
+        WalletEvent& other = add(second, second_role);
+        other.counterparty = first;
+        fill(other);
+    };
     const std::string_view type = rule.type;
 
     if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings") {
-        const std::string from = f.account("from");
-        const std::string to = f.account("to");
         const Asset amount = f.asset("amount");
         const auto memo = f.optional_text("memo");
-        WalletEvent& sent = add(from, Role::Sender);
-        sent.amount = amount;
-        sent.counterparty = to;
-        sent.memo = memo;
-        WalletEvent& received = add(to, Role::Receiver);
-        received.amount = amount;
-        received.counterparty = from;
-        received.memo = memo;
+        add_both(f.account("from"), Role::Sender, f.account("to"), Role::Receiver, [&](WalletEvent& e) {
+            e.amount = amount;
+            e.memo = memo;
+        });
     } else if (type == "cancel_transfer_from_savings") {
         add(f.account("from"), Role::Sender);
     } else if (type == "fill_transfer_from_savings") {
@@ -336,12 +312,7 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
         std::string to = f.optional_text("to").value_or("");
         if (to.empty()) to = from;  // an empty `to` vests to the sender
         const Asset amount = f.asset("amount");
-        WalletEvent& sent = add(from, Role::Sender);
-        sent.amount = amount;
-        sent.counterparty = to;
-        WalletEvent& received = add(to, Role::Receiver);
-        received.amount = amount;
-        received.counterparty = from;
+        add_both(from, Role::Sender, to, Role::Receiver, [&](WalletEvent& e) { e.amount = amount; });
     } else if (type == "withdraw_vesting") {
         add(f.account("account"), Role::Owner).vesting = f.asset("vesting_shares");
     } else if (type == "fill_vesting_withdraw") {
@@ -357,15 +328,9 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
             received.vesting = withdrawn;
         }
     } else if (type == "delegate_vesting_shares") {
-        const std::string delegator = f.account("delegator");
-        const std::string delegatee = f.account("delegatee");
         const Asset shares = f.asset("vesting_shares");
-        WalletEvent& gave = add(delegator, Role::Delegator);
-        gave.vesting = shares;
-        gave.counterparty = delegatee;
-        WalletEvent& got = add(delegatee, Role::Delegatee);
-        got.vesting = shares;
-        got.counterparty = delegator;
+        add_both(f.account("delegator"), Role::Delegator, f.account("delegatee"), Role::Delegatee,
+                 [&](WalletEvent& e) { e.vesting = shares; });
     } else if (type == "return_vesting_delegation") {
         add(f.account("account"), Role::Owner).vesting = f.asset("vesting_shares");
     } else if (type == "claim_reward_balance") {
@@ -406,14 +371,63 @@ std::string where(const OpEnvelope& envelope) {
            std::to_string(envelope.op_in_trx);
 }
 
+PayloadText payload_of(const json_t* entry) { return std::make_shared<const std::string>(json::dump_compact(entry)); }
+
+// block_seq and virtual ordinals over a block's list, in node order.
+class BlockWalker {
+public:
+    BlockPosition next(std::string_view type, bool node_virtual_flag, std::int64_t block) {
+        if (block_num_ && *block_num_ != block) {
+            throw DecodeFailure("operations of blocks " + std::to_string(*block_num_) + " and " + std::to_string(block) +
+                                " in one block list");
+        }
+        block_num_ = block;
+        const bool is_virtual = is_virtual_operation(type, node_virtual_flag);
+        if (is_virtual) ++virtual_ordinal_;
+        return BlockPosition{next_seq_++, is_virtual ? virtual_ordinal_ : 0};
+    }
+
+private:
+    std::optional<std::int64_t> block_num_;
+    std::int64_t next_seq_ = 0;
+    std::int64_t virtual_ordinal_ = 0;
+};
+
+// The operation type of an entry's "op" text: ["name", {...}] or {"type": "name_operation", ...}.
+Result<std::string_view> scan_operation_type(std::string_view op_text) {
+    std::string_view type;
+    bool found = false;
+    Result<bool> scanned = false;
+    if (!op_text.empty() && op_text.front() == '[') {
+        scanned = json::for_each_element(op_text, [&](std::string_view element) {
+            found = json::plain_string(element, type);
+            return false;  // the name is the first element
+        });
+    } else {
+        scanned = json::for_each_member(op_text, [&](std::string_view key, std::string_view value) {
+            if (key == "type") found = json::plain_string(value, type);
+            return true;
+        });
+    }
+    if (!scanned) return make_error(scanned.error());
+    if (!found || type.empty()) return make_error("operation without a type name");
+    return strip_operation_suffix(type);
+}
+
 }  // namespace
 
 bool is_wallet_operation(std::string_view op_type) noexcept { return find_rule(op_type) != nullptr; }
 
 bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noexcept {
-    if (contains(kVirtualTypes, op_type)) return true;
-    if (contains(kRealTypes, op_type)) return false;
-    return node_says_virtual;
+    // Looked up for every operation of every block: a hash table of the ids.
+    static const std::unordered_map<std::string_view, bool> kVirtualByType = [] {
+        std::unordered_map<std::string_view, bool> table;
+        for (const auto name : kOperationTypes) table.emplace(name, operation_type_id(name) >= kFirstVirtualOperationId);
+        for (const std::string_view renamed : {"sps_fund", "sps_convert"}) table.emplace(renamed, true);
+        return table;
+    }();
+    const auto found = kVirtualByType.find(op_type);
+    return found != kVirtualByType.end() ? found->second : node_says_virtual;
 }
 
 Result<NodeOperation> parse_node_operation(const json_t* op) {
@@ -433,12 +447,12 @@ Result<OpEnvelope> parse_envelope(const json_t* entry) {
 }
 
 Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
-                                                       const std::optional<BlockPosition>& position,
-                                                       const json::SharedJson& payload, const AssetTable& assets) {
+                                                       const std::optional<BlockPosition>& position, PayloadText payload,
+                                                       const AssetTable& assets) {
     const WalletOpRule* rule = find_rule(op.type);
     if (rule == nullptr) return std::vector<WalletEvent>{};
     try {
-        return decode_wallet_op(*rule, op, envelope, position, payload, assets);
+        return decode_wallet_op(*rule, op, envelope, position, std::move(payload), assets);
     } catch (const DecodeFailure& failure) {
         return make_error(where(envelope) + ": " + failure.what());
     }
@@ -448,7 +462,7 @@ Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& a
     try {
         const NodeOperation op = read_operation(entry_operation(entry));
         if (!is_wallet_operation(op.type)) return std::vector<WalletEvent>{};
-        return decode_operation_body(op, read_envelope(entry), std::nullopt, json::SharedJson::borrow(entry), assets);
+        return decode_operation_body(op, read_envelope(entry), std::nullopt, payload_of(entry), assets);
     } catch (const DecodeFailure& failure) {
         return make_error(failure.what());
     }
@@ -457,25 +471,79 @@ Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& a
 Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& assets) {
     if (!json_is_array(ops)) return make_error("block operations are not an array");
     std::vector<WalletEvent> events;
-    std::optional<std::int64_t> block_num;
-    std::int64_t virtual_ordinal = 0;
+    BlockWalker walker;
     for (std::size_t index = 0; index < json_array_size(ops); ++index) {
         json_t* entry = json_array_get(ops, index);
         try {
             const NodeOperation op = read_operation(entry_operation(entry));
             OpEnvelope flags;
             read_node_virtual_op(entry, flags);
-            const std::int64_t entry_block = int_field(entry, "block", 1, kMaxStoredInteger);
-            if (block_num && *block_num != entry_block) {
-                throw DecodeFailure("operations of blocks " + std::to_string(*block_num) + " and " +
-                                    std::to_string(entry_block) + " in one block list");
-            }
-            block_num = entry_block;
-            const bool is_virtual = is_virtual_operation(op.type, flags.node_virtual_flag);
-            if (is_virtual) ++virtual_ordinal;
+            const BlockPosition position =
+                walker.next(op.type, flags.node_virtual_flag, int_field(entry, "block", 1, kMaxStoredInteger));
             if (!is_wallet_operation(op.type)) continue;
-            const BlockPosition position{static_cast<std::int64_t>(index), is_virtual ? virtual_ordinal : 0};
-            auto decoded = decode_operation_body(op, read_envelope(entry), position, json::SharedJson::borrow(entry), assets);
+            auto decoded = decode_operation_body(op, read_envelope(entry), position, payload_of(entry), assets);
+            if (!decoded) return make_error(decoded.error());
+            for (auto& event : decoded.value()) events.push_back(std::move(event));
+        } catch (const DecodeFailure& failure) {
+            return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
+        }
+    }
+    return events;
+}
+
+Result<RawEntry> scan_entry(std::string_view entry_text) {
+    RawEntry entry;
+    entry.text = entry_text;
+    bool has_block = false;
+    bool has_op = false;
+    std::string problem;
+    auto scanned = json::for_each_member(entry_text, [&](std::string_view key, std::string_view value) {
+        if (key == "block") {
+            auto block = json::integer_value(value);
+            if (!block) {
+                problem = "'block': " + block.error();
+                return false;
+            }
+            entry.block = *block;
+            has_block = true;
+        } else if (key == "virtual_op") {
+            if (value == "true" || value == "false") {
+                entry.node_virtual_flag = value == "true";
+            } else if (auto number = json::integer_value(value)) {
+                entry.node_virtual_flag = *number > 0;
+            }
+        } else if (key == "op") {
+            auto type = scan_operation_type(value);
+            if (!type) {
+                problem = type.error();
+                return false;
+            }
+            entry.type = *type;
+            has_op = true;
+        }
+        return true;
+    });
+    if (!scanned) return make_error(scanned.error());
+    if (!problem.empty()) return make_error(problem);
+    if (!has_block || !has_op) return make_error("operation entry lacks 'block' or 'op'");
+    return entry;
+}
+
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets) {
+    std::vector<WalletEvent> events;
+    BlockWalker walker;
+    for (std::size_t index = 0; index < entries.size(); ++index) {
+        const RawEntry& raw = entries[index];
+        try {
+            const BlockPosition position = walker.next(raw.type, raw.node_virtual_flag, raw.block);
+            if (!is_wallet_operation(raw.type)) continue;
+            auto parsed = json::parse(raw.text);
+            if (!parsed) throw DecodeFailure(parsed.error());
+            json_t* entry = parsed->get();
+            const NodeOperation op = read_operation(entry_operation(entry));
+            const OpEnvelope envelope = read_envelope(entry);
+            if (op.type != raw.type || envelope.block_num != raw.block) throw DecodeFailure("entry changed between scan and parse");
+            auto decoded = decode_operation_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
             if (!decoded) return make_error(decoded.error());
             for (auto& event : decoded.value()) events.push_back(std::move(event));
         } catch (const DecodeFailure& failure) {

@@ -9,6 +9,13 @@
 #include "wallet/pg.hpp"
 
 namespace wallet {
+namespace {
+
+// Server notices ("relation already exists, skipping") are not for operators.
+void ignore_notice(void*, const char*) {}
+
+}  // namespace
+
 namespace store {
 namespace {
 
@@ -61,6 +68,24 @@ Result<std::string> numeric_text(const Asset& asset, const char* column) {
     return asset.amount_string();
 }
 
+// The `assets` list as JSON, written directly: field names and symbols are
+// plain identifiers, amounts exact decimals.
+std::string assets_text(const std::vector<AssetField>& assets) {
+    std::string out = "[";
+    for (const auto& field : assets) {
+        if (out.size() > 1) out += ',';
+        out += "{\"field\":";
+        json::append_quoted(out, field.field);
+        out += ",\"amount\":";
+        const auto amount = field.asset.amount_string();  // the decoder checked that it prints
+        json::append_quoted(out, amount ? *amount : std::string("0"));
+        out += ",\"symbol\":";
+        json::append_quoted(out, field.asset.symbol);
+        out += '}';
+    }
+    return out + "]";
+}
+
 Result<Row> render_row(const WalletEvent& e, const std::string& payload_text) {
     if (!e.block_seq || !e.virtual_op) {
         return make_error("event of block " + std::to_string(e.block_num) + " has no block position (decoded without the block)");
@@ -92,22 +117,22 @@ Result<Row> render_row(const WalletEvent& e, const std::string& payload_text) {
     if (e.memo) row[15] = storable_text(*e.memo);
     if (e.author) row[16] = storable_text(*e.author);
     if (e.permlink) row[17] = storable_text(*e.permlink);
-    row[18] = storable_json(json::dump_compact(assets_to_json(e.assets).get()));
+    row[18] = assets_text(e.assets);
     row[19] = payload_text;
     return row;
 }
 
 // Renders every event; the payload of an operation with several events is
-// serialized once.
+// made storable once.
 Result<std::vector<Row>> render_rows(const std::vector<WalletEvent>& events) {
     std::vector<Row> rows;
     rows.reserve(events.size());
-    const json_t* last_payload = nullptr;
+    const std::string* last_payload = nullptr;
     std::string payload_text;
     for (const auto& event : events) {
         if (event.payload.get() != last_payload || last_payload == nullptr) {
             last_payload = event.payload.get();
-            payload_text = last_payload != nullptr ? storable_json(json::dump_compact(last_payload)) : "{}";
+            payload_text = last_payload != nullptr ? storable_json(*last_payload) : "{}";
         }
         auto row = render_row(event, payload_text);
         if (!row) return make_error(row.error());
@@ -138,22 +163,24 @@ std::int64_t affected_rows(PGresult* result) {
     return count != nullptr && *count != '\0' ? std::strtoll(count, nullptr, 10) : 0;
 }
 
-void append_copy_row(std::string& out, const Row& row) {
-    for (std::size_t column = 0; column < kColumnCount; ++column) {
-        if (column > 0) out += '\t';
-        append_copy_field(out, row[column]);
-    }
-    out += '\n';
-}
+// The outcome of a COPY: empty on success, else the message and SQLSTATE.
+struct CopyFailure {
+    std::string message;
+    std::string sqlstate;
+};
 
-Result<std::int64_t> copy_merge(PGconn* conn, const std::vector<Row>& rows) {
-    auto started = pg::exec(conn, "COPY wallet_events_incoming (" + std::string(kColumns) + ") FROM STDIN");
-    if (!started) return make_error("COPY: " + started.error());
+std::optional<CopyFailure> copy_rows(PGconn* conn, const std::string& table, const std::vector<Row>& rows) {
+    auto started = pg::exec(conn, "COPY " + table + " (" + std::string(kColumns) + ") FROM STDIN");
+    if (!started) return CopyFailure{"COPY: " + started.error(), ""};
     std::string buffer;
     constexpr std::size_t kFlushBytes = 1 << 20;
     bool sent = true;
     for (const auto& row : rows) {
-        append_copy_row(buffer, row);
+        for (std::size_t column = 0; column < kColumnCount; ++column) {
+            if (column > 0) buffer += '\t';
+            append_copy_field(buffer, row[column]);
+        }
+        buffer += '\n';
         if (buffer.size() >= kFlushBytes) {
             sent = PQputCopyData(conn, buffer.data(), static_cast<int>(buffer.size())) == 1;
             buffer.clear();
@@ -162,22 +189,44 @@ Result<std::int64_t> copy_merge(PGconn* conn, const std::vector<Row>& rows) {
     }
     if (sent && !buffer.empty()) sent = PQputCopyData(conn, buffer.data(), static_cast<int>(buffer.size())) == 1;
     const bool ended = PQputCopyEnd(conn, sent ? nullptr : "client could not send COPY data") == 1;
-    std::string failure;
+    std::optional<CopyFailure> failure;
     while (PGresult* raw = PQgetResult(conn)) {
         PgResultPtr result(raw);
-        if (PQresultStatus(raw) != PGRES_COMMAND_OK && failure.empty()) failure = PQresultErrorMessage(raw);
+        if (PQresultStatus(raw) != PGRES_COMMAND_OK && !failure) {
+            const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
+            failure = CopyFailure{std::string("COPY: ") + PQresultErrorMessage(raw), state != nullptr ? state : ""};
+        }
     }
-    if (!sent || !ended || !failure.empty()) {
-        return make_error("COPY: " + (failure.empty() ? pg::last_error(conn) : failure));
+    if (!failure && (!sent || !ended)) failure = CopyFailure{"COPY: " + pg::last_error(conn), ""};
+    return failure;
+}
+
+constexpr const char* kUniqueViolation = "23505";
+
+// COPY straight into the table: the common case, where none of the rows is
+// stored yet. When some are (a block written again, a backfill overlapping),
+// the COPY fails as a whole on the dedup key, is rolled back to a savepoint,
+// and the rows go through the staging table and ON CONFLICT DO NOTHING.
+Result<std::int64_t> copy_merge(PGconn* conn, const std::vector<Row>& rows) {
+    auto saved = pg::exec(conn, "SAVEPOINT wallet_direct_copy");
+    if (!saved) return make_error(saved.error());
+    const auto direct = copy_rows(conn, "wallet_operation_events", rows);
+    if (!direct) {
+        auto released = pg::exec(conn, "RELEASE SAVEPOINT wallet_direct_copy");
+        if (!released) return make_error(released.error());
+        return static_cast<std::int64_t>(rows.size());
     }
+    if (direct->sqlstate != kUniqueViolation) return make_error(direct->message);
+    auto undone = pg::exec(conn, "ROLLBACK TO SAVEPOINT wallet_direct_copy");
+    if (!undone) return make_error(undone.error());
+    if (const auto staged = copy_rows(conn, "wallet_events_incoming", rows)) return make_error(staged->message);
     // Moving the rows leaves the staging table empty for the next insert; a
     // rollback undoes both the COPY and the move.
     auto merged = pg::exec(conn, "WITH moved AS (DELETE FROM wallet_events_incoming RETURNING *)"
                                  " INSERT INTO wallet_operation_events (" + std::string(kColumns) + ") SELECT " +
                                      std::string(kColumns) + " FROM moved ON CONFLICT DO NOTHING");
     if (!merged) return make_error("merge: " + merged.error());
-    const std::int64_t inserted = affected_rows(merged->get());
-    return inserted;
+    return affected_rows(merged->get());
 }
 
 Result<std::int64_t> multi_row_insert(PGconn* conn, const std::vector<Row>& rows) {
@@ -203,8 +252,6 @@ Result<std::int64_t> multi_row_insert(PGconn* conn, const std::vector<Row>& rows
     return inserted;
 }
 
-void ignore_notice(void*, const char*) {}
-
 }  // namespace
 
 Result<bool> prepare_session(PGconn* conn) {
@@ -226,16 +273,6 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
     if (!inserted) return make_error(inserted.error());
     counts.inserted = *inserted;
     return counts;
-}
-
-std::string_view event_columns() { return kColumns; }
-
-Result<std::string> copy_text(const std::vector<WalletEvent>& events) {
-    auto rows = render_rows(events);
-    if (!rows) return make_error(rows.error());
-    std::string text;
-    for (const auto& row : *rows) append_copy_row(text, row);
-    return text;
 }
 
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
@@ -285,6 +322,7 @@ bool is_hex_id(const std::string& id) {
 Result<EventStore> EventStore::connect(const std::string& url, bool apply_schema_migrations) {
     auto conn = pg::connect(url);
     if (!conn) return make_error(conn.error());
+    PQsetNoticeProcessor(conn->get(), ignore_notice, nullptr);
     if (apply_schema_migrations) {
         auto migrated = apply_migrations(conn->get());
         if (!migrated) return make_error("schema migration: " + migrated.error());

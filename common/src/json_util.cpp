@@ -19,6 +19,29 @@ std::string dump_compact(const json_t* value) {
     return text ? std::string(text.get()) : std::string();
 }
 
+void append_quoted(std::string& out, std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += '"';
+    for (const char c : text) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    out += "\\u00";
+                    out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+                    out += kHex[static_cast<unsigned char>(c) & 0xf];
+                } else {
+                    out += c;
+                }
+        }
+    }
+    out += '"';
+}
+
 std::optional<std::string_view> string_view_of(const json_t* value) {
     if (!json_is_string(value)) return std::nullopt;
     return std::string_view(json_string_value(value), json_string_length(value));
@@ -28,22 +51,26 @@ Result<std::int64_t> to_int64(const json_t* value) {
     if (json_is_integer(value)) return static_cast<std::int64_t>(json_integer_value(value));
     const auto text = string_view_of(value);
     if (!text) return make_error("expected an integer");
-    std::string_view digits = *text;
+    return parse_int64(*text);
+}
+
+Result<std::int64_t> parse_int64(std::string_view text) {
+    std::string_view digits = text;
     const bool negative = !digits.empty() && digits.front() == '-';
     if (negative) digits.remove_prefix(1);
-    if (digits.empty() || digits.size() > 19) return make_error("expected an integer, got \"" + std::string(*text) + "\"");
+    if (digits.empty() || digits.size() > 19) return make_error("expected an integer, got \"" + std::string(text) + "\"");
     // Accumulated negatively so that INT64_MIN parses too.
     std::int64_t result = 0;
     for (const char c : digits) {
-        if (c < '0' || c > '9') return make_error("expected an integer, got \"" + std::string(*text) + "\"");
+        if (c < '0' || c > '9') return make_error("expected an integer, got \"" + std::string(text) + "\"");
         const int digit = c - '0';
         if (result < (std::numeric_limits<std::int64_t>::min() + digit) / 10) {
-            return make_error("integer out of range: " + std::string(*text));
+            return make_error("integer out of range: " + std::string(text));
         }
         result = result * 10 - digit;
     }
     if (!negative) {
-        if (result == std::numeric_limits<std::int64_t>::min()) return make_error("integer out of range: " + std::string(*text));
+        if (result == std::numeric_limits<std::int64_t>::min()) return make_error("integer out of range: " + std::string(text));
         result = -result;
     }
     return result;

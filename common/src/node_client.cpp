@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 
+#include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet {
@@ -127,20 +128,110 @@ Attempt<JsonPtr> result_of(json_t* response, std::uint64_t id) {
     return Attempt<JsonPtr>::ok(json_ref(result));
 }
 
-Attempt<BlockOps> block_ops_of(JsonPtr result, std::int64_t block_num, OpsForm form) {
-    json_t* ops = form == OpsForm::Condenser ? result.get() : json_object_get(result.get(), "ops");
-    if (!json_is_array(ops)) {
-        return Attempt<BlockOps>::fail(NodeFailure::Malformed, "get_ops_in_block(" + std::to_string(block_num) + ") is not a list");
+// One pass over a batch answer of get_ops_in_block: per response its id,
+// error and, in its result, every entry's text, block, virtual flag and
+// operation type. Each byte is validated once; nothing is parsed into a tree.
+struct ScannedResponse {
+    std::optional<std::int64_t> id;
+    bool has_result = false;
+    std::string_view error;
+    std::vector<RawEntry> entries;
+    std::string problem;  // a well-formed but unusable entry
+};
+
+void scan_op_type(json::Scanner& s, std::string_view& type) {
+    if (s.consume('[')) {
+        s.read_string(type);
+        while (!s.failed() && s.consume(',')) s.next_value();
+        s.expect(']');
+        return;
     }
-    for (std::size_t i = 0; i < json_array_size(ops); ++i) {
-        auto block = json::to_int64(json_object_get(json_array_get(ops, i), "block"));
-        if (!block || *block != block_num) {
-            return Attempt<BlockOps>::fail(NodeFailure::WrongAnswer, "get_ops_in_block(" + std::to_string(block_num) +
-                                                                       ") answered an operation of block " +
-                                                                       (block ? std::to_string(*block) : std::string("?")));
+    if (!s.expect('{') || s.consume('}')) return;
+    do {
+        std::string_view key;
+        if (!s.read_string(key) || !s.expect(':')) return;
+        if (key == "type") {
+            s.read_string(type);
+            constexpr std::string_view kSuffix = "_operation";
+            if (type.size() > kSuffix.size() && type.substr(type.size() - kSuffix.size()) == kSuffix) {
+                type.remove_suffix(kSuffix.size());
+            }
+        } else {
+            s.next_value();
         }
-    }
-    return Attempt<BlockOps>::ok(BlockOps{block_num, json_ref(ops)});
+    } while (!s.failed() && s.consume(','));
+    s.expect('}');
+}
+
+void scan_entry_list(json::Scanner& s, std::string_view text, ScannedResponse& response) {
+    if (!s.expect('[') || s.consume(']')) return;
+    do {
+        if (!s.expect('{')) return;
+        const std::size_t start = s.position() - 1;
+        RawEntry entry;
+        bool has_block = false;
+        if (!s.consume('}')) {
+            do {
+                std::string_view key;
+                if (!s.read_string(key) || !s.expect(':')) return;
+                if (key == "block") {
+                    auto block = json::integer_value(s.next_value());
+                    has_block = block.ok();
+                    if (has_block) entry.block = *block;
+                } else if (key == "virtual_op") {
+                    const std::string_view value = s.next_value();
+                    auto number = json::integer_value(value);
+                    entry.node_virtual_flag = value == "true" || (number && *number > 0);
+                } else if (key == "op") {
+                    scan_op_type(s, entry.type);
+                } else {
+                    s.next_value();
+                }
+            } while (!s.failed() && s.consume(','));
+            if (!s.expect('}')) return;
+        }
+        entry.text = text.substr(start, s.position() - start);
+        if ((!has_block || entry.type.empty()) && response.problem.empty()) {
+            response.problem = "an operation entry lacks 'block' or 'op'";
+        }
+        response.entries.push_back(entry);
+    } while (!s.failed() && s.consume(','));
+    s.expect(']');
+}
+
+ScannedResponse scan_response(json::Scanner& s, std::string_view text, OpsForm form) {
+    ScannedResponse response;
+    if (!s.expect('{') || s.consume('}')) return response;
+    do {
+        std::string_view key;
+        if (!s.read_string(key) || !s.expect(':')) return response;
+        if (key == "id") {
+            if (auto id = json::integer_value(s.next_value())) response.id = *id;
+        } else if (key == "result") {
+            response.has_result = true;
+            if (form == OpsForm::Condenser) {
+                scan_entry_list(s, text, response);
+            } else if (s.expect('{') && !s.consume('}')) {
+                do {
+                    std::string_view member;
+                    if (!s.read_string(member) || !s.expect(':')) return response;
+                    if (member == "ops") {
+                        scan_entry_list(s, text, response);
+                    } else {
+                        s.next_value();
+                    }
+                } while (!s.failed() && s.consume(','));
+                s.expect('}');
+            }
+        } else if (key == "error") {
+            const std::string_view value = s.next_value();
+            if (value != "null") response.error = value;
+        } else {
+            s.next_value();
+        }
+    } while (!s.failed() && s.consume(','));
+    s.expect('}');
+    return response;
 }
 
 struct Header {
@@ -176,8 +267,8 @@ struct NodeClient::Impl {
     std::uint64_t next_id = 1;
     std::mt19937_64 random{std::random_device{}()};
 
-    // One HTTP POST of a JSON body; the parsed JSON answer.
-    Attempt<JsonPtr> post(const std::string& body) {
+    // One HTTP POST of a JSON body; the answer's text.
+    Attempt<std::string> post_text(const std::string& body) {
         ++stats.attempts;
         std::string received;
         ReceiveState state{&received, static_cast<std::size_t>(options.max_response_bytes)};
@@ -190,22 +281,28 @@ struct NodeClient::Impl {
         stats.bytes_received += received.size();
         if (code != CURLE_OK) {
             if (state.oversized || code == CURLE_FILESIZE_EXCEEDED) {
-                return Attempt<JsonPtr>::fail(NodeFailure::Oversized, "response larger than " +
+                return Attempt<std::string>::fail(NodeFailure::Oversized, "response larger than " +
                                                                           std::to_string(options.max_response_bytes) + " bytes");
             }
-            if (code == CURLE_ABORTED_BY_CALLBACK) return Attempt<JsonPtr>::fail(NodeFailure::Stopped, "stopped");
+            if (code == CURLE_ABORTED_BY_CALLBACK) return Attempt<std::string>::fail(NodeFailure::Stopped, "stopped");
             if (code == CURLE_OPERATION_TIMEDOUT) {
-                return Attempt<JsonPtr>::fail(NodeFailure::Timeout,
+                return Attempt<std::string>::fail(NodeFailure::Timeout,
                                               "no complete answer within " + std::to_string(options.timeout.count()) + " ms");
             }
-            if (code == CURLE_PARTIAL_FILE) return Attempt<JsonPtr>::fail(NodeFailure::Malformed, "truncated response");
-            return Attempt<JsonPtr>::fail(NodeFailure::Transport, curl_easy_strerror(code));
+            if (code == CURLE_PARTIAL_FILE) return Attempt<std::string>::fail(NodeFailure::Malformed, "truncated response");
+            return Attempt<std::string>::fail(NodeFailure::Transport, curl_easy_strerror(code));
         }
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        if (status != 200) return Attempt<JsonPtr>::fail(NodeFailure::HttpStatus, "HTTP status " + std::to_string(status));
-        if (options.rewrite_response) options.rewrite_response(received);
-        auto parsed = json::parse(received);
+        if (status != 200) return Attempt<std::string>::fail(NodeFailure::HttpStatus, "HTTP status " + std::to_string(status));
+        return Attempt<std::string>::ok(std::move(received));
+    }
+
+    // One HTTP POST of a JSON body; the parsed JSON answer.
+    Attempt<JsonPtr> post(const std::string& body) {
+        auto text = post_text(body);
+        if (!text.value) return forward_failure<JsonPtr>(text);
+        auto parsed = json::parse(*text.value);
         if (!parsed) return Attempt<JsonPtr>::fail(NodeFailure::Malformed, parsed.error());
         return Attempt<JsonPtr>::ok(std::move(parsed).value());
     }
@@ -255,6 +352,16 @@ struct NodeClient::Impl {
         return Attempt<std::vector<JsonPtr>>::ok(std::move(results));
     }
 
+    // A batch answered with one object: a whole-batch error.
+    template <typename T>
+    Attempt<T> whole_batch_failure(const std::string& text, std::uint64_t first_id) {
+        auto parsed = json::parse(text);
+        if (!parsed) return Attempt<T>::fail(NodeFailure::Malformed, parsed.error());
+        auto single = result_of(parsed->get(), first_id);
+        return Attempt<T>::fail(single.value ? NodeFailure::Malformed : single.failure,
+                                single.value ? "batch answered with one object" : single.message);
+    }
+
     std::chrono::milliseconds backoff(int attempt) {
         auto base = options.initial_backoff;
         for (int i = 1; i < attempt && base < options.max_backoff; ++i) base *= 2;
@@ -291,24 +398,62 @@ struct NodeClient::Impl {
     }
 
     Attempt<std::vector<BlockOps>> ops_attempt(std::int64_t first, std::int64_t last, OpsForm form) {
-        std::vector<std::pair<std::string, JsonPtr>> calls;
+        JsonPtr requests = json_own(json_array());
+        const std::uint64_t first_id = next_id;
         for (std::int64_t n = first; n <= last; ++n) {
-            if (form == OpsForm::Condenser) {
-                calls.emplace_back("condenser_api.get_ops_in_block",
-                                   json_own(json_pack("[I, b]", static_cast<json_int_t>(n), 0)));
-            } else {
-                calls.emplace_back("account_history_api.get_ops_in_block",
-                                   json_own(json_pack("{s:I, s:b, s:b}", "block_num", static_cast<json_int_t>(n),
-                                                      "only_virtual", 0, "include_reversible", 1)));
-            }
+            JsonPtr params = form == OpsForm::Condenser
+                                 ? json_own(json_pack("[I, b]", static_cast<json_int_t>(n), 0))
+                                 : json_own(json_pack("{s:I, s:b, s:b}", "block_num", static_cast<json_int_t>(n),
+                                                      "only_virtual", 0, "include_reversible", 1));
+            const char* method =
+                form == OpsForm::Condenser ? "condenser_api.get_ops_in_block" : "account_history_api.get_ops_in_block";
+            json_array_append_new(requests.get(), request_object(method, params.get(), next_id++).release());
         }
-        auto answers = batch(calls);
-        if (!answers.value) return forward_failure<std::vector<BlockOps>>(answers);
-        std::vector<BlockOps> blocks;
-        for (std::size_t i = 0; i < answers.value->size(); ++i) {
-            auto block = block_ops_of(std::move((*answers.value)[i]), first + static_cast<std::int64_t>(i), form);
-            if (!block.value) return forward_failure<std::vector<BlockOps>>(block);
-            blocks.push_back(std::move(*block.value));
+        const auto count = static_cast<std::size_t>(last - first + 1);
+        auto answer = post_text(json::dump_compact(requests.get()));
+        if (!answer.value) return forward_failure<std::vector<BlockOps>>(answer);
+        auto text = std::make_shared<const std::string>(std::move(*answer.value));
+        if (const auto start = text->find_first_not_of(" \t\r\n"); start != std::string::npos && (*text)[start] == '{') {
+            return whole_batch_failure<std::vector<BlockOps>>(*text, first_id);
+        }
+
+        json::Scanner s(*text);
+        std::vector<ScannedResponse> responses;
+        if (s.expect('[') && !s.consume(']')) {
+            do {
+                responses.push_back(scan_response(s, *text, form));
+            } while (!s.failed() && s.consume(','));
+            s.expect(']');
+        }
+        if (s.failed()) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, s.error());
+        if (!s.at_end()) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, "JSON: text after the answer");
+        if (responses.size() != count) {
+            return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer, "batch answer does not match the request count");
+        }
+        std::vector<BlockOps> blocks(count);
+        for (auto& response : responses) {
+            if (!response.error.empty()) {
+                auto parsed = json::parse(response.error);
+                return Attempt<std::vector<BlockOps>>::fail(NodeFailure::RpcError,
+                                                            parsed ? rpc_error_text(parsed->get()) : std::string("JSON-RPC error"));
+            }
+            if (!response.id || *response.id < static_cast<std::int64_t>(first_id) ||
+                *response.id >= static_cast<std::int64_t>(first_id + count)) {
+                return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer, "batch answer with an unknown id");
+            }
+            const auto slot = static_cast<std::size_t>(*response.id - static_cast<std::int64_t>(first_id));
+            const std::int64_t block_num = first + static_cast<std::int64_t>(slot);
+            const std::string what = "get_ops_in_block(" + std::to_string(block_num) + ")";
+            if (blocks[slot].block_num != 0) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer, "batch answer id repeated");
+            if (!response.has_result) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, what + " has no result");
+            if (!response.problem.empty()) return Attempt<std::vector<BlockOps>>::fail(NodeFailure::Malformed, what + ": " + response.problem);
+            for (const auto& entry : response.entries) {
+                if (entry.block != block_num) {
+                    return Attempt<std::vector<BlockOps>>::fail(
+                        NodeFailure::WrongAnswer, what + " answered an operation of block " + std::to_string(entry.block));
+                }
+            }
+            blocks[slot] = BlockOps{block_num, std::move(response.entries), text};
         }
         return Attempt<std::vector<BlockOps>>::ok(std::move(blocks));
     }
@@ -426,12 +571,12 @@ Result<std::vector<BlockOps>> NodeClient::get_ops_in_blocks(std::int64_t first, 
     // The condenser form answers [] for blocks it deems reversible: an empty
     // block is asked again in the form that shows reversible blocks too.
     for (auto& block : blocks.value()) {
-        if (json_array_size(block.ops.get()) != 0) continue;
+        if (!block.entries.empty()) continue;
         const std::int64_t n = block.block_num;
         auto again = impl_->with_retries<std::vector<BlockOps>>(
             "get_ops_in_block " + std::to_string(n), [&] { return impl_->ops_attempt(n, n, OpsForm::AccountHistory); });
         if (!again) return make_error(again.error());
-        block.ops = std::move(again.value().front().ops);
+        block = std::move(again.value().front());
     }
     return blocks;
 }

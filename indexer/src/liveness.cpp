@@ -15,12 +15,12 @@ void Liveness::set_indexed(std::int64_t block) {
 }
 
 void Liveness::record_batch(std::int64_t indexed_block, std::int64_t blocks, std::int64_t events_offered,
-                            std::int64_t rows_inserted) {
+                            std::int64_t rows_inserted, bool at_target) {
     std::lock_guard lock(mutex_);
     indexed_block_ = indexed_block;
     last_progress_ = Clock::now();
     problem_.clear();
-    caught_up_ = false;
+    caught_up_ = at_target;
     ++batches_total_;
     blocks_total_ += static_cast<std::uint64_t>(blocks);
     events_total_ += static_cast<std::uint64_t>(events_offered);
@@ -75,6 +75,20 @@ bool Liveness::healthy() const {
     return healthy_locked(Clock::now());
 }
 
+std::string Liveness::reason_locked(Clock::time_point now) const {
+    if (healthy_locked(now)) return {};
+    if (halted_) return *halted_;
+    const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress_).count();
+    std::string reason = "no progress for " + std::to_string(since) + " ms";
+    if (!problem_.empty()) reason += ": " + problem_;
+    return reason;
+}
+
+std::string Liveness::unhealthy_reason() const {
+    std::lock_guard lock(mutex_);
+    return reason_locked(Clock::now());
+}
+
 std::pair<int, std::string> Liveness::health() const {
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
@@ -83,16 +97,7 @@ std::pair<int, std::string> Liveness::health() const {
     JsonPtr body = json_own(json_object());
     json_t* b = body.get();
     json_object_set_new(b, "ok", json_boolean(ok));
-    if (!ok) {
-        std::string reason;
-        if (halted_) {
-            reason = *halted_;
-        } else {
-            reason = "no progress for " + std::to_string(since) + " ms";
-            if (!problem_.empty()) reason += ": " + problem_;
-        }
-        json_object_set_new(b, "reason", json_string(reason.c_str()));
-    }
+    if (!ok) json_object_set_new(b, "reason", json_string(reason_locked(now).c_str()));
     const char* state = halted_ ? "halted" : !problem_.empty() ? "stalled" : caught_up_ ? "following" : "catching_up";
     json_object_set_new(b, "state", json_string(state));
     json_object_set_new(b, "indexed_block", json_integer(indexed_block_));

@@ -28,7 +28,9 @@ public:
     explicit Liveness(std::chrono::milliseconds max_stall);
 
     void set_indexed(std::int64_t block);
-    void record_batch(std::int64_t indexed_block, std::int64_t blocks, std::int64_t events_offered, std::int64_t rows_inserted);
+    // A committed batch; `at_target` when it reached the node's current target.
+    void record_batch(std::int64_t indexed_block, std::int64_t blocks, std::int64_t events_offered, std::int64_t rows_inserted,
+                      bool at_target);
     void record_caught_up(std::int64_t indexed_block);
     void record_head(const ChainHead& head);
     // The current obstacle to progress (shown in /health), cleared by progress.
@@ -40,6 +42,8 @@ public:
     void halt(std::string reason);
 
     bool healthy() const;
+    // Why /health answers 503 ("" while healthy).
+    std::string unhealthy_reason() const;
     // The body and status of GET /health.
     std::pair<int, std::string> health() const;
     std::string metrics() const;
@@ -49,6 +53,7 @@ public:
 
 private:
     bool healthy_locked(Clock::time_point now) const;
+    std::string reason_locked(Clock::time_point now) const;
 
     const std::chrono::milliseconds max_stall_;
     const Clock::time_point started_ = Clock::now();

@@ -1,6 +1,7 @@
 #include "tail.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "wallet/decoder.hpp"
@@ -16,6 +17,7 @@ constexpr milliseconds kMinRetryDelay{250};
 constexpr milliseconds kMaxRetryDelay{5000};
 constexpr std::chrono::seconds kProgressLogInterval{10};
 constexpr std::chrono::seconds kRepeatProblemLogInterval{60};
+constexpr std::chrono::seconds kChangedProblemLogInterval{10};
 
 // The node URL as logged: without credentials a URL may carry.
 std::string loggable_url(const std::string& url) {
@@ -38,14 +40,25 @@ Result<TailIndexer> TailIndexer::create(TailOptions options, Liveness& liveness,
     node.timeout = milliseconds(options.settings.chain.rpc_timeout_ms);
     node.max_response_bytes = options.settings.chain.max_response_bytes;
     node.stop = stop;
-    auto client = NodeClient::create(std::move(node));
+    auto client = NodeClient::create(node);
     if (!client) return make_error(client.error());
-    return TailIndexer(std::move(options), std::move(client).value(), liveness, notifier, std::move(stop));
+    // Its own connection for reading ahead while a batch is written.
+    auto prefetch_client = NodeClient::create(std::move(node));
+    if (!prefetch_client) return make_error(prefetch_client.error());
+    return TailIndexer(std::move(options), std::move(client).value(), std::move(prefetch_client).value(), liveness, notifier,
+                       std::move(stop));
 }
 
-TailIndexer::TailIndexer(TailOptions options, NodeClient node, Liveness& liveness, SystemdNotifier& notifier,
-                         std::stop_token stop)
-    : options_(std::move(options)), node_(std::move(node)), liveness_(liveness), notifier_(notifier), stop_(std::move(stop)) {}
+TailIndexer::TailIndexer(TailOptions options, NodeClient node, NodeClient prefetch_node, Liveness& liveness,
+                         SystemdNotifier& notifier, std::stop_token stop)
+    : options_(std::move(options)),
+      node_(std::move(node)),
+      prefetch_node_(std::move(prefetch_node)),
+      liveness_(liveness),
+      notifier_(notifier),
+      stop_(std::move(stop)) {}
+
+TailIndexer::~TailIndexer() { discard_prefetch(); }
 
 int TailIndexer::run() {
     const auto& s = options_.settings.indexer;
@@ -56,7 +69,8 @@ int TailIndexer::run() {
     while (!stop_.stop_requested()) {
         notifier_.keep_alive();
         const Step result = step();
-        liveness_.set_node_stats(node_.stats());
+        liveness_.set_node_stats(combined_node_stats());
+        report_liveness();
         switch (result) {
             case Step::Progressed:
                 retry_delay_ = milliseconds(0);
@@ -66,10 +80,13 @@ int TailIndexer::run() {
                 interruptible_sleep(milliseconds(s.poll_interval_ms), stop_);
                 break;
             case Step::Retry:
-                retry_delay_ = std::clamp(retry_delay_ * 2, kMinRetryDelay, kMaxRetryDelay);
+                // Exponential from the poll interval (at most kMinRetryDelay) up to kMaxRetryDelay.
+                retry_delay_ = std::clamp(retry_delay_ * 2, std::min(kMinRetryDelay, milliseconds(s.poll_interval_ms)),
+                                          kMaxRetryDelay);
                 interruptible_sleep(retry_delay_, stop_);
                 break;
             case Step::Halted:
+                discard_prefetch();
                 notifier_.notify("STATUS=halted: fork deeper than INDEXER_MAX_FORK_DEPTH");
                 // Without a liveness endpoint there is nobody to tell: exit.
                 while (s.health_addr && !stop_.stop_requested()) {
@@ -80,8 +97,19 @@ int TailIndexer::run() {
                 return kExitHalted;
         }
     }
+    discard_prefetch();
     log_info("stopped" + (checkpoint_ ? " at block " + std::to_string(checkpoint_->num) : std::string()));
     return kExitStopped;
+}
+
+NodeClientStats TailIndexer::combined_node_stats() const {
+    NodeClientStats total = node_.stats();
+    total.calls += prefetch_stats_.calls;
+    total.attempts += prefetch_stats_.attempts;
+    total.failed_calls += prefetch_stats_.failed_calls;
+    total.bytes_received += prefetch_stats_.bytes_received;
+    for (std::size_t kind = 0; kind < std::size(total.failures); ++kind) total.failures[kind] += prefetch_stats_.failures[kind];
+    return total;
 }
 
 std::int64_t TailIndexer::target_of(const ChainHead& head) const {
@@ -98,15 +126,15 @@ TailIndexer::Step TailIndexer::step() {
     if (auto saved = store_->record_observation(*head); !saved) return database_problem(saved.error());
     if (!head->last_irreversible) {
         // Without it neither target is safe to trust: do not advance.
-        report_problem("the node reports no last irreversible block; not advancing");
+        report_problem("no_lib", "the node reports no last irreversible block; not advancing");
         return Step::Idle;
     }
     const std::int64_t first_block = std::max<std::int64_t>(options_.settings.indexer.start_block, 1);
     const std::int64_t indexed = checkpoint_ ? checkpoint_->num : first_block - 1;
     if (checkpoint_ && head->head_block < indexed) {
-        report_problem("the node's head block " + std::to_string(head->head_block) + " is below the indexed block " +
-                       std::to_string(indexed) + "; waiting for it");
-        return Step::Idle;
+        // A node behind the index: lagging (its blocks match ours), or on a
+        // shorter fork (they do not), which reconcile_fork tells apart.
+        return reconcile_fork(*head);
     }
     const std::int64_t target = target_of(*head);
     if (target <= indexed) {
@@ -114,18 +142,15 @@ TailIndexer::Step TailIndexer::step() {
         if (checkpoint_) {
             auto tip = node_.get_block_refs(indexed, indexed);
             if (!tip) return node_problem(tip.error());
-            if (tip->blocks.front().id != checkpoint_->id) return reconcile_fork(*head, tip->blocks.front().id);
+            if (tip->blocks.front().id != checkpoint_->id) return reconcile_fork(*head);
         }
         report_recovery();
         liveness_.record_caught_up(indexed);
-        if (!caught_up_logged_) {
-            log_info("caught up at block " + std::to_string(indexed) + " (head " + std::to_string(head->head_block) +
-                     ", last irreversible " + std::to_string(*head->last_irreversible) + ")");
-            caught_up_logged_ = true;
-        }
+        report_caught_up(*head);
         return Step::Idle;
     }
-    const std::int64_t last = std::min(target, indexed + options_.settings.indexer.max_batch_blocks);
+    std::int64_t last = std::min(target, indexed + options_.settings.indexer.max_batch_blocks);
+    if (prefetched(indexed + 1) && prefetch_last_ <= target) last = prefetch_last_;
     return index_range(indexed + 1, last, *head, std::nullopt);
 }
 
@@ -135,13 +160,13 @@ bool TailIndexer::ensure_store() {
     auto opened = EventStore::connect(options_.settings.db.indexer_url, /*apply_schema_migrations=*/true);
     if (!opened) {
         liveness_.record_database_error();
-        report_problem("database unavailable: " + opened.error());
+        report_problem("database", "database unavailable: " + opened.error());
         return false;
     }
     auto checkpoint = opened.value().checkpoint();
     if (!checkpoint) {
         liveness_.record_database_error();
-        report_problem("database unavailable: " + checkpoint.error());
+        report_problem("database", "database unavailable: " + checkpoint.error());
         return false;
     }
     store_.emplace(std::move(opened).value());
@@ -160,11 +185,99 @@ bool TailIndexer::ensure_store() {
     return true;
 }
 
+// The operations of [first, last]; a range whose answer exceeds
+// CHAIN_RPC_MAX_RESPONSE_BYTES (a pathological payout block among ordinary
+// ones) is read in halves, down to single blocks.
+Result<std::vector<BlockOps>> fetch_ops(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form) {
+    auto blocks = node.get_ops_in_blocks(first, last, form);
+    if (blocks || first == last || node.last_failure() != NodeFailure::Oversized) return blocks;
+    const std::int64_t middle = first + (last - first) / 2;
+    log_info("the answer for blocks " + std::to_string(first) + ".." + std::to_string(last) +
+             " exceeds CHAIN_RPC_MAX_RESPONSE_BYTES; reading them in halves");
+    auto lower = fetch_ops(node, first, middle, form);
+    if (!lower) return lower;
+    auto upper = fetch_ops(node, middle + 1, last, form);
+    if (!upper) return upper;
+    for (auto& block : upper.value()) lower.value().push_back(std::move(block));
+    return lower;
+}
+
+FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form, bool reversible,
+                         const AssetTable& assets) {
+    FetchOutcome outcome;
+    auto refs = node.get_block_refs(first, last);
+    if (!refs) return outcome.fail("node", "node: " + refs.error());
+    auto blocks = fetch_ops(node, first, last, form);
+    if (!blocks) return outcome.fail("node", "node: " + blocks.error());
+    if (reversible) {
+        // Reversible blocks may have been replaced while their operations were read.
+        auto again = node.get_block_refs(first, last);
+        if (!again) return outcome.fail("node", "node: " + again.error());
+        if (again->parent_id != refs->parent_id || again->blocks != refs->blocks) {
+            return outcome.fail("chain_moving", "blocks " + std::to_string(first) + ".." + std::to_string(last) +
+                                                    " changed while being read; reading them again");
+        }
+    }
+    FetchedRange range{first, last, std::move(refs).value(), {}};
+    for (auto& block : *blocks) {
+        auto events = decode_block_entries(block.entries, assets);
+        if (!events) {
+            return outcome.fail("decode", "cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
+        }
+        for (auto& event : *events) range.events.push_back(std::move(event));
+    }
+    outcome.range = std::move(range);
+    return outcome;
+}
+
+void TailIndexer::start_prefetch(std::int64_t first, std::int64_t last) {
+    discard_prefetch();
+    if (stop_.stop_requested()) return;
+    prefetch_first_ = first;
+    prefetch_last_ = last;
+    NodeClient* node = &prefetch_node_;
+    const AssetTable* assets = &options_.assets;
+    const OpsForm form = ops_form();
+    prefetch_ = std::async(std::launch::async, [node, assets, form, first, last] {
+        FetchOutcome outcome = fetch_range(*node, first, last, form, /*reversible=*/false, *assets);
+        outcome.stats = node->stats();
+        return outcome;
+    });
+}
+
+void TailIndexer::discard_prefetch() {
+    if (!prefetch_.valid()) return;
+    prefetch_stats_ = prefetch_.get().stats;
+}
+
+bool TailIndexer::prefetched(std::int64_t first) const { return prefetch_.valid() && prefetch_first_ == first; }
+
+OpsForm TailIndexer::ops_form() const {
+    return options_.settings.indexer.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
+}
+
 TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last, const ChainHead& head,
                                            std::optional<BlockRef> fork_point) {
     const auto& s = options_.settings.indexer;
-    auto refs = node_.get_block_refs(first, last);
-    if (!refs) return node_problem(refs.error());
+    const std::int64_t lib = head.last_irreversible.value_or(0);
+    FetchOutcome fetched;
+    if (!fork_point && prefetched(first) && prefetch_last_ == last) {
+        fetched = prefetch_.get();
+        prefetch_stats_ = fetched.stats;
+    } else {
+        discard_prefetch();
+        fetched = fetch_range(node_, first, last, ops_form(), last > lib, options_.assets);
+    }
+    if (!fetched.range) {
+        if (stop_.stop_requested()) return Step::Retry;
+        if (fetched.kind == "chain_moving") {
+            log_info(fetched.message);
+            return Step::Retry;
+        }
+        report_problem(fetched.kind, fetched.message);
+        return Step::Retry;
+    }
+    FetchedRange& range = *fetched.range;
     // The new blocks must continue the stored chain.
     std::optional<std::string> expected_parent;
     if (fork_point) {
@@ -172,85 +285,95 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     } else if (checkpoint_ && checkpoint_->num == first - 1) {
         expected_parent = checkpoint_->id;
     }
-    if (expected_parent && refs->parent_id != *expected_parent) {
+    if (expected_parent && range.refs.parent_id != *expected_parent) {
+        discard_prefetch();
         if (fork_point) {
-            report_problem("the chain changed again while reconciling the fork at block " + std::to_string(fork_point->num));
+            report_problem("fork", "the chain changed again while reconciling the fork at block " + std::to_string(fork_point->num));
             return Step::Retry;
         }
-        return reconcile_fork(head, refs->parent_id);
+        return reconcile_fork(head);
     }
-    const OpsForm form = s.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
-    auto blocks = node_.get_ops_in_blocks(first, last, form);
-    if (!blocks) return node_problem(blocks.error());
-    if (last > head.last_irreversible.value_or(0)) {
-        // Reversible blocks may have been replaced while their operations were read.
-        auto again = node_.get_block_refs(first, last);
-        if (!again) return node_problem(again.error());
-        if (again->parent_id != refs->parent_id || again->blocks != refs->blocks) {
-            log_info("blocks " + std::to_string(first) + ".." + std::to_string(last) + " changed while being read; reading again");
-            return Step::Retry;
-        }
-    }
+    // While this batch is written, the next one is read: only irreversible
+    // blocks, which no fork can change before they are committed.
+    const std::int64_t target = target_of(head);
+    const std::int64_t next_last = std::min({target, lib, last + s.max_batch_blocks});
+    if (!fork_point && next_last > last) start_prefetch(last + 1, next_last);
 
     EventStore::Batch batch;
-    for (auto& block : *blocks) {
-        auto events = decode_block(block.ops.get(), options_.assets);
-        if (!events) {
-            report_problem("cannot decode block " + std::to_string(block.block_num) + ": " + events.error());
-            return Step::Retry;
-        }
-        for (auto& event : *events) batch.events.push_back(std::move(event));
-    }
-    batch.blocks = std::move(refs->blocks);
+    batch.events = std::move(range.events);
+    batch.blocks = std::move(range.refs.blocks);
     batch.checkpoint = batch.blocks.back();
     batch.keep_block_ids = s.max_fork_depth + 1;
     if (fork_point) batch.rewind_above = fork_point->num;
     auto counts = store_->commit_batch(batch, options_.write_method);
-    if (!counts) return database_problem(counts.error());
+    if (!counts) {
+        discard_prefetch();
+        return database_problem(counts.error());
+    }
 
     checkpoint_ = batch.checkpoint;
     report_recovery();
-    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted);
+    const bool at_target = last >= target;
+    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target);
     if (fork_point) {
         log_info("fork reconciled: blocks " + std::to_string(first) + ".." + std::to_string(last) + " re-indexed");
     }
     report_progress(last - first + 1, counts->offered, head);
+    if (at_target) report_caught_up(head);
     return Step::Progressed;
 }
 
-TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::string& node_id_of_checkpoint) {
+TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head) {
+    discard_prefetch();
     const auto& s = options_.settings.indexer;
     const std::int64_t tip = checkpoint_->num;
     const std::int64_t low = std::max<std::int64_t>(1, tip - s.max_fork_depth);
+    // The node may be behind the index: only its blocks up to its head compare.
+    const std::int64_t top = std::min(tip, head.head_block);
+    if (top < low) {
+        report_problem("node_behind", "the node's head block " + std::to_string(head.head_block) +
+                                          " is more than INDEXER_MAX_FORK_DEPTH below the indexed block " +
+                                          std::to_string(tip) + "; waiting for it");
+        return Step::Idle;
+    }
     auto stored = store_->block_ids_from(low);
     if (!stored) return database_problem(stored.error());
-    auto theirs = node_.get_block_refs(low, tip);
+    auto theirs = node_.get_block_refs(low, top);
     if (!theirs) return node_problem(theirs.error());
 
     // The highest block both chains share.
     std::optional<BlockRef> fork_point;
     for (auto it = stored->rbegin(); it != stored->rend() && !fork_point; ++it) {
-        if (it->num > tip || it->num < low) continue;
+        if (it->num > top || it->num < low) continue;
         if (theirs->blocks[static_cast<std::size_t>(it->num - low)].id == it->id) fork_point = *it;
     }
     // None shared, but indexing began inside the window: the fork point is
     // just below the first indexed block.
-    if (!fork_point && !stored->empty() && stored->front().num > low) {
+    if (!fork_point && !stored->empty() && stored->front().num > low && stored->front().num - 1 <= top) {
         fork_point = theirs->blocks[static_cast<std::size_t>(stored->front().num - 1 - low)];
     }
     if (!fork_point) {
         const std::string reason = "fork deeper than INDEXER_MAX_FORK_DEPTH=" + std::to_string(s.max_fork_depth) +
-                                   ": no block of " + std::to_string(low) + ".." + std::to_string(tip) +
+                                   ": no block of " + std::to_string(low) + ".." + std::to_string(top) +
                                    " matches the node; indexing halted at block " + std::to_string(tip) +
                                    " (rows near it may belong to the abandoned chain: re-index from an earlier block)";
         log_error(reason);
         liveness_.halt(reason);
         return Step::Halted;
     }
+    if (fork_point->num == top) {
+        if (top < tip) {
+            // Every block the node has matches: it is behind, not forked.
+            report_problem("node_behind", "the node's head block " + std::to_string(head.head_block) +
+                                              " is below the indexed block " + std::to_string(tip) + "; waiting for it");
+            return Step::Idle;
+        }
+        return Step::Progressed;  // the chain switched back meanwhile: nothing to undo
+    }
     const std::int64_t depth = tip - fork_point->num;
-    log_warning("fork: the node's block " + std::to_string(tip) + " is " + node_id_of_checkpoint + ", the index has " +
-                checkpoint_->id + "; fork point " + std::to_string(fork_point->num) + " (depth " + std::to_string(depth) +
-                "); re-indexing from block " + std::to_string(fork_point->num + 1));
+    log_warning("fork: the index's blocks " + std::to_string(fork_point->num + 1) + ".." + std::to_string(tip) +
+                " are not on the node's chain; fork point " + std::to_string(fork_point->num) + " (depth " +
+                std::to_string(depth) + "); re-indexing from block " + std::to_string(fork_point->num + 1));
     liveness_.record_fork(depth);
 
     const std::int64_t target = target_of(head);
@@ -263,7 +386,7 @@ TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::
         auto counts = store_->commit_batch(rewind, options_.write_method);
         if (!counts) return database_problem(counts.error());
         checkpoint_ = *fork_point;
-        liveness_.record_batch(checkpoint_->num, 0, 0, 0);
+        liveness_.record_batch(checkpoint_->num, 0, 0, 0, false);
         log_info("fork reconciled: blocks above " + std::to_string(fork_point->num) + " removed");
         return Step::Progressed;
     }
@@ -274,33 +397,60 @@ TailIndexer::Step TailIndexer::reconcile_fork(const ChainHead& head, const std::
 
 TailIndexer::Step TailIndexer::node_problem(const std::string& message) {
     if (stop_.stop_requested()) return Step::Retry;
-    report_problem("node: " + message);
+    report_problem("node", "node: " + message);
     return Step::Retry;
 }
 
 TailIndexer::Step TailIndexer::database_problem(const std::string& message) {
+    discard_prefetch();
     liveness_.record_database_error();
-    report_problem("database: " + message);
+    report_problem("database", "database: " + message);
     // Reconnect (and re-read the checkpoint: a failed commit may have landed).
     store_.reset();
     return Step::Retry;
 }
 
-void TailIndexer::report_problem(const std::string& message) {
+void TailIndexer::report_problem(const std::string& kind, const std::string& message) {
     liveness_.record_problem(message);
     caught_up_logged_ = false;
+    // One line per event: a new kind of problem at once, a changed message of
+    // the same kind after a while, an unchanged one as a periodic reminder.
     const auto now = Clock::now();
-    if (message != last_problem_ || now - last_problem_logged_ >= kRepeatProblemLogInterval) {
+    const auto since = now - last_problem_logged_;
+    if (kind != last_problem_kind_ || (message != last_problem_ && since >= kChangedProblemLogInterval) ||
+        since >= kRepeatProblemLogInterval) {
         log_warning(message);
-        last_problem_ = message;
         last_problem_logged_ = now;
     }
+    last_problem_kind_ = kind;
+    last_problem_ = message;
 }
 
 void TailIndexer::report_recovery() {
     if (last_problem_.empty()) return;
     log_info("recovered from: " + last_problem_);
     last_problem_.clear();
+    last_problem_kind_.clear();
+}
+
+void TailIndexer::report_liveness() {
+    const std::string reason = liveness_.unhealthy_reason();
+    if (!reason.empty() && !stalled_) {
+        log_warning("liveness unhealthy: " + reason);
+        notifier_.notify("STATUS=unhealthy: " + reason);
+    } else if (reason.empty() && stalled_) {
+        log_info("liveness healthy again");
+        notifier_.notify("STATUS=healthy");
+    }
+    stalled_ = !reason.empty();
+}
+
+void TailIndexer::report_caught_up(const ChainHead& head) {
+    if (caught_up_logged_) return;
+    caught_up_logged_ = true;
+    log_info("caught up at block " + std::to_string(checkpoint_ ? checkpoint_->num : 0) + " (head " +
+             std::to_string(head.head_block) + ", last irreversible " + std::to_string(head.last_irreversible.value_or(0)) +
+             "); following");
 }
 
 void TailIndexer::report_progress(std::int64_t blocks, std::int64_t events, const ChainHead& head) {

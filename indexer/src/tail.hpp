@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "liveness.hpp"
 #include "systemd_notify.hpp"
@@ -32,8 +34,39 @@ inline constexpr int kExitStopped = 0;        // stopped by a signal
 inline constexpr int kExitConfiguration = 2;  // bad settings or arguments
 inline constexpr int kExitHalted = 3;         // a fork deeper than INDEXER_MAX_FORK_DEPTH
 
+// A range read from the node and decoded, ready to be committed.
+struct FetchedRange {
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+    BlockRefRange refs;
+    std::vector<WalletEvent> events;
+};
+
+struct FetchOutcome {
+    std::optional<FetchedRange> range;
+    std::string kind;  // of the failure: "node", "decode", "chain_moving"
+    std::string message;
+    NodeClientStats stats;  // of the reading-ahead client, when it read
+
+    FetchOutcome& fail(std::string failure_kind, std::string why) {
+        kind = std::move(failure_kind);
+        message = std::move(why);
+        return *this;
+    }
+};
+
+// Reads ids and operations of [first, last] and decodes them. `reversible`
+// re-reads the ids afterwards to catch a fork that happened meanwhile.
+FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form, bool reversible,
+                         const AssetTable& assets);
+
 class TailIndexer {
 public:
+    // The reading-ahead task refers to members: an indexer is not moved
+    // once run() has started.
+    TailIndexer(TailIndexer&&) = default;
+    ~TailIndexer();
+
     static Result<TailIndexer> create(TailOptions options, Liveness& liveness, SystemdNotifier& notifier, std::stop_token stop);
 
     // Runs until stop is requested; returns the exit code.
@@ -42,31 +75,49 @@ public:
 private:
     enum class Step { Progressed, Idle, Retry, Halted };
 
-    TailIndexer(TailOptions options, NodeClient node, Liveness& liveness, SystemdNotifier& notifier, std::stop_token stop);
+    TailIndexer(TailOptions options, NodeClient node, NodeClient prefetch_node, Liveness& liveness, SystemdNotifier& notifier,
+                std::stop_token stop);
 
     Step step();
     bool ensure_store();
     Step index_range(std::int64_t first, std::int64_t last, const ChainHead& head, std::optional<BlockRef> fork_point);
-    Step reconcile_fork(const ChainHead& head, const std::string& node_id_of_checkpoint);
+    Step reconcile_fork(const ChainHead& head);
     std::int64_t target_of(const ChainHead& head) const;
+    OpsForm ops_form() const;
+    // Reading ahead: the next range is fetched and decoded on another thread
+    // (with its own connection) while the current batch is committed.
+    void start_prefetch(std::int64_t first, std::int64_t last);
+    void discard_prefetch();
+    bool prefetched(std::int64_t first) const;
+    NodeClientStats combined_node_stats() const;
 
     Step node_problem(const std::string& message);
     Step database_problem(const std::string& message);
-    void report_problem(const std::string& message);
+    void report_problem(const std::string& kind, const std::string& message);
     void report_recovery();
     void report_progress(std::int64_t blocks, std::int64_t events, const ChainHead& head);
+    void report_caught_up(const ChainHead& head);
+    // Logs the liveness endpoint's turns between 200 and 503.
+    void report_liveness();
 
     TailOptions options_;
     NodeClient node_;
+    NodeClient prefetch_node_;
+    std::future<FetchOutcome> prefetch_;
+    std::int64_t prefetch_first_ = 0;
+    std::int64_t prefetch_last_ = 0;
+    NodeClientStats prefetch_stats_;
     Liveness& liveness_;
     SystemdNotifier& notifier_;
     std::stop_token stop_;
     std::optional<EventStore> store_;
     std::optional<BlockRef> checkpoint_;  // mirrors indexer_checkpoint; nullopt on a fresh database
 
+    std::string last_problem_kind_;
     std::string last_problem_;
     std::chrono::steady_clock::time_point last_problem_logged_{};
     bool caught_up_logged_ = false;
+    bool stalled_ = false;
     bool ready_notified_ = false;
     std::chrono::milliseconds retry_delay_{0};
     // Catch-up rate over the current log window.

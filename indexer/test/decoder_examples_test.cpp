@@ -8,6 +8,7 @@
 
 #include "decoder_test_support.hpp"
 #include "wallet/decoder.hpp"
+#include "wallet/operation_types.hpp"
 
 namespace wallet {
 namespace {
@@ -122,8 +123,8 @@ TEST(DecoderExamples, InterestIsVirtualEvenInsideATransaction) {
        "assets":[{"field":"interest","amount":"0.247","symbol":"HBD"}]}])");
     // The raw payload keeps what the node sent, transaction id included.
     ASSERT_EQ(events.size(), 1u);
-    EXPECT_STREQ(json_string_value(json_object_get(events[0].payload.get(), "trx_id")),
-                 "f9e46925b19db80ab57f2e5824b02eae3392133a");
+    JsonPtr payload = test::parse_json(events[0].payload->c_str());
+    EXPECT_STREQ(json_string_value(json_object_get(payload.get(), "trx_id")), "f9e46925b19db80ab57f2e5824b02eae3392133a");
 }
 
 // Testnet pairs (current hived naming, TESTS/TBD): both forms of each pair
@@ -460,6 +461,32 @@ TEST(DecoderBlock, BigIntegersMayArriveAsStrings) {
     ASSERT_EQ(events->size(), 2u);
     EXPECT_EQ((*events)[0].block_num, 9);
     EXPECT_EQ((*events)[0].amount->amount_string().value(), "123456789012345.678");
+}
+
+}  // namespace
+}  // namespace wallet
+
+namespace wallet {
+namespace {
+
+TEST(DecoderTypes, IdsAndVirtualnessFollowHivedsOperationOrder) {
+    // The ids of node-api.md's wallet op catalog.
+    for (const auto& [name, id] : std::initializer_list<std::pair<std::string_view, int>>{
+             {"transfer", 2}, {"transfer_to_vesting", 3}, {"withdraw_vesting", 4}, {"transfer_to_savings", 32},
+             {"transfer_from_savings", 33}, {"cancel_transfer_from_savings", 34}, {"claim_reward_balance", 39},
+             {"delegate_vesting_shares", 40}, {"author_reward", 51}, {"curation_reward", 52}, {"interest", 55},
+             {"fill_vesting_withdraw", 56}, {"fill_transfer_from_savings", 59}, {"return_vesting_delegation", 62},
+             {"comment_benefactor_reward", 63}, {"producer_reward", 64}, {"hardfork_hive", 68}, {"sps_fund", 67},
+             {"transfer_to_vesting_completed", 77}, {"fill_recurrent_transfer", 83}, {"escrow_rejected", 90}}) {
+        EXPECT_EQ(operation_type_id(name), id) << name;
+    }
+    EXPECT_EQ(operation_type_id("no_such_operation"), -1);
+    // By type, whatever the node's flag says; the flag decides only for unknown types.
+    EXPECT_TRUE(is_virtual_operation("interest", false));
+    EXPECT_FALSE(is_virtual_operation("transfer", true));
+    EXPECT_TRUE(is_virtual_operation("producer_missed", false));
+    EXPECT_TRUE(is_virtual_operation("some_future_virtual_operation", true));
+    EXPECT_FALSE(is_virtual_operation("some_future_operation", false));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "decoder_test_support.hpp"
 #include "wallet/decoder.hpp"
+#include "wallet/json_scan.hpp"
 
 namespace wallet {
 namespace {
@@ -227,6 +228,22 @@ struct Tally {
     std::map<std::string, int> decoded;  // of them, decoded and checked
 };
 
+// A bare operation (of a block's or a transaction's list) at a known position.
+void visit_bare_op(const std::string& where, json_t* bare, const OpEnvelope& envelope, const std::optional<std::string>& time,
+                   const AssetTable& table, Tally& tally) {
+    const std::string type = op_type_of(bare);
+    if (expectations().count(type) == 0) return;
+    ++tally.seen[type];
+    auto parsed = parse_node_operation(bare);
+    ASSERT_TRUE(parsed) << where << ": " << parsed.error();
+    auto events = decode_operation_body(*parsed, envelope, std::nullopt, std::make_shared<const std::string>(json::dump_compact(bare)), table);
+    ASSERT_TRUE(events) << where << ": " << events.error();
+    check_structure(Sighting{where, type, parsed->value, envelope.block_num, envelope.trx_in_block, envelope.op_in_trx,
+                             envelope.trx_id, time},
+                    *events, table);
+    ++tally.decoded[type];
+}
+
 // Visits every op of a fixture document: envelopes ({..., "op": ...}), the
 // transactions of blocks, and get_transaction results.
 void visit_fixture(const std::filesystem::path& path, json_t* value, Tally& tally) {
@@ -265,27 +282,17 @@ void visit_fixture(const std::filesystem::path& path, json_t* value, Tally& tall
                 json_t* ids = json_object_get(value, "transaction_ids");
                 std::optional<std::string> trx_id;
                 if (json_is_array(ids)) trx_id = json_string_of(json_array_get(ids, trx_index));
+                const std::string time = json_string_of(json_object_get(value, "timestamp"));
                 std::size_t op_index = 0;
                 json_t* bare = nullptr;
                 json_array_foreach(json_object_get(trx, "operations"), op_index, bare) {
-                    const std::string type = op_type_of(bare);
-                    if (expectations().count(type) == 0) continue;
-                    ++tally.seen[type];
-                    auto parsed = parse_node_operation(bare);
-                    ASSERT_TRUE(parsed) << where << ": " << parsed.error();
                     OpEnvelope envelope;
                     envelope.block_num = block_num;
                     envelope.trx_in_block = static_cast<std::int64_t>(trx_index);
                     envelope.op_in_trx = static_cast<std::int64_t>(op_index);
                     envelope.trx_id = trx_id;
-                    const std::string time = json_string_of(json_object_get(value, "timestamp"));
                     envelope.timestamp = Timestamp::parse(time).value();
-                    auto events = decode_operation_body(*parsed, envelope, std::nullopt, json::SharedJson::borrow(bare), table);
-                    ASSERT_TRUE(events) << where << ": " << events.error();
-                    check_structure(Sighting{where, type, parsed->value, block_num, envelope.trx_in_block, envelope.op_in_trx,
-                                             trx_id, time},
-                                    *events, table);
-                    ++tally.decoded[type];
+                    visit_bare_op(where, bare, envelope, time, table, tally);
                 }
             }
             return;
@@ -297,21 +304,12 @@ void visit_fixture(const std::filesystem::path& path, json_t* value, Tally& tall
             std::size_t op_index = 0;
             json_t* bare = nullptr;
             json_array_foreach(operations, op_index, bare) {
-                const std::string type = op_type_of(bare);
-                if (expectations().count(type) == 0) continue;
-                ++tally.seen[type];
-                auto parsed = parse_node_operation(bare);
-                ASSERT_TRUE(parsed) << where << ": " << parsed.error();
-                OpEnvelope envelope;
+                OpEnvelope envelope;  // the transaction has no block time: the envelope's epoch stands in
                 envelope.block_num = block_num;
                 envelope.trx_in_block = trx_index;
                 envelope.op_in_trx = static_cast<std::int64_t>(op_index);
-                envelope.trx_id = trx_id;  // the transaction has no block time: the envelope's epoch stands in
-                auto events = decode_operation_body(*parsed, envelope, std::nullopt, json::SharedJson::borrow(bare), table);
-                ASSERT_TRUE(events) << where << ": " << events.error();
-                check_structure(Sighting{where, type, parsed->value, block_num, trx_index, envelope.op_in_trx, trx_id, std::nullopt},
-                                *events, table);
-                ++tally.decoded[type];
+                envelope.trx_id = trx_id;
+                visit_bare_op(where, bare, envelope, std::nullopt, table, tally);
             }
             return;
         }
@@ -413,6 +411,67 @@ TEST(DecoderFixtures, BlockPositionsComeFromTheWholeBlockList) {
     EXPECT_GT(wallet_events, 0);
 }
 
+// The fixture's text, and the span of its block list in it.
+std::string file_text(const std::filesystem::path& path) {
+    std::string text;
+    if (std::FILE* file = std::fopen(path.c_str(), "rb")) {
+        char buffer[65536];
+        std::size_t n = 0;
+        while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+        std::fclose(file);
+    }
+    return text;
+}
+
+TEST(DecoderFixtures, LocatedEntriesDecodeLikeParsedLists) {
+    int compared = 0;
+    for (const auto& path : full_block_lists()) {
+        SCOPED_TRACE(path.string());
+        const std::string text = file_text(path);
+        std::string_view list = text;
+        if (text.find_first_not_of(" \n") != std::string::npos && text[text.find_first_not_of(" \n")] == '{') {
+            ASSERT_TRUE(json::for_each_member(text, [&](std::string_view key, std::string_view value) {
+                if (key == "ops") list = value;
+                return true;
+            }));
+        }
+        std::vector<RawEntry> entries;
+        ASSERT_TRUE(json::for_each_element(list, [&](std::string_view entry_text) {
+            auto entry = scan_entry(entry_text);
+            EXPECT_TRUE(entry) << entry.error();
+            if (entry) entries.push_back(*entry);
+            return entry.ok();
+        }));
+        JsonPtr document = load_json_file(path);
+        auto parsed = decode_block(ops_list_of(document.get()), AssetTable::mainnet());
+        auto located = decode_block_entries(entries, AssetTable::mainnet());
+        ASSERT_TRUE(parsed && located) << (located ? parsed.error() : located.error());
+        ASSERT_EQ(parsed->size(), located->size());
+        for (std::size_t i = 0; i < parsed->size(); ++i) {
+            EXPECT_TRUE(same_event_fields((*parsed)[i], (*located)[i]));
+            // The payload is the entry's own text: the same JSON.
+            JsonPtr a = test::parse_json((*parsed)[i].payload->c_str());
+            JsonPtr b = test::parse_json((*located)[i].payload->c_str());
+            EXPECT_TRUE(json_equal(a.get(), b.get()));
+            ++compared;
+        }
+    }
+    EXPECT_GT(compared, 0);
+}
+
+TEST(DecoderErrors, ScanEntryRefusesBrokenEntries) {
+    for (const char* text : {R"({"block":5,"op":["transfer",{}])", R"({"op":["transfer",{}]})", R"({"block":5})",
+                             R"({"block":"x","op":["transfer",{}]})", R"({"block":5,"op":[{}]})", R"({"block":5,"op":{"value":{}}})",
+                             R"([1,2])"}) {
+        EXPECT_FALSE(scan_entry(text)) << text;
+    }
+    auto entry = scan_entry(R"({"virtual_op":3,"block":"9","op":{"type":"author_reward_operation","value":{}}})");
+    ASSERT_TRUE(entry) << entry.error();
+    EXPECT_EQ(entry->block, 9);
+    EXPECT_EQ(entry->type, "author_reward");
+    EXPECT_TRUE(entry->node_virtual_flag);
+}
+
 void expect_same_events(json_t* nai_entry, json_t* legacy_entry, const AssetTable& table, std::map<std::string, int>& compared) {
     auto nai = decode_entry(nai_entry, table);
     auto legacy = decode_entry(legacy_entry, table);
@@ -485,9 +544,9 @@ TEST(DecoderFixtures, MainnetAnswersOfBothApisGiveIdenticalEvents) {
                     envelope.block_num = integer_of(json_object_get(nai.get(), "block_num"));
                     envelope.op_in_trx = static_cast<std::int64_t>(i);
                     auto a = decode_operation_body(parse_node_operation(json_array_get(nai_ops, i)).value(), envelope,
-                                                   std::nullopt, {}, AssetTable::mainnet());
+                                                   std::nullopt, nullptr, AssetTable::mainnet());
                     auto b = decode_operation_body(parse_node_operation(json_array_get(legacy_ops, i)).value(), envelope,
-                                                   std::nullopt, {}, AssetTable::mainnet());
+                                                   std::nullopt, nullptr, AssetTable::mainnet());
                     ASSERT_TRUE(a && b);
                     ASSERT_EQ(a->size(), b->size());
                     for (std::size_t k = 0; k < a->size(); ++k) {

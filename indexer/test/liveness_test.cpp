@@ -20,7 +20,7 @@ ChainHead head(std::int64_t block, std::optional<std::int64_t> lib) {
 TEST(IndexerLiveness, HealthyWhileProgressingWithFigures) {
     Liveness liveness(std::chrono::hours(1));
     liveness.record_head(head(120, 100));
-    liveness.record_batch(98, 10, 40, 38);
+    liveness.record_batch(98, 10, 40, 38, false);
     const auto answer = liveness.health();
     EXPECT_EQ(answer.first, 200);
     JsonPtr body = body_of(answer);
@@ -62,7 +62,7 @@ TEST(IndexerLiveness, HaltIsUnhealthyAtOnce) {
 TEST(IndexerLiveness, MetricsArePrometheusText) {
     Liveness liveness(std::chrono::hours(1));
     liveness.record_head(head(120, 100));
-    liveness.record_batch(98, 10, 40, 38);
+    liveness.record_batch(98, 10, 40, 38, false);
     liveness.record_fork(3);
     NodeClientStats stats;
     stats.calls = 7;

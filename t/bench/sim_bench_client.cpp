@@ -56,8 +56,9 @@ void build_batch(std::string& request, const std::string& form, unsigned long fi
         if (form == "condenser")
             request += ",\"method\":\"condenser_api.get_ops_in_block\",\"params\":[" + std::to_string(n) + ",false]}";
         else
-            request += ",\"method\":\"account_history_api.get_ops_in_block\",\"params\":{\"block_num\":" +
-                       std::to_string(n) + ",\"only_virtual\":false}}";
+            request +=
+                ",\"method\":\"account_history_api.get_ops_in_block\",\"params\":{\"block_num\":" + std::to_string(n) +
+                ",\"only_virtual\":false}}";
     }
     request.push_back(']');
 }

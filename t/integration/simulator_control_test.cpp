@@ -13,13 +13,15 @@ namespace {
 
 // A synthetic chain whose head moves only on command.
 std::vector<std::string> synthetic(std::uint32_t length, std::vector<std::string> more = {}) {
-    std::vector<std::string> args = {"--synthetic", "--seed", "42", "--length", std::to_string(length),
+    std::vector<std::string> args = {"--synthetic",         "--seed", "42", "--length", std::to_string(length),
                                      "--block-interval-ms", "0"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
 }
 
-json_int_t integer_at(const json_t* object, const char* key) { return json_integer_value(json_object_get(object, key)); }
+json_int_t integer_at(const json_t* object, const char* key) {
+    return json_integer_value(json_object_get(object, key));
+}
 std::string string_at(const json_t* object, const char* key) {
     const json_t* value = json_object_get(object, key);
     return json_is_string(value) ? json_string_value(value) : std::string();
@@ -34,14 +36,13 @@ json_int_t lib_of(const NodeSimulator& node) {
                       "last_irreversible_block_num");
 }
 std::string id_of(const NodeSimulator& node, json_int_t block) {
-    wallet::JsonPtr range = node.call("block_api.get_block_range",
-                                      "{\"starting_block_num\":" + std::to_string(block) + ",\"count\":1}");
+    wallet::JsonPtr range =
+        node.call("block_api.get_block_range", "{\"starting_block_num\":" + std::to_string(block) + ",\"count\":1}");
     return string_at(json_array_get(json_object_get(result_of(range), "blocks"), 0), "block_id");
 }
 // get_ops_in_block, NAI form, maybe with include_reversible.
 wallet::JsonPtr nai_ops(const NodeSimulator& node, json_int_t block, const char* extra = "") {
-    return node.call("account_history_api.get_ops_in_block",
-                     "{\"block_num\":" + std::to_string(block) + extra + "}");
+    return node.call("account_history_api.get_ops_in_block", "{\"block_num\":" + std::to_string(block) + extra + "}");
 }
 std::size_t nai_op_count(const NodeSimulator& node, json_int_t block, const char* extra = "") {
     return json_array_size(json_object_get(result_of(nai_ops(node, block, extra)), "ops"));
@@ -51,9 +52,11 @@ std::string batch_of_ops(json_int_t first, json_int_t count, bool condenser) {
     for (json_int_t n = first; n < first + count; ++n) {
         if (n != first) body += ",";
         body += "{\"jsonrpc\":\"2.0\",\"id\":" + std::to_string(n) + ",";
-        body += condenser ? "\"method\":\"condenser_api.get_ops_in_block\",\"params\":[" + std::to_string(n) + ",false]}"
-                          : "\"method\":\"account_history_api.get_ops_in_block\",\"params\":{\"block_num\":" +
-                                std::to_string(n) + "}}";
+        body +=
+            condenser
+                ? "\"method\":\"condenser_api.get_ops_in_block\",\"params\":[" + std::to_string(n) + ",false]}"
+                : "\"method\":\"account_history_api.get_ops_in_block\",\"params\":{\"block_num\":" + std::to_string(n) +
+                      "}}";
     }
     return body + "]";
 }
@@ -80,7 +83,8 @@ TEST(SimulatorControl, HeadAdvancesOnCommandAndWithTheClock) {
         std::snprintf(hex, sizeof hex, "%08llx", static_cast<unsigned long long>(frozen + 1));
         return std::string(hex);
     }());
-    wallet::JsonPtr beyond = node.call("block_api.get_block_header", "{\"block_num\":" + std::to_string(frozen + 2) + "}");
+    wallet::JsonPtr beyond =
+        node.call("block_api.get_block_header", "{\"block_num\":" + std::to_string(frozen + 2) + "}");
     EXPECT_EQ(json_object_size(result_of(beyond)), 0u);
     EXPECT_THROW(node.control(R"({"advance":-1})"), std::runtime_error);
 }
@@ -149,12 +153,15 @@ TEST(SimulatorControl, ForkReplacesTheLastBlocksAndKeepsTheEarlierOnes) {
 TEST(SimulatorFaults, Http500And503ThenBackToNormal) {
     NodeSimulator node(synthetic(100));
     node.control(R"({"faults":{"rate":1.0,"kinds":["http_503"],"count":1}})");
-    HttpResponse failed = node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})");
+    HttpResponse failed =
+        node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})");
     EXPECT_EQ(failed.status, 503);
-    HttpResponse ok = node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})");
+    HttpResponse ok =
+        node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})");
     EXPECT_EQ(ok.status, 200);
     node.control(R"({"faults":{"rate":1.0,"kinds":["http_500"],"count":1}})");
-    EXPECT_EQ(node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[5]})").status, 500);
+    EXPECT_EQ(node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[5]})").status,
+              500);
     wallet::JsonPtr status = parse_json(node.status());
     EXPECT_EQ(integer_at(status.get(), "faults_injected"), 2);
 }
@@ -195,11 +202,13 @@ TEST(SimulatorFaults, TruncatedAndMalformedBodies) {
 TEST(SimulatorFaults, OversizedResponseIsValidJsonBeyondTheCap) {
     NodeSimulator node(synthetic(100));
     node.control(R"({"faults":{"rate":1.0,"kinds":["oversized"],"count":1,"oversize_bytes":1000000}})");
-    HttpResponse oversized = node.rpc(R"({"jsonrpc":"2.0","id":7,"method":"condenser_api.get_ops_in_block","params":[3,false]})");
+    HttpResponse oversized =
+        node.rpc(R"({"jsonrpc":"2.0","id":7,"method":"condenser_api.get_ops_in_block","params":[3,false]})");
     EXPECT_GT(oversized.body.size(), 1000000u);
     wallet::JsonPtr parsed = parse_json(oversized.body);
     EXPECT_GT(json_array_size(result_of(parsed)), 0u);
-    HttpResponse normal = node.rpc(R"({"jsonrpc":"2.0","id":7,"method":"condenser_api.get_ops_in_block","params":[3,false]})");
+    HttpResponse normal =
+        node.rpc(R"({"jsonrpc":"2.0","id":7,"method":"condenser_api.get_ops_in_block","params":[3,false]})");
     EXPECT_LT(normal.body.size(), 1000000u);
 }
 
@@ -216,7 +225,8 @@ TEST(SimulatorFaults, WrongBlockReturnsTheOpsOfAnotherBlock) {
 
 TEST(SimulatorFaults, DelayAndHangOutlastTheClientsTimeout) {
     NodeSimulator node(synthetic(100));
-    const std::string request = R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[3,false]})";
+    const std::string request =
+        R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[3,false]})";
     node.control(R"({"faults":{"rate":1.0,"kinds":["delay"],"count":1,"delay_ms":5000}})");
     HttpResponse delayed = http_request("POST", node.url(), request, {"Content-Type: application/json"}, 300ms);
     EXPECT_FALSE(delayed.error.empty());
@@ -237,10 +247,11 @@ TEST(SimulatorFaults, ShareAndScheduleAreDeterministicAndMethodsCanBeChosen) {
     auto schedule = [](const NodeSimulator& node) {
         std::string failed;
         for (int i = 0; i < 60; ++i)
-            failed += node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[2]})")
-                                  .status == 500
-                          ? 'x'
-                          : '.';
+            failed +=
+                node.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[2]})").status ==
+                        500
+                    ? 'x'
+                    : '.';
         return failed;
     };
     std::vector<std::string> faulty = {"--fault-rate", "0.3", "--fault-kinds", "http_500", "--fault-seed", "77"};
@@ -253,10 +264,16 @@ TEST(SimulatorFaults, ShareAndScheduleAreDeterministicAndMethodsCanBeChosen) {
     EXPECT_LT(failures, 40);
     // Only the chosen method fails.
     first.control(R"({"faults":{"rate":1.0,"kinds":["http_500"],"methods":["condenser_api.get_ops_in_block"]}})");
-    EXPECT_EQ(first.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})").status, 200);
-    EXPECT_EQ(first.rpc(R"({"jsonrpc":"2.0","id":1,"method":"call","params":["condenser_api","get_ops_in_block",[2]]})").status, 500);
+    EXPECT_EQ(
+        first.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})")
+            .status,
+        200);
+    EXPECT_EQ(first.rpc(R"({"jsonrpc":"2.0","id":1,"method":"call","params":["condenser_api","get_ops_in_block",[2]]})")
+                  .status,
+              500);
     first.control(R"({"faults":null})");
-    EXPECT_EQ(first.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[2]})").status, 200);
+    EXPECT_EQ(first.rpc(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[2]})").status,
+              200);
 }
 
 TEST(SimulatorRpc, ErrorObjectsAsHivedGivesThem) {
@@ -268,19 +285,29 @@ TEST(SimulatorRpc, ErrorObjectsAsHivedGivesThem) {
         const json_t* error = json_object_get(parsed.get(), "error");
         return std::make_pair(integer_at(error, "code"), string_at(error, "message"));
     };
-    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"nosuch_api.get_x","params":[]})"),
-              std::make_pair(json_int_t{-32002}, std::string("Assert Exception:api_itr != data._registered_apis.end(): Could not find API nosuch_api")));
+    EXPECT_EQ(
+        error_of(R"({"jsonrpc":"2.0","id":1,"method":"nosuch_api.get_x","params":[]})"),
+        std::make_pair(
+            json_int_t{-32002},
+            std::string("Assert Exception:api_itr != data._registered_apis.end(): Could not find API nosuch_api")));
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_nothing","params":[]})").second,
               "Assert Exception:method_itr != api_itr->second.end(): Could not find method get_nothing");
-    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"account_history_api.get_ops_in_block","params":{"block_num":"5x5"}})"),
-              std::make_pair(json_int_t{-32000}, std::string("Parse Error:Couldn't parse uint64_t")));
-    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[1,"maybe"]})").second,
-              "Bad Cast:Cannot convert string to bool (only \"true\" or \"false\" can be converted)");
+    EXPECT_EQ(
+        error_of(
+            R"({"jsonrpc":"2.0","id":1,"method":"account_history_api.get_ops_in_block","params":{"block_num":"5x5"}})"),
+        std::make_pair(json_int_t{-32000}, std::string("Parse Error:Couldn't parse uint64_t")));
+    EXPECT_EQ(
+        error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[1,"maybe"]})").second,
+        "Bad Cast:Cannot convert string to bool (only \"true\" or \"false\" can be converted)");
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[1,false,3]})"),
-              std::make_pair(json_int_t{-32003},
-                             std::string("Assert Exception:args.size() == 1 || args.size() == 2: Expected 1-2 arguments, was 3")));
-    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"block_api.get_block_range","params":{"starting_block_num":1,"count":1001}})").first,
-              -32003);
+              std::make_pair(
+                  json_int_t{-32003},
+                  std::string("Assert Exception:args.size() == 1 || args.size() == 2: Expected 1-2 arguments, was 3")));
+    EXPECT_EQ(
+        error_of(
+            R"({"jsonrpc":"2.0","id":1,"method":"block_api.get_block_range","params":{"starting_block_num":1,"count":1001}})")
+            .first,
+        -32003);
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"call"})").first, -32001);
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"call","params":["condenser_api"]})").first, -32002);
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"get_block"})").first, -32002);
@@ -288,12 +315,17 @@ TEST(SimulatorRpc, ErrorObjectsAsHivedGivesThem) {
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":null,"method":"condenser_api.get_block","params":[1]})").first, -32600);
     EXPECT_EQ(error_of(R"([])").second, "Array is invalid");
     EXPECT_EQ(error_of(R"({"jsonrpc":"2.0",)").first, -32000);
-    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_account_history","params":["gtg",-1,5000]})").second,
-              "Assert Exception:args.limit <= 1000: limit of 5000 is greater than maxmimum allowed");
-    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_account_history","params":["gtg",5,10]})").second,
-              "Assert Exception:args.start >= args.limit-1: start must be greater than or equal to limit-1 (start is 0-based index)");
+    EXPECT_EQ(
+        error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_account_history","params":["gtg",-1,5000]})")
+            .second,
+        "Assert Exception:args.limit <= 1000: limit of 5000 is greater than maxmimum allowed");
+    EXPECT_EQ(error_of(R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_account_history","params":["gtg",5,10]})")
+                  .second,
+              "Assert Exception:args.start >= args.limit-1: start must be greater than or equal to limit-1 (start is "
+              "0-based index)");
     // The id comes back as sent.
-    wallet::JsonPtr ok = parse_json(node.rpc(R"({"jsonrpc":"2.0","id":"abc","method":"condenser_api.get_block_header","params":[1]})").body);
+    wallet::JsonPtr ok = parse_json(
+        node.rpc(R"({"jsonrpc":"2.0","id":"abc","method":"condenser_api.get_block_header","params":[1]})").body);
     EXPECT_EQ(string_at(ok.get(), "id"), "abc");
 }
 
@@ -303,7 +335,8 @@ TEST(SimulatorRpc, CallFormAndBatchesGiveTheDottedAnswers) {
     wallet::JsonPtr legacy_call = node.call("call", R"(["condenser_api","get_ops_in_block",[120,false]])");
     EXPECT_TRUE(json_equal(result_of(dotted), result_of(legacy_call)));
     wallet::JsonPtr named = node.call("call", R"(["account_history_api","get_ops_in_block",{"block_num":120}])");
-    EXPECT_TRUE(json_equal(result_of(named), result_of(node.call("account_history_api.get_ops_in_block", "{\"block_num\":120}"))));
+    EXPECT_TRUE(json_equal(result_of(named),
+                           result_of(node.call("account_history_api.get_ops_in_block", "{\"block_num\":120}"))));
     // A batch answers each element in order, mixing methods and errors.
     HttpResponse batch = node.rpc(
         R"([{"jsonrpc":"2.0","id":1,"method":"condenser_api.get_ops_in_block","params":[120,false]},)"
@@ -326,7 +359,8 @@ TEST(SimulatorChain, ProcessesWithTheSameSeedServeByteIdenticalBlocks) {
         EXPECT_EQ(a, second.rpc(request).body);
         EXPECT_NE(a, other.rpc(request).body);
     }
-    std::string range = R"({"jsonrpc":"2.0","id":1,"method":"block_api.get_block_range","params":{"starting_block_num":100,"count":20}})";
+    std::string range =
+        R"({"jsonrpc":"2.0","id":1,"method":"block_api.get_block_range","params":{"starting_block_num":100,"count":20}})";
     EXPECT_EQ(first.rpc(range).body, second.rpc(range).body);
 }
 
@@ -334,8 +368,9 @@ TEST(SimulatorChain, APoolSharingAnEpochSharesTheHead) {
     // Both started "100 s ago" at block 1000, one block per second since.
     auto epoch = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()) -
                  std::chrono::seconds(100);
-    std::vector<std::string> args = {"--synthetic", "--seed", "42", "--length", "1000", "--block-interval-ms", "1000",
-                                     "--epoch", std::to_string(epoch.count())};
+    std::vector<std::string> args = {"--synthetic", "--seed",  "42",
+                                     "--length",    "1000",    "--block-interval-ms",
+                                     "1000",        "--epoch", std::to_string(epoch.count())};
     NodeSimulator first(args);
     NodeSimulator second(args);
     json_int_t a = head_of(first);
@@ -361,11 +396,21 @@ TEST(SimulatorChain, FarBlocksAreServedAndDoNotDependOnTheLength) {
 
 TEST(SimulatorChain, EveryWalletOperationTypeAndPathologicalBlocksOverHttp) {
     NodeSimulator node(synthetic(3000, {"--pathological-every", "1000"}));
-    const std::set<std::string> wallet_ops = {
-        "transfer", "transfer_to_savings", "transfer_from_savings", "cancel_transfer_from_savings",
-        "fill_transfer_from_savings", "transfer_to_vesting", "withdraw_vesting", "fill_vesting_withdraw",
-        "delegate_vesting_shares", "return_vesting_delegation", "claim_reward_balance", "interest", "author_reward",
-        "curation_reward", "comment_benefactor_reward"};
+    const std::set<std::string> wallet_ops = {"transfer",
+                                              "transfer_to_savings",
+                                              "transfer_from_savings",
+                                              "cancel_transfer_from_savings",
+                                              "fill_transfer_from_savings",
+                                              "transfer_to_vesting",
+                                              "withdraw_vesting",
+                                              "fill_vesting_withdraw",
+                                              "delegate_vesting_shares",
+                                              "return_vesting_delegation",
+                                              "claim_reward_balance",
+                                              "interest",
+                                              "author_reward",
+                                              "curation_reward",
+                                              "comment_benefactor_reward"};
     std::map<std::string, std::size_t> seen;
     std::map<json_int_t, std::size_t> virtual_ops_per_block;
     for (json_int_t first = 1; first < 1600; first += 100) {
@@ -386,7 +431,8 @@ TEST(SimulatorChain, EveryWalletOperationTypeAndPathologicalBlocksOverHttp) {
 }
 
 TEST(SimulatorChain, LegacyNamingOverHttp) {
-    NodeSimulator node({"--synthetic", "--seed", "42", "--length", "400", "--block-interval-ms", "0", "--naming", "legacy"});
+    NodeSimulator node(
+        {"--synthetic", "--seed", "42", "--length", "400", "--block-interval-ms", "0", "--naming", "legacy"});
     std::string text = node.rpc(batch_of_ops(100, 100, true)).body;
     EXPECT_NE(text.find("\"comment_author\":"), std::string::npos);
     EXPECT_NE(text.find(" SBD\""), std::string::npos);
@@ -436,8 +482,9 @@ TEST(SimulatorChain, AccountHistoryPagingOnTheSyntheticChain) {
                       json_object_get(json_array_get(json_array_get(result_of(rewards), i), 1), "op"), 0))),
                   "producer_reward");
     // Both masks zero: nothing.
-    wallet::JsonPtr none = node.call("account_history_api.get_account_history",
-                                     "{\"account\":\"" + account + "\",\"operation_filter_low\":0,\"operation_filter_high\":0}");
+    wallet::JsonPtr none =
+        node.call("account_history_api.get_account_history",
+                  "{\"account\":\"" + account + "\",\"operation_filter_low\":0,\"operation_filter_high\":0}");
     EXPECT_EQ(json_array_size(json_object_get(result_of(none), "history")), 0u);
 }
 

@@ -33,7 +33,8 @@ std::vector<FixtureRequest> fixture_requests(const std::function<bool(const std:
         if (!file.starts_with("hived-mainnet-5m/") || !json_is_string(method) || !wanted(json_string_value(method)))
             continue;
         const json_t* params = json_object_get(entry, "request_params");
-        out.push_back({file, json_string_value(method), params == nullptr || json_is_null(params) ? "" : json_text(params)});
+        out.push_back(
+            {file, json_string_value(method), params == nullptr || json_is_null(params) ? "" : json_text(params)});
     }
     return out;
 }
@@ -100,7 +101,8 @@ TEST_F(SimulatorOnRealData, EveryGetOpsInBlockFixtureInBothForms) {
 }
 
 TEST_F(SimulatorOnRealData, EveryGetAccountHistoryFixtureButTheSequenceNumbers) {
-    auto requests = fixture_requests([](const std::string& method) { return method.ends_with(".get_account_history"); });
+    auto requests =
+        fixture_requests([](const std::string& method) { return method.ends_with(".get_account_history"); });
     EXPECT_GE(requests.size(), 100u);
     replay(requests, [](const json_t* expected, const json_t* actual) {
         return json_equal(without_sequence_numbers(expected).get(), without_sequence_numbers(actual).get()) != 0;
@@ -132,10 +134,11 @@ TEST_F(SimulatorOnRealData, BlockIdsChainThroughKnownAndSynthesizedBlocks) {
     // 999,990 .. 1,000,009 crosses from blocks whose id only a header knows
     // into the recorded range starting at 1,000,000.
     for (std::uint32_t block : {2u, 999990u, 1000000u, 1000999u, 1001000u, 4999999u}) {
-        wallet::JsonPtr here = node_->call("block_api.get_block_header", "{\"block_num\":" + std::to_string(block) + "}");
-        wallet::JsonPtr next =
-            node_->call("condenser_api.get_block_header", "[" + std::to_string(block + 1) + "]");
-        std::string previous_of_next = json_string_value(json_object_get(json_object_get(next.get(), "result"), "previous"));
+        wallet::JsonPtr here =
+            node_->call("block_api.get_block_header", "{\"block_num\":" + std::to_string(block) + "}");
+        wallet::JsonPtr next = node_->call("condenser_api.get_block_header", "[" + std::to_string(block + 1) + "]");
+        std::string previous_of_next =
+            json_string_value(json_object_get(json_object_get(next.get(), "result"), "previous"));
         char expected_prefix[9];
         std::snprintf(expected_prefix, sizeof expected_prefix, "%08x", block);
         EXPECT_EQ(previous_of_next.substr(0, 8), expected_prefix) << block;
@@ -144,14 +147,17 @@ TEST_F(SimulatorOnRealData, BlockIdsChainThroughKnownAndSynthesizedBlocks) {
                                             "{\"starting_block_num\":" + std::to_string(block) + ",\"count\":2}");
         const json_t* blocks = json_object_get(json_object_get(range.get(), "result"), "blocks");
         ASSERT_EQ(json_array_size(blocks), 2u);
-        EXPECT_EQ(std::string(json_string_value(json_object_get(json_array_get(blocks, 0), "block_id"))), previous_of_next);
-        EXPECT_EQ(std::string(json_string_value(json_object_get(json_array_get(blocks, 1), "previous"))), previous_of_next);
+        EXPECT_EQ(std::string(json_string_value(json_object_get(json_array_get(blocks, 0), "block_id"))),
+                  previous_of_next);
+        EXPECT_EQ(std::string(json_string_value(json_object_get(json_array_get(blocks, 1), "previous"))),
+                  previous_of_next);
         ASSERT_NE(json_object_get(here.get(), "result"), nullptr);
     }
     // The head's id is the fixtures' head_block_id.
     wallet::JsonPtr properties = node_->call("database_api.get_dynamic_global_properties", "{}");
-    EXPECT_EQ(std::string(json_string_value(json_object_get(json_object_get(properties.get(), "result"), "head_block_id"))),
-              "004c4b40245ffb07380a393fb2b3d841b76cdaec");
+    EXPECT_EQ(
+        std::string(json_string_value(json_object_get(json_object_get(properties.get(), "result"), "head_block_id"))),
+        "004c4b40245ffb07380a393fb2b3d841b76cdaec");
 }
 
 TEST_F(SimulatorOnRealData, BlocksWithoutKnownOperationsAreEmptyAndTimesStepByThreeSeconds) {

@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
             std::string text = value();
             char* end = nullptr;
             double rate = std::strtod(text.c_str(), &end);
-            if (end == text.c_str() || *end != '\0' || rate < 0 || rate > 1) fail("--fault-rate needs a share in [0, 1]");
+            if (end == text.c_str() || *end != '\0' || rate < 0 || rate > 1)
+                fail("--fault-rate needs a share in [0, 1]");
             options.faults.per_million = static_cast<std::uint32_t>(rate * 1000000.0 + 0.5);
         } else if (flag == "--fault-kinds") {
             for (const auto& name : split(value())) {
@@ -159,10 +160,10 @@ int main(int argc, char** argv) {
         return 1;
     }
     sim::Node& simulator = *node.value();
-    auto server = wallet::HttpServer::start(server_options, [&simulator](const wallet::HttpRequest& request,
-                                                                         wallet::HttpResponse& response) {
-        simulator.handle(request, response);
-    });
+    auto server = wallet::HttpServer::start(
+        server_options, [&simulator](const wallet::HttpRequest& request, wallet::HttpResponse& response) {
+            simulator.handle(request, response);
+        });
     if (!server) {
         std::cerr << "hive-node-sim: " << server.error() << "\n";
         return 1;

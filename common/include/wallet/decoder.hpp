@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,11 +62,14 @@ Result<NodeOperation> parse_node_operation(const json_t* op);
 // enum_virtual_ops / HAfAH REST.
 Result<OpEnvelope> parse_envelope(const json_t* entry);
 
+// The JSON text rows keep as an operation's raw payload.
+using PayloadText = std::shared_ptr<const std::string>;
+
 // The events of one operation body with a known envelope; `payload` is what
 // the rows keep as the raw operation. Other operation types give no events.
 Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
-                                                       const std::optional<BlockPosition>& position,
-                                                       const json::SharedJson& payload, const AssetTable& assets);
+                                                       const std::optional<BlockPosition>& position, PayloadText payload,
+                                                       const AssetTable& assets);
 
 // The events of one entry without block context: the mapping of a wallet's
 // get_account_history fallback. block_seq is nullopt, and so is virtual_op
@@ -77,5 +81,24 @@ Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& a
 // block_seq and virtual_op are derived identically on every read. Every entry
 // must belong to the same block.
 Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& assets);
+
+// One entry of a block's list located in the node's answer but not parsed:
+// what block position needs (type, block, the node's virtual flag) and its
+// text. Only wallet operations are parsed, which spares the JSON trees of
+// the many other operations of a block.
+struct RawEntry {
+    std::string_view text;  // the entry's JSON text as the node sent it
+    std::string_view type;  // without "_operation"
+    std::int64_t block = 0;
+    bool node_virtual_flag = false;
+};
+
+// Locates an entry's fields in its text (either form); the text is checked
+// to be well-formed JSON.
+Result<RawEntry> scan_entry(std::string_view entry_text);
+
+// decode_block over located entries: the same events as decode_block of the
+// parsed list.
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets);
 
 }  // namespace wallet

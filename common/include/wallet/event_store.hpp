@@ -44,13 +44,6 @@ Result<bool> prepare_session(PGconn* conn);
 Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events,
                                   WriteMethod method = WriteMethod::CopyMerge);
 
-// The column list of wallet_operation_events that copy_text renders, for
-// writers with their own COPY path (the backfill's bulk writer).
-std::string_view event_columns();
-
-// The events as COPY text rows (same checks and rendering as insert_events).
-Result<std::string> copy_text(const std::vector<WalletEvent>& events);
-
 // Inside an open transaction: removes every event of blocks above block_num.
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num);
 

@@ -21,12 +21,19 @@ Result<JsonPtr> parse(std::string_view text);
 // Compact serialization in the value's own key order.
 std::string dump_compact(const json_t* value);
 
+// Appends text as a JSON string literal (quotes, backslashes and control
+// characters escaped; other bytes as they are).
+void append_quoted(std::string& out, std::string_view text);
+
 // A string value's bytes (it may hold NULs), nullopt for any other type.
 std::optional<std::string_view> string_view_of(const json_t* value);
 
 // An integer that the node may print as a JSON number or, above 2^53, as a
 // string of decimal digits (node-api.md section 2). An optional leading '-'.
 Result<std::int64_t> to_int64(const json_t* value);
+
+// Decimal digits with an optional leading '-', within int64.
+Result<std::int64_t> parse_int64(std::string_view text);
 
 // A shared, read-only reference to a jansson value: copies take a reference
 // (jansson counts references atomically), the last owner frees it.

@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "wallet/chain_types.hpp"
+#include "wallet/decoder.hpp"
 #include "wallet/handles.hpp"
 #include "wallet/result.hpp"
 
@@ -36,9 +36,6 @@ struct NodeClientOptions {
     std::chrono::milliseconds initial_backoff{100};
     std::chrono::milliseconds max_backoff{5000};
     std::stop_token stop;                           // aborts transfers and backoff sleeps
-    // Applied to every response body before it is parsed and checked (the
-    // backfill drops the bodies of operations it never reads); empty: none.
-    std::function<void(std::string& body)> rewrite_response;
 };
 
 // How get_ops_in_block is asked: the condenser form (legacy assets; never
@@ -59,10 +56,13 @@ struct NodeClientStats {
     std::uint64_t failures[9] = {};  // attempts failed, by NodeFailure
 };
 
-// One block's operations as the node listed them (a JSON array of entries).
+// One block's operations as the node listed them: the entries located in
+// the answer's text (which `answer` keeps alive), parsed only by the decoder
+// and only when they are wallet operations.
 struct BlockOps {
     std::int64_t block_num = 0;
-    JsonPtr ops;
+    std::vector<RawEntry> entries;
+    std::shared_ptr<const std::string> answer;
 };
 
 // Ids and times of a block range, plus the id of the block before it (the

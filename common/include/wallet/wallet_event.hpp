@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,7 +12,6 @@
 
 #include "wallet/asset.hpp"
 #include "wallet/handles.hpp"
-#include "wallet/json_util.hpp"
 #include "wallet/timestamp.hpp"
 
 namespace wallet {
@@ -56,7 +56,9 @@ struct WalletEvent {
     std::optional<std::string> author;
     std::optional<std::string> permlink;
     std::vector<AssetField> assets;     // every asset amount of the operation
-    json::SharedJson payload;           // the operation entry exactly as the node sent it
+    // The operation entry's JSON text exactly as the node sent it (shared by
+    // the events of one operation).
+    std::shared_ptr<const std::string> payload;
 };
 
 // Every field but the payload; block_seq and virtual_op only when asked

@@ -170,8 +170,10 @@ json_t* parse_json(std::string_view text, json_error_t* error) {
         for (std::size_t i = 0; i < text.size(); ++i) {
             char c = text[i];
             if (in_string) {
-                if (c == '\\') ++i;
-                else if (c == '"') in_string = false;
+                if (c == '\\')
+                    ++i;
+                else if (c == '"')
+                    in_string = false;
                 continue;
             }
             if (c == '"') {

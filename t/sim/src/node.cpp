@@ -88,38 +88,31 @@ struct View {
 
 }  // namespace
 
+namespace {
+
+constexpr std::pair<std::string_view, FaultKind> kFaultNames[] = {
+    {"delay", FaultKind::delay},         {"hang", FaultKind::hang},           {"http_500", FaultKind::http_500},
+    {"http_503", FaultKind::http_503},   {"rpc_error", FaultKind::rpc_error}, {"truncated", FaultKind::truncated},
+    {"malformed", FaultKind::malformed}, {"oversized", FaultKind::oversized}, {"wrong_block", FaultKind::wrong_block}};
+
+}  // namespace
+
 std::optional<FaultKind> parse_fault_kind(std::string_view name) {
-    static constexpr std::pair<std::string_view, FaultKind> kNames[] = {
-        {"delay", FaultKind::delay},         {"hang", FaultKind::hang},
-        {"http_500", FaultKind::http_500},   {"http_503", FaultKind::http_503},
-        {"rpc_error", FaultKind::rpc_error}, {"truncated", FaultKind::truncated},
-        {"malformed", FaultKind::malformed}, {"oversized", FaultKind::oversized},
-        {"wrong_block", FaultKind::wrong_block}};
-    for (const auto& [text, kind] : kNames)
+    for (const auto& [text, kind] : kFaultNames)
         if (text == name) return kind;
     return std::nullopt;
 }
 
 std::string_view fault_kind_name(FaultKind kind) {
-    switch (kind) {
-        case FaultKind::delay: return "delay";
-        case FaultKind::hang: return "hang";
-        case FaultKind::http_500: return "http_500";
-        case FaultKind::http_503: return "http_503";
-        case FaultKind::rpc_error: return "rpc_error";
-        case FaultKind::truncated: return "truncated";
-        case FaultKind::malformed: return "malformed";
-        case FaultKind::oversized: return "oversized";
-        case FaultKind::wrong_block: return "wrong_block";
-        case FaultKind::none: break;
-    }
+    for (const auto& [text, known] : kFaultNames)
+        if (known == kind) return text;
     return "none";
 }
 
 struct Node::Impl {
     NodeOptions options;
-    std::unique_ptr<RealChain> real;  // null on the synthetic chain
-    SyntheticChain synthetic;         // the synthetic chain, or the content of forked real blocks
+    std::unique_ptr<RealChain> real;    // null on the synthetic chain
+    SyntheticChain synthetic;           // the synthetic chain, or the content of forked real blocks
     wallet::JsonPtr global_properties;  // NAI form
     std::unordered_map<std::string, std::uint32_t> account_index;
 
@@ -145,20 +138,18 @@ struct Node::Impl {
     struct History {
         std::mutex mutex;
         std::uint32_t first_block = 1;
-        std::uint32_t indexed_to = 0;  // blocks (first_block, indexed_to] are in
+        std::uint32_t indexed_to = 0;                     // blocks (first_block, indexed_to] are in
         std::vector<std::vector<std::uint64_t>> entries;  // per account: block << 24 | op index
     } history;
 
-    explicit Impl(NodeOptions node_options)
-        : options(std::move(node_options)), synthetic(options.synthetic) {}
+    explicit Impl(NodeOptions node_options) : options(std::move(node_options)), synthetic(options.synthetic) {}
 
     bool is_real() const { return real != nullptr; }
 
     // -- state --------------------------------------------------------------
     std::uint32_t head_locked() const {
         std::int64_t head = static_cast<std::int64_t>(head_at_epoch) + head_adjustment;
-        if (block_interval.count() > 0)
-            head += (std::chrono::steady_clock::now() - epoch) / block_interval;
+        if (block_interval.count() > 0) head += (std::chrono::steady_clock::now() - epoch) / block_interval;
         return static_cast<std::uint32_t>(std::clamp<std::int64_t>(head, 1, 0xfffffff0LL));
     }
     View view() {
@@ -188,6 +179,7 @@ struct Node::Impl {
     }
 
     void write_real_op(JsonWriter& out, const RealOp& op, Form form) const;
+    void write_real_op_body(JsonWriter& out, const RealOp& op, Form form) const;
     void write_ops(const View& v, std::uint32_t block, bool only_virtual, Form form, JsonWriter& out) const;
     void write_header(const View& v, std::uint32_t block, JsonWriter& out) const;
     void write_block(const View& v, std::uint32_t block, Form form, JsonWriter& out) const;
@@ -226,6 +218,8 @@ struct Node::Impl {
     std::optional<RpcError> block_nai(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> block_condenser(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> block_range(const json_t*, const View&, const CallFault&, JsonWriter&);
+    std::optional<RpcError> one_block_nai(const json_t* params, const View& v, bool whole_block, JsonWriter& out);
+    std::optional<RpcError> one_block_condenser(const json_t* params, const View& v, bool whole_block, JsonWriter& out);
     std::optional<RpcError> account_history_nai(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> account_history_condenser(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> get_methods(const json_t*, const View&, const CallFault&, JsonWriter&);
@@ -259,18 +253,24 @@ void Node::Impl::write_real_op(JsonWriter& out, const RealOp& op, Form form) con
     out.boolean(op.virtual_op);
     out.raw(",\"timestamp\":");
     out.string(op.timestamp);
+    out.raw(",\"op\":");
+    write_real_op_body(out, op, form);
+    out.raw(form == Form::nai ? std::string_view(",\"operation_id\":0}") : std::string_view("}"));
+}
+
+void Node::Impl::write_real_op_body(JsonWriter& out, const RealOp& op, Form form) const {
     if (form == Form::nai) {
-        out.raw(",\"op\":{\"type\":\"");
+        out.raw("{\"type\":\"");
         out.raw(op.type);
         out.raw("_operation\",\"value\":");
         out.json(op.value.get());
-        out.raw("},\"operation_id\":0}");
+        out.put('}');
     } else {
-        out.raw(",\"op\":[\"");
+        out.raw("[\"");
         out.raw(op.type);
         out.raw("\",");
         write_legacy_value(out, op.value.get(), SymbolTable::mainnet());
-        out.raw("]}");
+        out.put(']');
     }
 }
 
@@ -320,60 +320,19 @@ void Node::Impl::write_header(const View& v, std::uint32_t block, JsonWriter& ou
     out.raw("\",\"extensions\":[]}");
 }
 
+// condenser_api's block: the legacy form, and each transaction also carries
+// its id, block number and position.
 void Node::Impl::write_real_block_legacy(const json_t* block, std::uint32_t number, JsonWriter& out) const {
-    out.put('{');
-    const char* key;
-    json_t* member;
-    bool first = true;
-    json_object_foreach(const_cast<json_t*>(block), key, member) {
-        if (!first) out.put(',');
-        first = false;
-        out.string(key);
-        out.put(':');
-        if (std::strcmp(key, "transactions") != 0) {
-            out.json(member);
-            continue;
-        }
-        const json_t* ids = json_object_get(block, "transaction_ids");
-        out.put('[');
-        for (std::size_t t = 0; t < json_array_size(member); ++t) {
-            if (t > 0) out.put(',');
-            const json_t* transaction = json_array_get(member, t);
-            out.put('{');
-            const char* field;
-            json_t* value;
-            json_object_foreach(const_cast<json_t*>(transaction), field, value) {
-                out.string(field);
-                out.put(':');
-                if (std::strcmp(field, "operations") == 0) {
-                    out.put('[');
-                    for (std::size_t o = 0; o < json_array_size(value); ++o) {
-                        if (o > 0) out.put(',');
-                        const json_t* op = json_array_get(value, o);
-                        std::string_view type = json_string_value(json_object_get(op, "type"));
-                        out.raw("[\"");
-                        out.raw(type.substr(0, type.size() - std::string_view("_operation").size()));
-                        out.raw("\",");
-                        write_legacy_value(out, json_object_get(op, "value"), SymbolTable::mainnet());
-                        out.put(']');
-                    }
-                    out.put(']');
-                } else {
-                    out.json(value);
-                }
-                out.put(',');
-            }
-            out.raw("\"transaction_id\":");
-            out.json(json_array_get(ids, t));
-            out.raw(",\"block_num\":");
-            out.uint(number);
-            out.raw(",\"transaction_num\":");
-            out.uint(t);
-            out.put('}');
-        }
-        out.put(']');
+    wallet::JsonPtr copy = wallet::json_own(json_deep_copy(block));
+    json_t* transactions = json_object_get(copy.get(), "transactions");
+    const json_t* ids = json_object_get(block, "transaction_ids");
+    for (std::size_t t = 0; t < json_array_size(transactions); ++t) {
+        json_t* transaction = json_array_get(transactions, t);
+        json_object_set(transaction, "transaction_id", json_array_get(ids, t));
+        json_object_set_new(transaction, "block_num", json_integer(number));
+        json_object_set_new(transaction, "transaction_num", json_integer(static_cast<json_int_t>(t)));
     }
-    out.put('}');
+    write_legacy_value(out, copy.get(), SymbolTable::mainnet());
 }
 
 void Node::Impl::write_block(const View& v, std::uint32_t block, Form form, JsonWriter& out) const {
@@ -430,19 +389,7 @@ void Node::Impl::write_block(const View& v, std::uint32_t block, Form form, Json
                 if (op.virtual_op || op.trx_in_block != transactions[t].index) continue;
                 if (!first) out.put(',');
                 first = false;
-                if (form == Form::nai) {
-                    out.raw("{\"type\":\"");
-                    out.raw(op.type);
-                    out.raw("_operation\",\"value\":");
-                    out.json(op.value.get());
-                    out.put('}');
-                } else {
-                    out.raw("[\"");
-                    out.raw(op.type);
-                    out.raw("\",");
-                    write_legacy_value(out, op.value.get(), SymbolTable::mainnet());
-                    out.put(']');
-                }
+                write_real_op_body(out, op, form);
             }
         } else {
             for (const SynOp& op : generated.ops) {
@@ -631,9 +578,10 @@ std::optional<RpcError> Node::Impl::account_history(const View& v, const std::st
             if (accepted) chosen.push_back(&item);
         }
         if (chosen.empty() && more_before)
-            return assert_failed("total_processed_items < 2000",
-                                 "Could not find filtered operation in 2000 operations, to continue searching, set start=" +
-                                     std::to_string(newest_seq >= 2000 ? newest_seq - 2000 : 0) + ".");
+            return assert_failed(
+                "total_processed_items < 2000",
+                "Could not find filtered operation in 2000 operations, to continue searching, set start=" +
+                    std::to_string(newest_seq >= 2000 ? newest_seq - 2000 : 0) + ".");
     }
     if (form == Form::nai) out.raw("{\"history\":");
     out.put('[');
@@ -702,8 +650,9 @@ std::optional<RpcError> Node::Impl::global_properties_condenser(const json_t* pa
     return std::nullopt;
 }
 
-std::optional<RpcError> Node::Impl::block_header_nai(const json_t* params, const View& v, const CallFault&,
-                                                     JsonWriter& out) {
+// block_api.get_block(_header): {"<member>": ...}, or {} beyond the head.
+std::optional<RpcError> Node::Impl::one_block_nai(const json_t* params, const View& v, bool whole_block,
+                                                  JsonWriter& out) {
     if (auto error = as_object_args(params)) return error;
     std::uint32_t block = 0;
     if (auto error = to_uint32(json_object_get(params, "block_num"), block)) return error;
@@ -711,53 +660,49 @@ std::optional<RpcError> Node::Impl::block_header_nai(const json_t* params, const
         out.raw("{}");
         return std::nullopt;
     }
-    out.raw("{\"header\":");
-    write_header(v, block, out);
+    out.raw(whole_block ? std::string_view("{\"block\":") : std::string_view("{\"header\":"));
+    if (whole_block)
+        write_block(v, block, Form::nai, out);
+    else
+        write_header(v, block, out);
     out.put('}');
     return std::nullopt;
 }
 
-std::optional<RpcError> Node::Impl::block_header_condenser(const json_t* params, const View& v, const CallFault&,
-                                                           JsonWriter& out) {
+// condenser_api.get_block(_header): the object, or null beyond the head.
+std::optional<RpcError> Node::Impl::one_block_condenser(const json_t* params, const View& v, bool whole_block,
+                                                        JsonWriter& out) {
     if (auto error = as_array_args(params)) return error;
     if (auto error = check_arg_count(params, 1)) return error;
     std::uint32_t block = 0;
     if (auto error = to_uint32(json_array_get(params, 0), block)) return error;
     if (block < 1 || block > v.head)
         out.null();
+    else if (whole_block)
+        write_block(v, block, Form::legacy, out);
     else
         write_header(v, block, out);
     return std::nullopt;
 }
 
-std::optional<RpcError> Node::Impl::block_nai(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
-    if (auto error = as_object_args(params)) return error;
-    std::uint32_t block = 0;
-    if (auto error = to_uint32(json_object_get(params, "block_num"), block)) return error;
-    if (block < 1 || block > v.head) {
-        out.raw("{}");
-        return std::nullopt;
-    }
-    out.raw("{\"block\":");
-    write_block(v, block, Form::nai, out);
-    out.put('}');
-    return std::nullopt;
+std::optional<RpcError> Node::Impl::block_header_nai(const json_t* params, const View& v, const CallFault&,
+                                                     JsonWriter& out) {
+    return one_block_nai(params, v, false, out);
 }
-
+std::optional<RpcError> Node::Impl::block_nai(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
+    return one_block_nai(params, v, true, out);
+}
+std::optional<RpcError> Node::Impl::block_header_condenser(const json_t* params, const View& v, const CallFault&,
+                                                           JsonWriter& out) {
+    return one_block_condenser(params, v, false, out);
+}
 std::optional<RpcError> Node::Impl::block_condenser(const json_t* params, const View& v, const CallFault&,
                                                     JsonWriter& out) {
-    if (auto error = as_array_args(params)) return error;
-    if (auto error = check_arg_count(params, 1)) return error;
-    std::uint32_t block = 0;
-    if (auto error = to_uint32(json_array_get(params, 0), block)) return error;
-    if (block < 1 || block > v.head)
-        out.null();
-    else
-        write_block(v, block, Form::legacy, out);
-    return std::nullopt;
+    return one_block_condenser(params, v, true, out);
 }
 
-std::optional<RpcError> Node::Impl::block_range(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
+std::optional<RpcError> Node::Impl::block_range(const json_t* params, const View& v, const CallFault&,
+                                                JsonWriter& out) {
     if (auto error = as_object_args(params)) return error;
     std::uint32_t start = 0;
     std::uint32_t count = 0;
@@ -871,10 +816,12 @@ Node::Impl::Method Node::Impl::find_method(std::string_view api, std::string_vie
         api_known = true;
         if (entry.method == method) return entry.handler;
     }
-    error = api_known ? RpcError{kParseParamsError, "Assert Exception:method_itr != api_itr->second.end(): Could not find method " +
-                                                        std::string(method)}
-                      : RpcError{kParseParamsError, "Assert Exception:api_itr != data._registered_apis.end(): Could not find API " +
-                                                        std::string(api)};
+    error = api_known ? RpcError{kParseParamsError,
+                                 "Assert Exception:method_itr != api_itr->second.end(): Could not find method " +
+                                     std::string(method)}
+                      : RpcError{kParseParamsError,
+                                 "Assert Exception:api_itr != data._registered_apis.end(): Could not find API " +
+                                     std::string(api)};
     return nullptr;
 }
 
@@ -920,7 +867,8 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
     }
     const json_t* id = json_object_get(request, "id");
     if (id != nullptr && !json_is_integer(id) && !json_is_string(id))
-        return write_error(out, nullptr, {kInvalidRequest, "Only integer value or string is allowed for member \"id\""});
+        return write_error(out, nullptr,
+                           {kInvalidRequest, "Only integer value or string is allowed for member \"id\""});
     const json_t* version = json_object_get(request, "jsonrpc");
     if (!json_is_string(version) || std::string_view(json_string_value(version)) != "2.0")
         return write_error(out, id, {kInvalidRequest, "jsonrpc value is not \"2.0\""});
@@ -935,22 +883,27 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
         if (params == nullptr) return write_error(out, id, {kNoParams, "A member \"params\" does not exist"});
         std::size_t count = json_is_array(params) ? json_array_size(params) : 0;
         if (count != 2 && count != 3)
-            return write_error(out, id, {kParseParamsError, "Assert Exception:v.size() == 2 || v.size() == 3: params should be "
-                                                            "{\"api\", \"method\", \"args\""});
+            return write_error(out, id,
+                               {kParseParamsError,
+                                "Assert Exception:v.size() == 2 || v.size() == 3: params should be "
+                                "{\"api\", \"method\", \"args\""});
         const json_t* api = json_array_get(params, 0);
         const json_t* name = json_array_get(params, 1);
         if (!json_is_string(api) || !json_is_string(name))
-            return write_error(out, id, {kServerError, "Bad Cast:Invalid cast from " +
-                                                           std::string(fc_type_name(json_is_string(api) ? name : api)) +
-                                                           " to string"});
+            return write_error(
+                out, id,
+                {kServerError, "Bad Cast:Invalid cast from " +
+                                   std::string(fc_type_name(json_is_string(api) ? name : api)) + " to string"});
         api_name = json_string_value(api);
         method_name = json_string_value(name);
         params = count == 3 ? json_array_get(params, 2) : nullptr;
     } else {
         std::size_t dot = method.find('.');
         if (dot == std::string_view::npos || method.find('.', dot + 1) != std::string_view::npos)
-            return write_error(out, id, {kParseParamsError, "Assert Exception:v.size() == 2: method specification invalid. "
-                                                            "Should be api.method"});
+            return write_error(out, id,
+                               {kParseParamsError,
+                                "Assert Exception:v.size() == 2: method specification invalid. "
+                                "Should be api.method"});
         api_name = method.substr(0, dot);
         method_name = method.substr(dot + 1);
     }
@@ -958,8 +911,7 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
     std::optional<RpcError> error;
     Method handler = find_method(api_name, method_name, error);
     if (handler == nullptr) return write_error(out, id, *error);
-    if (fault.rpc_error)
-        return write_error(out, id, {kErrorDuringCall, "Unable to acquire READ lock"});
+    if (fault.rpc_error) return write_error(out, id, {kErrorDuringCall, "Unable to acquire READ lock"});
 
     std::size_t mark = out.size();
     out.raw("{\"jsonrpc\":\"2.0\",\"result\":");
@@ -997,7 +949,8 @@ std::optional<FaultKind> Node::Impl::decide_fault(std::uint64_t request_number, 
         };
         bool matches = false;
         if (json_is_array(body)) {
-            for (std::size_t i = 0; i < json_array_size(body) && !matches; ++i) matches = calls_one(json_array_get(body, i));
+            for (std::size_t i = 0; i < json_array_size(body) && !matches; ++i)
+                matches = calls_one(json_array_get(body, i));
         } else {
             matches = calls_one(body);
         }
@@ -1031,7 +984,8 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
         response.body = "<html>\r\n<head><title>" + std::to_string(response.status) + " " +
                         std::string(wallet::http_reason_phrase(response.status)) +
                         "</title></head>\r\n<body>\r\n<center><h1>" + std::to_string(response.status) + " " +
-                        std::string(wallet::http_reason_phrase(response.status)) + "</h1></center>\r\n</body>\r\n</html>\r\n";
+                        std::string(wallet::http_reason_phrase(response.status)) +
+                        "</h1></center>\r\n</body>\r\n</html>\r\n";
         return;
     }
     if (fault == FaultKind::delay) {
@@ -1188,7 +1142,8 @@ std::optional<FaultOptions> parse_faults(const json_t* spec, std::string& error)
         }
         faults.kinds.push_back(*kind);
     }
-    if (const json_t* value = json_object_get(spec, "seed")) faults.seed = static_cast<std::uint64_t>(json_integer_value(value));
+    if (const json_t* value = json_object_get(spec, "seed"))
+        faults.seed = static_cast<std::uint64_t>(json_integer_value(value));
     if (const json_t* value = json_object_get(spec, "delay_ms"))
         faults.delay = std::chrono::milliseconds(json_integer_value(value));
     if (const json_t* value = json_object_get(spec, "hang_ms"))
@@ -1199,7 +1154,8 @@ std::optional<FaultOptions> parse_faults(const json_t* spec, std::string& error)
         if (!json_is_null(value)) faults.count = static_cast<std::uint64_t>(json_integer_value(value));
     const json_t* methods = json_object_get(spec, "methods");
     for (std::size_t i = 0; i < json_array_size(methods); ++i)
-        if (json_is_string(json_array_get(methods, i))) faults.methods.emplace_back(json_string_value(json_array_get(methods, i)));
+        if (json_is_string(json_array_get(methods, i)))
+            faults.methods.emplace_back(json_string_value(json_array_get(methods, i)));
     return faults;
 }
 
@@ -1216,7 +1172,8 @@ void Node::Impl::handle_control(const wallet::HttpRequest& request, wallet::Http
     {
         std::lock_guard lock(mutex);
         if (const json_t* value = json_object_get(spec, "block_interval_ms")) {
-            if (!json_is_integer(value) || json_integer_value(value) < 0) return refuse("block_interval_ms must be >= 0");
+            if (!json_is_integer(value) || json_integer_value(value) < 0)
+                return refuse("block_interval_ms must be >= 0");
             std::uint32_t head = head_locked();
             epoch = std::chrono::steady_clock::now();
             head_at_epoch = head;

@@ -36,9 +36,9 @@ struct FaultOptions {
 };
 
 struct NodeOptions {
-    std::filesystem::path fixtures;  // real-data chain; empty: synthetic chain
-    SyntheticOptions synthetic;      // seed and naming of the synthetic chain (and of fork content)
-    std::uint32_t initial_head = 0;  // synthetic: chain length at start; real: 0 = the fixtures' head
+    std::filesystem::path fixtures;                  // real-data chain; empty: synthetic chain
+    SyntheticOptions synthetic;                      // seed and naming of the synthetic chain (and of fork content)
+    std::uint32_t initial_head = 0;                  // synthetic: chain length at start; real: 0 = the fixtures' head
     std::chrono::milliseconds block_interval{3000};  // 0: the head moves only on command
     // The instant the head starts advancing, shared by the processes of a node pool.
     std::optional<std::chrono::system_clock::time_point> epoch;

@@ -18,10 +18,10 @@ constexpr std::array<std::string_view, kOpTypeCount> kOpNames = {
     "custom_json", "comment_options", "set_withdraw_vesting_route", "limit_order_create2", "claim_account",
     "create_claimed_account", "request_account_recovery", "recover_account", "change_recovery_account",
     "escrow_transfer", "escrow_dispute", "escrow_release", "pow2", "escrow_approve", "transfer_to_savings",
-    "transfer_from_savings", "cancel_transfer_from_savings", "custom_binary", "decline_voting_rights",
-    "reset_account", "set_reset_account", "claim_reward_balance", "delegate_vesting_shares",
-    "account_create_with_delegation", "witness_set_properties", "account_update2", "create_proposal",
-    "update_proposal_votes", "remove_proposal", "update_proposal", "collateralized_convert", "recurrent_transfer",
+    "transfer_from_savings", "cancel_transfer_from_savings", "custom_binary", "decline_voting_rights", "reset_account",
+    "set_reset_account", "claim_reward_balance", "delegate_vesting_shares", "account_create_with_delegation",
+    "witness_set_properties", "account_update2", "create_proposal", "update_proposal_votes", "remove_proposal",
+    "update_proposal", "collateralized_convert", "recurrent_transfer",
     // virtual operations from here on (id 50)
     "fill_convert_request", "author_reward", "curation_reward", "comment_reward", "liquidity_reward", "interest",
     "fill_vesting_withdraw", "fill_order", "shutdown_witness", "fill_transfer_from_savings", "hardfork",
@@ -29,17 +29,20 @@ constexpr std::array<std::string_view, kOpTypeCount> kOpNames = {
     "clear_null_account_balance", "proposal_pay", "dhf_funding", "hardfork_hive", "hardfork_hive_restore",
     "delayed_voting", "consolidate_treasury_balance", "effective_comment_vote", "ineffective_delete_comment",
     "dhf_conversion", "expired_account_notification", "changed_recovery_account", "transfer_to_vesting_completed",
-    "pow_reward", "vesting_shares_split", "account_created", "fill_collateralized_convert_request",
-    "system_warning", "fill_recurrent_transfer", "failed_recurrent_transfer", "limit_order_cancelled",
-    "producer_missed", "proposal_fee", "collateralized_convert_immediate_conversion", "escrow_approved",
-    "escrow_rejected", "proxy_cleared", "declined_voting_rights"};
+    "pow_reward", "vesting_shares_split", "account_created", "fill_collateralized_convert_request", "system_warning",
+    "fill_recurrent_transfer", "failed_recurrent_transfer", "limit_order_cancelled", "producer_missed", "proposal_fee",
+    "collateralized_convert_immediate_conversion", "escrow_approved", "escrow_rejected", "proxy_cleared",
+    "declined_voting_rights"};
 
 // Index of a static variant alternative in the legacy form.
 int variant_index(std::string_view type) {
-    static constexpr std::pair<std::string_view, int> kIndexes[] = {
-        {"comment_payout_beneficiaries", 0}, {"allowed_vote_assets", 1}, {"void_t", 0},
-        {"update_proposal_end_date", 1},     {"recurrent_transfer_pair_id", 0}, {"pow2", 0},
-        {"equihash_pow", 1}};
+    static constexpr std::pair<std::string_view, int> kIndexes[] = {{"comment_payout_beneficiaries", 0},
+                                                                    {"allowed_vote_assets", 1},
+                                                                    {"void_t", 0},
+                                                                    {"update_proposal_end_date", 1},
+                                                                    {"recurrent_transfer_pair_id", 0},
+                                                                    {"pow2", 0},
+                                                                    {"equihash_pow", 1}};
     for (const auto& [name, index] : kIndexes)
         if (name == type) return index;
     return 0;
@@ -178,8 +181,16 @@ void write_legacy_value(JsonWriter& out, const json_t* value, const SymbolTable&
         return;
     }
     if (is_static_variant(value)) {
+        // An operation is [name, body]; other variants are [index, value].
+        std::string_view type = json_string_value(json_object_get(value, "type"));
         out.put('[');
-        out.integer(variant_index(json_string_value(json_object_get(value, "type"))));
+        if (type.ends_with("_operation")) {
+            out.put('"');
+            out.raw(type.substr(0, type.size() - std::string_view("_operation").size()));
+            out.put('"');
+        } else {
+            out.integer(variant_index(type));
+        }
         out.put(',');
         write_legacy_value(out, json_object_get(value, "value"), symbols);
         out.put(']');

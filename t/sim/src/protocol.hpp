@@ -54,9 +54,10 @@ std::string_view op_type_name(int id);
 inline bool is_virtual_op_type(int id) { return id >= 50; }
 inline constexpr int kOpTypeCount = 93;
 
-// Writes an operation body given in NAI form (as a jansson value) in the
-// legacy form: asset objects become "1.000 HIVE" strings, static variants
-// {"type": name, "value": v} become [index, v].
+// Writes a value given in NAI form (as a jansson value) in the legacy form:
+// asset objects become "1.000 HIVE" strings, operations
+// {"type": "transfer_operation", "value": v} become ["transfer", v] and other
+// static variants {"type": name, "value": v} become [index, v].
 void write_legacy_value(JsonWriter& out, const json_t* nai_value, const SymbolTable& symbols);
 
 // The inverse, for operations only known from condenser_api data: legacy asset

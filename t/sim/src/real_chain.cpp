@@ -108,7 +108,8 @@ wallet::Result<bool> RealChainLoader::load(const fs::path& dir) {
 
     auto read = [&](const FileEntry& entry) -> wallet::Result<wallet::JsonPtr> {
         json_error_t file_error;
-        wallet::JsonPtr content = wallet::json_own(json_load_file((dir / entry.file).c_str(), JSON_DECODE_ANY, &file_error));
+        wallet::JsonPtr content =
+            wallet::json_own(json_load_file((dir / entry.file).c_str(), JSON_DECODE_ANY, &file_error));
         if (!content) return wallet::make_error("cannot read " + entry.file + ": " + file_error.text);
         // Full JSON-RPC envelopes (haf files) hold the result one level down.
         if (json_is_object(content.get()) && json_object_get(content.get(), "jsonrpc") != nullptr) {
@@ -151,7 +152,8 @@ wallet::Result<bool> RealChainLoader::load(const fs::path& dir) {
         const std::string& method = entry.method;
         bool blocks = method == "block_api.get_block" || method == "condenser_api.get_block" ||
                       method == "block_api.get_block_range" || method == "block_api.get_block_header" ||
-                      method == "condenser_api.get_block_header" || method == "database_api.get_dynamic_global_properties";
+                      method == "condenser_api.get_block_header" ||
+                      method == "database_api.get_dynamic_global_properties";
         if (!blocks) continue;
         auto content = read(entry);
         if (!content) return wallet::make_error(content.error());
@@ -167,8 +169,9 @@ wallet::Result<bool> RealChainLoader::load(const fs::path& dir) {
             for (std::size_t i = 0; i < json_array_size(list); ++i) add_block(json_array_get(list, i), false);
         } else if (method == "block_api.get_block_header" || method == "condenser_api.get_block_header") {
             const json_t* header = method == "block_api.get_block_header" ? json_object_get(result, "header") : result;
-            auto block = method == "block_api.get_block_header" ? as_block_number(json_object_get(entry.params, "block_num"))
-                                                                : as_block_number(json_array_get(entry.params, 0));
+            auto block = method == "block_api.get_block_header"
+                             ? as_block_number(json_object_get(entry.params, "block_num"))
+                             : as_block_number(json_array_get(entry.params, 0));
             if (header != nullptr && json_is_object(header) && block) add_header(*block, header);
         } else {
             chain_.global_properties_ = wallet::json_own(json_deep_copy(result));
@@ -359,7 +362,8 @@ void RealChainLoader::build_histories(const std::vector<std::size_t>& final_inde
         long long previous_seq = -1;
         std::uint32_t previous_block = 0;
         std::size_t begin = 0;
-        auto fill = [&](std::size_t from, std::size_t to, std::optional<std::uint64_t> next_seq, std::uint32_t next_block) {
+        auto fill = [&](std::size_t from, std::size_t to, std::optional<std::uint64_t> next_seq,
+                        std::uint32_t next_block) {
             std::size_t count = to - from;
             if (count == 0) return;
             if (next_seq && static_cast<long long>(*next_seq) - previous_seq - 1 < static_cast<long long>(count)) {
@@ -374,7 +378,8 @@ void RealChainLoader::build_histories(const std::vector<std::size_t>& final_inde
                     std::uint32_t block = chain_.ops_[list[j]].block;
                     long long span_seq = static_cast<long long>(*next_seq) - previous_seq;
                     long long span_block = std::max<long long>(1, static_cast<long long>(next_block) - previous_block);
-                    long long ideal = previous_seq + span_seq * (static_cast<long long>(block) - previous_block) / span_block;
+                    long long ideal =
+                        previous_seq + span_seq * (static_cast<long long>(block) - previous_block) / span_block;
                     long long room_end = static_cast<long long>(*next_seq) - static_cast<long long>(to - j);
                     candidate = std::max(candidate, std::min(ideal, room_end));
                 }

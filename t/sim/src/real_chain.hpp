@@ -26,8 +26,8 @@ struct RealOp {
     bool virtual_op = false;
     std::string timestamp;
     int type_id = -1;
-    std::string type;       // without "_operation"
-    wallet::JsonPtr value;  // the body in NAI form
+    std::string type;         // without "_operation"
+    wallet::JsonPtr value;    // the body in NAI form
     std::uint64_t order = 0;  // emission order among ops of the same (trx_in_block, op_in_trx)
 };
 
@@ -80,9 +80,9 @@ private:
 
     std::uint32_t head_ = 0;
     RealChainStats stats_;
-    std::vector<RealOp> ops_;             // sorted by (block, trx_in_block, op_in_trx, order)
-    std::vector<std::uint32_t> blocks_;   // block numbers that have ops, ascending
-    std::vector<std::uint32_t> first_op_; // index of each block's first op in ops_, plus an end marker
+    std::vector<RealOp> ops_;              // sorted by (block, trx_in_block, op_in_trx, order)
+    std::vector<std::uint32_t> blocks_;    // block numbers that have ops, ascending
+    std::vector<std::uint32_t> first_op_;  // index of each block's first op in ops_, plus an end marker
     std::map<std::uint32_t, std::string> ids_;
     std::map<std::uint32_t, std::int64_t> times_;
     std::map<std::uint32_t, std::string> witnesses_;

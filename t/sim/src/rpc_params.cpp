@@ -107,7 +107,7 @@ std::optional<RpcError> to_account(const json_t* value, std::string& out) {
     }
     if (out.size() > 16)
         return assert_failed("in_len <= sizeof(data)", "Input too large: `" + out + "` (" + std::to_string(out.size()) +
-                                                            ") for fixed size string: (16)");
+                                                           ") for fixed size string: (16)");
     return std::nullopt;
 }
 
@@ -119,7 +119,8 @@ std::optional<RpcError> as_object_args(const json_t* params) {
 std::optional<RpcError> as_array_args(const json_t* params) {
     if (params != nullptr && json_is_array(params)) return std::nullopt;
     return RpcError{kServerError, "Bad Cast:Invalid cast from " +
-                                      std::string(params == nullptr ? "object_type" : fc_type_name(params)) + " to Array"};
+                                      std::string(params == nullptr ? "object_type" : fc_type_name(params)) +
+                                      " to Array"};
 }
 
 std::optional<RpcError> check_arg_count(const json_t* args, std::size_t expected) {

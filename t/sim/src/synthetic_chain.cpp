@@ -48,18 +48,28 @@ void append_hex(std::string& out, std::uint64_t value, int digits) {
 }
 
 constexpr std::string_view kWords[] = {
-    "hive",    "daily",   "update",  "photo",   "travel",   "crypto",  "market",  "life",    "music",   "art",
-    "food",    "recipe",  "garden",  "weekend", "story",    "poem",    "review",  "game",    "splinter", "leo",
-    "trading", "journal", "nature",  "walk",    "sunset",   "city",    "report",  "week",    "news",    "design",
-    "coffee",  "morning", "project", "ideas",   "thoughts", "build",   "learn",   "guide",   "tips",    "first",
-    "my",      "new",     "best",    "how",     "why",      "what",    "today",   "family",  "friends", "work",
-    "bitcoin", "defi",    "nft",     "token",   "stake",    "power",   "curation", "contest", "winner",  "results"};
+    "hive",    "daily",   "update",  "photo",   "travel",   "crypto", "market",   "life",    "music",    "art",
+    "food",    "recipe",  "garden",  "weekend", "story",    "poem",   "review",   "game",    "splinter", "leo",
+    "trading", "journal", "nature",  "walk",    "sunset",   "city",   "report",   "week",    "news",     "design",
+    "coffee",  "morning", "project", "ideas",   "thoughts", "build",  "learn",    "guide",   "tips",     "first",
+    "my",      "new",     "best",    "how",     "why",      "what",   "today",    "family",  "friends",  "work",
+    "bitcoin", "defi",    "nft",     "token",   "stake",    "power",  "curation", "contest", "winner",   "results"};
 constexpr std::size_t kWordCount = std::size(kWords);
 
-constexpr std::string_view kMemos[] = {
-    "", "", "", "thanks", "for the coffee", "rent", "payment for design work", "tip for your post",
-    "#4b7x9e2f0c1a8d3b6e5f7a9c0d2e4f6a8b1c3e5d7f9a0b2c4d6e8f0a1b3c5d7e9f", "swap", "deposit", "withdrawal 2931",
-    "monthly support", "giveaway prize"};
+constexpr std::string_view kMemos[] = {"",
+                                       "",
+                                       "",
+                                       "thanks",
+                                       "for the coffee",
+                                       "rent",
+                                       "payment for design work",
+                                       "tip for your post",
+                                       "#4b7x9e2f0c1a8d3b6e5f7a9c0d2e4f6a8b1c3e5d7f9a0b2c4d6e8f0a1b3c5d7e9f",
+                                       "swap",
+                                       "deposit",
+                                       "withdrawal 2931",
+                                       "monthly support",
+                                       "giveaway prize"};
 
 constexpr std::string_view kBodies[] = {
     "Good morning Hive! Today I want to share a few pictures from my walk along the river.",
@@ -70,11 +80,11 @@ constexpr std::string_view kBodies[] = {
     "Congratulations, your post has been selected for the daily highlights!",
     "I tried this recipe yesterday: flour, water, salt and a lot of patience. \"Delicious\" is the word."};
 
-constexpr std::string_view kTitles[] = {"My weekly update", "A walk by the river", "Daily market notes",
+constexpr std::string_view kTitles[] = {"My weekly update",      "A walk by the river", "Daily market notes",
                                         "How I started on Hive", "Photo contest entry", "Thoughts on staking"};
 
-constexpr std::string_view kCustomIds[] = {"follow", "community", "notify", "ssc-mainnet-hive", "sm_find_match",
-                                           "reblog", "podping", "actifit"};
+constexpr std::string_view kCustomIds[] = {"follow",        "community", "notify",  "ssc-mainnet-hive",
+                                           "sm_find_match", "reblog",    "podping", "actifit"};
 
 std::string make_account_name(Rng& rng) {
     static constexpr char kConsonants[] = "bcdfghjklmnprstvwz";
@@ -90,7 +100,8 @@ std::string make_account_name(Rng& rng) {
         name += std::to_string(rng.below(1000));
     } else if (style < 35) {
         name.push_back('-');
-        for (std::uint32_t i = 0, n = 2 + rng.below(3); i < n; ++i) name.push_back(kConsonants[rng.below(sizeof kConsonants - 1)]);
+        for (std::uint32_t i = 0, n = 2 + rng.below(3); i < n; ++i)
+            name.push_back(kConsonants[rng.below(sizeof kConsonants - 1)]);
         name.push_back(kVowels[rng.below(sizeof kVowels - 1)]);
     } else if (style < 40) {
         name.push_back('.');
@@ -269,7 +280,8 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
         return static_cast<std::int64_t>(1 + rng.below(9999)) * kScale[rng.below(4)];
     };
     auto vests = [&]() -> std::int64_t {  // micro-VESTS, up to ~ 16M VESTS
-        return static_cast<std::int64_t>(liquid()) * kMicroVestsPerMilliHive / 1000 * static_cast<std::int64_t>(1 + rng.below(1000));
+        return static_cast<std::int64_t>(liquid()) * kMicroVestsPerMilliHive / 1000 *
+               static_cast<std::int64_t>(1 + rng.below(1000));
     };
 
     std::uint32_t trx = 0;
@@ -330,10 +342,10 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
             effective.a = op.a;
             effective.b = op.b;
             effective.r = op.r;
-            effective.x = static_cast<std::int64_t>(rng.below(5000));                   // pending payout, HBD
-            effective.y = static_cast<std::int64_t>(rng.next() >> 12);                  // weight
+            effective.x = static_cast<std::int64_t>(rng.below(5000));                         // pending payout, HBD
+            effective.y = static_cast<std::int64_t>(rng.next() >> 12);                        // weight
             effective.z = static_cast<std::int64_t>(rng.next() >> 24) * (op.x < 0 ? -1 : 1);  // rshares
-            effective.w = static_cast<std::int64_t>(rng.next() >> 2);                   // total_vote_weight
+            effective.w = static_cast<std::int64_t>(rng.next() >> 2);                         // total_vote_weight
             emit(effective);
         } else if (pick < 8100) {
             SynOp op = real(Kind::comment);
@@ -502,8 +514,8 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
                 op.b = author;
                 op.r = permlink;
                 op.x = rng.chance(8000) ? 0 : rng.below(500);  // HIVE
-                op.y = rng.below(2000);                          // HBD
-                op.z = 1 + vests() / 1000;                       // VESTS
+                op.y = rng.below(2000);                        // HBD
+                op.z = 1 + vests() / 1000;                     // VESTS
                 beneficiary_hbd += op.y;
                 emit(op);
             }
@@ -588,8 +600,7 @@ int SyntheticChain::impacted(const SynOp& op, std::array<std::uint32_t, 3>& out)
             add(op.a);
             add(op.b);
             break;
-        default:
-            add(op.a);
+        default: add(op.a);
     }
     return n;
 }
@@ -674,20 +685,33 @@ char* SyntheticChain::write_permlink_at(char* p, std::uint64_t r) const {
 }
 
 char* SyntheticChain::write_op_at(char* p, const SynBlock& block, const SynOp& op, Form form) const {
-    static const JsonWriter::Slot kNames[] = {
-        JsonWriter::make_slot("vote"), JsonWriter::make_slot("comment"), JsonWriter::make_slot("comment_options"),
-        JsonWriter::make_slot("custom_json"), JsonWriter::make_slot("transfer"),
-        JsonWriter::make_slot("transfer_to_vesting"), JsonWriter::make_slot("withdraw_vesting"),
-        JsonWriter::make_slot("limit_order_create"), JsonWriter::make_slot("feed_publish"),
-        JsonWriter::make_slot("transfer_to_savings"), JsonWriter::make_slot("transfer_from_savings"),
-        JsonWriter::make_slot("cancel_transfer_from_savings"), JsonWriter::make_slot("claim_reward_balance"),
-        JsonWriter::make_slot("delegate_vesting_shares"), JsonWriter::make_slot("effective_comment_vote"),
-        JsonWriter::make_slot("transfer_to_vesting_completed"), JsonWriter::make_slot("interest"),
-        JsonWriter::make_slot("fill_order"), JsonWriter::make_slot("producer_reward"),
-        JsonWriter::make_slot("curation_reward"), JsonWriter::make_slot("comment_benefactor_reward"),
-        JsonWriter::make_slot("author_reward"), JsonWriter::make_slot("comment_reward"),
-        JsonWriter::make_slot("comment_payout_update"), JsonWriter::make_slot("fill_vesting_withdraw"),
-        JsonWriter::make_slot("fill_transfer_from_savings"), JsonWriter::make_slot("return_vesting_delegation")};
+    static const JsonWriter::Slot kNames[] = {JsonWriter::make_slot("vote"),
+                                              JsonWriter::make_slot("comment"),
+                                              JsonWriter::make_slot("comment_options"),
+                                              JsonWriter::make_slot("custom_json"),
+                                              JsonWriter::make_slot("transfer"),
+                                              JsonWriter::make_slot("transfer_to_vesting"),
+                                              JsonWriter::make_slot("withdraw_vesting"),
+                                              JsonWriter::make_slot("limit_order_create"),
+                                              JsonWriter::make_slot("feed_publish"),
+                                              JsonWriter::make_slot("transfer_to_savings"),
+                                              JsonWriter::make_slot("transfer_from_savings"),
+                                              JsonWriter::make_slot("cancel_transfer_from_savings"),
+                                              JsonWriter::make_slot("claim_reward_balance"),
+                                              JsonWriter::make_slot("delegate_vesting_shares"),
+                                              JsonWriter::make_slot("effective_comment_vote"),
+                                              JsonWriter::make_slot("transfer_to_vesting_completed"),
+                                              JsonWriter::make_slot("interest"),
+                                              JsonWriter::make_slot("fill_order"),
+                                              JsonWriter::make_slot("producer_reward"),
+                                              JsonWriter::make_slot("curation_reward"),
+                                              JsonWriter::make_slot("comment_benefactor_reward"),
+                                              JsonWriter::make_slot("author_reward"),
+                                              JsonWriter::make_slot("comment_reward"),
+                                              JsonWriter::make_slot("comment_payout_update"),
+                                              JsonWriter::make_slot("fill_vesting_withdraw"),
+                                              JsonWriter::make_slot("fill_transfer_from_savings"),
+                                              JsonWriter::make_slot("return_vesting_delegation")};
     const JsonWriter::Slot& name = kNames[static_cast<std::size_t>(op.kind)];
     if (form == Form::nai) {
         p = lit(p, "{\"type\":\"");
@@ -738,6 +762,28 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
     auto name = [&](std::uint32_t index) { p = put(p, quoted_accounts_[index]); };
     auto asset = [&](std::int64_t amount, int which) { p = write_asset_at(p, amount, which, form); };
     auto permlink = [&](std::uint64_t r) { p = write_permlink_at(p, r); };
+    // {"<first>":author,"permlink":...  (the comment a reward or update is about)
+    auto on_comment = [&](std::uint32_t author) {
+        name(author);
+        p = lit(p, ",\"permlink\":");
+        permlink(op.r);
+    };
+    auto payouts = [&](std::int64_t hbd, std::int64_t hive, std::int64_t vests) {
+        p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
+        asset(hbd, kHbd);
+        p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
+        asset(hive, kHive);
+        p = lit(p, ",\"vesting_payout\":");
+        asset(vests, kVests);
+    };
+    // "from":...,"to":...,"amount":...
+    auto from_to_amount = [&](int symbol) {
+        name(op.a);
+        p = lit(p, ",\"to\":");
+        name(op.b);
+        p = lit(p, ",\"amount\":");
+        asset(op.x, symbol);
+    };
     const int liquid = op.hbd ? kHbd : kHive;
     switch (op.kind) {
         case Kind::vote:
@@ -878,11 +924,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
         case Kind::transfer:
         case Kind::transfer_to_savings:
             p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, liquid);
+            from_to_amount(liquid);
             p = lit(p, ",\"memo\":");
             p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
             *p++ = '}';
@@ -902,11 +944,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::fill_transfer_from_savings:
             p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, liquid);
+            from_to_amount(liquid);
             p = lit(p, ",\"request_id\":");
             p = put_int(p, op.y);
             p = lit(p, ",\"memo\":");
@@ -922,11 +960,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::transfer_to_vesting:
             p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, kHive);
+            from_to_amount(kHive);
             *p++ = '}';
             return p;
         case Kind::transfer_to_vesting_completed:
@@ -941,6 +975,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             *p++ = '}';
             return p;
         case Kind::withdraw_vesting:
+        case Kind::return_vesting_delegation:  // the same fields
             p = lit(p, "{\"account\":");
             name(op.a);
             p = lit(p, ",\"vesting_shares\":");
@@ -1034,28 +1069,14 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             p = lit(p, "{\"benefactor\":");
             name(op.a);
             p = lit(p, ",\"author\":");
-            name(op.b);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
-            asset(op.y, kHbd);
-            p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
-            asset(op.x, kHive);
-            p = lit(p, ",\"vesting_payout\":");
-            asset(op.z, kVests);
+            on_comment(op.b);
+            payouts(op.y, op.x, op.z);
             p = current ? lit(p, ",\"payout_must_be_claimed\":true}") : lit(p, "}");
             return p;
         case Kind::author_reward:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
-            asset(op.x, kHbd);
-            p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
-            asset(op.y, kHive);
-            p = lit(p, ",\"vesting_payout\":");
-            asset(op.z, kVests);
+            on_comment(op.a);
+            payouts(op.x, op.y, op.z);
             if (current) {
                 p = lit(p, ",\"curators_vesting_payout\":");
                 asset(op.w, kVests);
@@ -1065,9 +1086,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::comment_reward:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
+            on_comment(op.a);
             p = lit(p, ",\"payout\":");
             asset(op.x, kHbd);
             p = lit(p, ",\"author_rewards\":");
@@ -1082,9 +1101,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::comment_payout_update:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
+            on_comment(op.a);
             *p++ = '}';
             return p;
         case Kind::fill_vesting_withdraw:
@@ -1096,13 +1113,6 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             asset(op.x, kVests);
             p = lit(p, ",\"deposited\":");
             asset(op.y, op.hbd ? kVests : kHive);
-            *p++ = '}';
-            return p;
-        case Kind::return_vesting_delegation:
-            p = lit(p, "{\"account\":");
-            name(op.a);
-            p = lit(p, ",\"vesting_shares\":");
-            asset(op.x, kVests);
             *p++ = '}';
             return p;
     }

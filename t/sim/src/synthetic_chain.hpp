@@ -52,7 +52,7 @@ enum class Kind : std::uint8_t {
 struct SynOp {
     Kind kind;
     bool is_virtual = false;
-    bool hbd = false;           // the liquid amount is HBD (else HIVE)
+    bool hbd = false;  // the liquid amount is HBD (else HIVE)
     std::uint32_t trx_in_block = 0;
     std::uint32_t op_in_trx = 0;
     std::uint32_t legacy_vop_counter = 0;  // virtual_op of a Steem-era node (1-based, 0 for real ops)

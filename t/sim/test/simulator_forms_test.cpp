@@ -88,7 +88,8 @@ TEST(SimulatorForms, TestnetPairsConvertFromNaiToLegacyAndBack) {
 TEST(SimulatorForms, MainnetGetOpsInBlockPairsConvertBothWays) {
     std::size_t checked = 0;
     auto dir = fixtures() / "hived-mainnet-5m";
-    for (const auto& entry : std::filesystem::directory_iterator(dir / "account_history_api_patterns" / "get_ops_in_block")) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir / "account_history_api_patterns" / "get_ops_in_block")) {
         auto condenser_path = dir / "condenser_api_patterns" / "get_ops_in_block" / entry.path().filename();
         if (!std::filesystem::exists(condenser_path)) continue;
         wallet::JsonPtr nai = load(entry.path());
@@ -101,8 +102,8 @@ TEST(SimulatorForms, MainnetGetOpsInBlockPairsConvertBothWays) {
             wallet::JsonPtr converted =
                 parse(legacy_text(json_object_get(nai_op, "value"), sim::SymbolTable::mainnet()));
             EXPECT_TRUE(json_equal(converted.get(), json_array_get(legacy_op, 1))) << entry.path();
-            wallet::JsonPtr back = sim::legacy_to_nai(json_string_value(json_array_get(legacy_op, 0)),
-                                                      json_array_get(legacy_op, 1));
+            wallet::JsonPtr back =
+                sim::legacy_to_nai(json_string_value(json_array_get(legacy_op, 0)), json_array_get(legacy_op, 1));
             EXPECT_TRUE(json_equal(back.get(), json_object_get(nai_op, "value"))) << entry.path();
             ++checked;
         }
@@ -112,7 +113,8 @@ TEST(SimulatorForms, MainnetGetOpsInBlockPairsConvertBothWays) {
 
 TEST(SimulatorForms, LegacyAmountsAreDigitManipulation) {
     auto asset = [](const char* amount, int precision, const char* nai) {
-        wallet::JsonPtr value = wallet::json_own(json_pack("{s:s, s:i, s:s}", "amount", amount, "precision", precision, "nai", nai));
+        wallet::JsonPtr value =
+            wallet::json_own(json_pack("{s:s, s:i, s:s}", "amount", amount, "precision", precision, "nai", nai));
         return legacy_text(value.get(), sim::SymbolTable::mainnet());
     };
     EXPECT_EQ(asset("18325", 6, "@@000000037"), "\"0.018325 VESTS\"");
@@ -123,29 +125,27 @@ TEST(SimulatorForms, LegacyAmountsAreDigitManipulation) {
     // A memo that looks like an amount stays a memo.
     wallet::JsonPtr transfer = parse(R"({"from":"a","to":"b","amount":"1.000 HIVE","memo":"2.000 HIVE"})");
     wallet::JsonPtr nai = sim::legacy_to_nai("transfer", transfer.get());
-    EXPECT_EQ(dump(nai.get()),
-              R"({"from":"a","to":"b","amount":{"amount":"1000","precision":3,"nai":"@@000000021"},"memo":"2.000 HIVE"})");
+    EXPECT_EQ(
+        dump(nai.get()),
+        R"({"from":"a","to":"b","amount":{"amount":"1000","precision":3,"nai":"@@000000021"},"memo":"2.000 HIVE"})");
 }
 
 TEST(SimulatorForms, TimesAreFormattedLikeGmtime) {
+    auto by_libc = [](std::int64_t seconds) {
+        std::time_t t = static_cast<std::time_t>(seconds);
+        std::tm parts{};
+        gmtime_r(&t, &parts);
+        char text[32];
+        std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+        return std::string(text);
+    };
     for (std::int64_t seconds : {0LL, 1458835200LL, 1458835203LL, 951782400LL /* 2000-02-29 */, 1709164799LL,
                                  4102444800LL, 1700000000LL + 86399LL}) {
-        std::time_t t = static_cast<std::time_t>(seconds);
-        std::tm parts{};
-        gmtime_r(&t, &parts);
-        char expected[32];
-        std::strftime(expected, sizeof expected, "%Y-%m-%dT%H:%M:%S", &parts);
-        EXPECT_EQ(sim::format_time(seconds), expected) << seconds;
-        EXPECT_EQ(sim::parse_time(expected), seconds);
+        EXPECT_EQ(sim::format_time(seconds), by_libc(seconds)) << seconds;
+        EXPECT_EQ(sim::parse_time(by_libc(seconds)), seconds);
     }
-    for (std::int64_t seconds = 1458835200; seconds < 1458835200 + 3LL * 90000000; seconds += 86400 * 37 + 4321) {
-        std::time_t t = static_cast<std::time_t>(seconds);
-        std::tm parts{};
-        gmtime_r(&t, &parts);
-        char expected[32];
-        std::strftime(expected, sizeof expected, "%Y-%m-%dT%H:%M:%S", &parts);
-        ASSERT_EQ(sim::format_time(seconds), expected) << seconds;
-    }
+    for (std::int64_t seconds = 1458835200; seconds < 1458835200 + 3LL * 90000000; seconds += 86400 * 37 + 4321)
+        ASSERT_EQ(sim::format_time(seconds), by_libc(seconds)) << seconds;
 }
 
 TEST(SimulatorForms, RequestsWithUint64BeyondInt64Parse) {

@@ -45,11 +45,21 @@ wallet::JsonPtr parse(const std::string& text) {
     return value;
 }
 
-const std::set<std::string> kWalletOps = {
-    "transfer", "transfer_to_savings", "transfer_from_savings", "cancel_transfer_from_savings",
-    "fill_transfer_from_savings", "transfer_to_vesting", "withdraw_vesting", "fill_vesting_withdraw",
-    "delegate_vesting_shares", "return_vesting_delegation", "claim_reward_balance", "interest", "author_reward",
-    "curation_reward", "comment_benefactor_reward"};
+const std::set<std::string> kWalletOps = {"transfer",
+                                          "transfer_to_savings",
+                                          "transfer_from_savings",
+                                          "cancel_transfer_from_savings",
+                                          "fill_transfer_from_savings",
+                                          "transfer_to_vesting",
+                                          "withdraw_vesting",
+                                          "fill_vesting_withdraw",
+                                          "delegate_vesting_shares",
+                                          "return_vesting_delegation",
+                                          "claim_reward_balance",
+                                          "interest",
+                                          "author_reward",
+                                          "curation_reward",
+                                          "comment_benefactor_reward"};
 
 }  // namespace
 
@@ -175,8 +185,8 @@ TEST(SimulatorSynthetic, AmountsAreExactInBothForms) {
         for (std::size_t i = 0; i < legacy.size(); ++i) {
             auto legacy_count = std::distance(std::sregex_iterator(legacy[i].begin(), legacy[i].end(), legacy_amount),
                                               std::sregex_iterator());
-            auto nai_count = std::distance(std::sregex_iterator(nai[i].begin(), nai[i].end(), nai_amount),
-                                           std::sregex_iterator());
+            auto nai_count =
+                std::distance(std::sregex_iterator(nai[i].begin(), nai[i].end(), nai_amount), std::sregex_iterator());
             EXPECT_EQ(legacy_count, nai_count) << legacy[i] << "\n" << nai[i];
         }
     }

@@ -1,0 +1,133 @@
+// A validating JSON scanner that finds values in a text without building a
+// tree: the node client uses it to walk batch answers of get_ops_in_block and
+// parse only the entries a decoder needs. Every value it steps over is
+// checked against the JSON grammar (RFC 8259: strings with their escapes and
+// no raw control characters, numbers, literals, nesting), so truncated or
+// malformed text is an error, never a partial result. UTF-8 inside strings is
+// not checked here: whatever is kept is parsed by jansson afterwards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "wallet/result.hpp"
+
+namespace wallet::json {
+
+// Nesting deeper than this is refused (node answers nest a handful of levels).
+inline constexpr int kMaxScanDepth = 64;
+
+class Scanner {
+public:
+    explicit Scanner(std::string_view text) noexcept : text_(text) {}
+
+    // The next value (leading whitespace skipped): its exact text; the
+    // scanner moves past it. Empty view and an error message on failure.
+    std::string_view next_value();
+
+    // A cursor over a known shape, for one validating pass (each call skips
+    // leading whitespace; a false return of read_string or expect has set
+    // the error):
+    // the next character is c: moves past it (else nothing happens);
+    bool consume(char c);
+    // the next character must be c;
+    bool expect(char c);
+    // a string: its text between the quotes, escapes as they are.
+    bool read_string(std::string_view& raw);
+    // Whether only whitespace remains.
+    bool at_end();
+    bool failed() const noexcept { return !error_.empty(); }
+    const std::string& error() const noexcept { return error_; }
+    std::size_t position() const noexcept { return pos_; }
+
+private:
+    bool skip_value(int depth);
+    bool skip_string();
+    bool skip_number();
+    bool skip_literal(std::string_view literal);
+    void skip_whitespace() noexcept;
+    bool fail(const char* what);
+
+    std::string_view text_;
+    std::size_t pos_ = 0;
+    std::string error_;
+};
+
+// Calls visit(element_text) for each element of an array text; false from
+// visit stops early. Errors: not an array, malformed, trailing text.
+template <typename Visit>
+Result<bool> for_each_element(std::string_view array_text, Visit&& visit);
+
+// Calls visit(raw_key, value_text) for each member of an object text. The
+// key is the text between its quotes, escapes left as they are.
+template <typename Visit>
+Result<bool> for_each_member(std::string_view object_text, Visit&& visit);
+
+// A string value's text between the quotes when it has no escapes.
+bool plain_string(std::string_view value_text, std::string_view& out) noexcept;
+
+// An integer value (a JSON number without fraction or exponent, or a string
+// of digits: node-api.md section 2).
+Result<std::int64_t> integer_value(std::string_view value_text);
+
+// ---- implementation of the templates ----------------------------------------
+
+namespace detail {
+// Positions a scanner inside a container: after '[' or '{', whitespace skipped.
+bool open_container(std::string_view text, char open, std::size_t& pos);
+// After an element: ',' continues (true), the closing character ends (false, done=true).
+bool next_separator(std::string_view text, char close, std::size_t& pos, bool& done);
+std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept;
+}  // namespace detail
+
+template <typename Visit>
+Result<bool> for_each_element(std::string_view array_text, Visit&& visit) {
+    std::size_t pos = 0;
+    if (!detail::open_container(array_text, '[', pos)) return make_error("JSON: expected an array");
+    if (pos < array_text.size() && array_text[pos] == ']') {
+        if (detail::skip_whitespace(array_text, pos + 1) != array_text.size()) return make_error("JSON: text after the array");
+        return true;
+    }
+    while (true) {
+        Scanner scanner(array_text.substr(pos));
+        const std::string_view element = scanner.next_value();
+        if (scanner.failed()) return make_error(scanner.error());
+        pos += scanner.position();
+        if (!visit(element)) return false;
+        bool done = false;
+        if (!detail::next_separator(array_text, ']', pos, done)) return make_error("JSON: expected ',' or ']' in an array");
+        if (done) break;
+    }
+    if (detail::skip_whitespace(array_text, pos) != array_text.size()) return make_error("JSON: text after the array");
+    return true;
+}
+
+template <typename Visit>
+Result<bool> for_each_member(std::string_view object_text, Visit&& visit) {
+    std::size_t pos = 0;
+    if (!detail::open_container(object_text, '{', pos)) return make_error("JSON: expected an object");
+    if (pos < object_text.size() && object_text[pos] == '}') {
+        if (detail::skip_whitespace(object_text, pos + 1) != object_text.size()) return make_error("JSON: text after the object");
+        return true;
+    }
+    while (true) {
+        Scanner key_scanner(object_text.substr(pos));
+        const std::string_view key = key_scanner.next_value();
+        if (key_scanner.failed() || key.empty() || key.front() != '"') return make_error("JSON: expected a member name");
+        pos = detail::skip_whitespace(object_text, pos + key_scanner.position());
+        if (pos >= object_text.size() || object_text[pos] != ':') return make_error("JSON: expected ':' after a member name");
+        Scanner value_scanner(object_text.substr(pos + 1));
+        const std::string_view value = value_scanner.next_value();
+        if (value_scanner.failed()) return make_error(value_scanner.error());
+        pos += 1 + value_scanner.position();
+        if (!visit(key.substr(1, key.size() - 2), value)) return false;
+        bool done = false;
+        if (!detail::next_separator(object_text, '}', pos, done)) return make_error("JSON: expected ',' or '}' in an object");
+        if (done) break;
+    }
+    if (detail::skip_whitespace(object_text, pos) != object_text.size()) return make_error("JSON: text after the object");
+    return true;
+}
+
+}  // namespace wallet::json
