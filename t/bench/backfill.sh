@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Benchmark of the backfill loader (run as `t/bench/run backfill`).
+#
+# A private PostgreSQL and a pool of simulated nodes serving the same
+# synthetic chain at mainnet density (BENCH_BLOCKS blocks, default 200,000).
+# In one run, with the same settings for all three:
+#   1. the node limit: the pool's serving rate for the backfill's own batches
+#      (condenser get_ops_in_block, BENCH_BATCH blocks each) over BENCH_WORKERS
+#      kept-alive connections, answers discarded (sim_bench_client);
+#   2. wallet-backfill loading the whole range into the empty database;
+#   3. the database limit: COPY of the rows the backfill stored, from a file,
+#      into the same (empty, indexed) table of a second database.
+# Ends with `RESULT backfill blocks_per_s=.. rows_per_s=.. sim_blocks_per_s=..
+# copy_rows_per_s=.. ratio=..` where ratio is the backfill's block rate over
+# the smaller limit (the COPY limit converted to blocks with the chain's rows
+# per block), then further figures: the CPU seconds of the loader and of
+# PostgreSQL in each phase (the machine's two cores are shared by the
+# simulator, the loader and the database) and the load average at the end.
+#
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS, BENCH_WORKERS
+# (default 6), BENCH_SIMS (default 1), BENCH_BATCH (100), BENCH_SHARD (10000),
+# BENCH_WRITE_METHOD (the loader's default when unset).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${WALLET_BUILD_DIR:-$root/build}
+blocks=${BENCH_BLOCKS:-200000}
+workers=${BENCH_WORKERS:-6}
+sims=${BENCH_SIMS:-1}
+batch=${BENCH_BATCH:-100}
+shard=${BENCH_SHARD:-10000}
+method=${BENCH_WRITE_METHOD:-}
+backfill=$build/backfill/wallet-backfill
+fetch=$build/t/bench/sim_bench_client
+sim=$build/t/sim/hive-node-sim
+setup=$build/common/wallet-db-setup
+pgbin=/usr/lib/postgresql/15/bin
+for f in "$backfill" "$fetch" "$sim" "$setup" "$pgbin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+
+work=$(mktemp -d /tmp/wallet-bench-backfill.XXXXXX)
+pids=()
+pg_pid=""
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # $pg_pid is the runuser wrapper: the server itself gets the fast-shutdown signal.
+  if [ -n "$pg_pid" ]; then
+    [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null || true
+    wait "$pg_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi; }
+log() { echo "[backfill bench] $*" >&2; }
+now() { date +%s.%N; }
+# CPU seconds used so far by this cluster: the postmaster, its exited
+# children (backends of closed connections) and its living ones.
+pg_cpu() {
+  local pm ticks c
+  pm=$(head -1 "$work/pg/data/postmaster.pid")
+  ticks=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(ps --ppid "$pm" -o pid=); do
+    ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+  done
+  python3 -c "print($ticks / $(getconf CLK_TCK))"
+}
+rate() { python3 -c "print(round($1 / ($3 - $2)))"; }
+
+# ---- PostgreSQL: one tuning for the loader and the COPY baseline alike ----------
+pg_port=$(free_port)
+superpass=bench-superuser-$RANDOM$RANDOM
+mkdir -p "$work/pg" "$work/run" "$work/data"
+echo "$superpass" > "$work/pwfile"
+[ "$(id -u)" = 0 ] && chown -R nobody "$work"
+as_pg "$pgbin/initdb" -D "$work/pg/data" -U postgres --pwfile="$work/pwfile" --auth-local=trust \
+  --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$work/initdb.log" 2>&1
+runuser_or_self=(); [ "$(id -u)" = 0 ] && runuser_or_self=(runuser -u nobody --)
+"${runuser_or_self[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
+  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100 \
+  -c shared_buffers=2GB -c max_wal_size=8GB -c checkpoint_timeout=30min -c log_min_messages=warning \
+  >"$work/postgres.log" 2>&1 &
+pg_pid=$!
+for _ in $(seq 200); do pg_isready -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
+
+export DB_USER=postgres DB_PASSWORD=$superpass DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port
+export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1
+DB_NAME=wallet "$setup" >&2
+DB_NAME=copytarget "$setup" >&2
+super="postgresql://postgres:$superpass@127.0.0.1:$pg_port"
+
+# ---- the node pool ----------------------------------------------------------------
+urls=""
+for i in $(seq "$sims"); do
+  port=$(free_port)
+  "$sim" --synthetic --seed 3 --length $((blocks + 1)) --block-interval-ms 0 --port "$port" >"$work/sim-$i.log" 2>&1 &
+  pids+=($!)
+  urls="${urls:+$urls,}http://127.0.0.1:$port/"
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+done
+log "$blocks blocks, $workers workers, batches of $batch, shards of $shard, pool of $sims simulators"
+
+# ---- 1. node limit: fetch and discard ----------------------------------------------
+# One client per simulator, each on its share of the range, all at once.
+share=$(( (blocks + sims - 1) / sims ))
+connections=$(( (workers + sims - 1) / sims ))
+i=0
+fetchers=()
+for url in ${urls//,/ }; do
+  first=$(( i * share + 1 )); count=$(( share < blocks - i * share ? share : blocks - i * share ))
+  "$fetch" "$url" condenser "$first" "$count" "$batch" "$connections" >"$work/fetch-$i.out" &
+  fetchers+=($!)
+  i=$((i + 1))
+done
+for pid in "${fetchers[@]}"; do wait "$pid" || { echo "fetch failed" >&2; cat "$work"/fetch-*.out >&2; exit 1; }; done
+cat "$work"/fetch-*.out | sed 's/^/[backfill bench] fetch and discard: /' >&2
+sim_blocks_per_s=$(cat "$work"/fetch-*.out | sed -n 's/.*blocks_per_s=\([0-9.]*\).*/\1/p' | python3 -c "import sys; print(round(sum(float(x) for x in sys.stdin)))")
+
+# ---- 2. the backfill --------------------------------------------------------------
+export BACKFILL_RPC_URLS=$urls BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_SHARD_SIZE=$shard
+export BACKFILL_BATCH_SIZE=$batch BACKFILL_WORKERS=$workers DB_NAME=wallet
+args=(--progress=log --progress-interval-ms=15000)
+[ -n "$method" ] && args+=("--write-method=$method")
+pg_before=$(pg_cpu)
+start=$(now)
+DB_PASSWORD= /usr/bin/time -f "%U %S" -o "$work/backfill.time" "$backfill" "${args[@]}" 2>"$work/backfill.log" ||
+  { cat "$work/backfill.log" >&2; exit 1; }
+end=$(now)
+sleep 1
+pg_backfill_cpu=$(python3 -c "print(round($(pg_cpu) - $pg_before, 1))")
+backfill_cpu=$(awk '{print $1 + $2}' "$work/backfill.time")
+grep -E "summary|progress" "$work/backfill.log" | sed 's/^/[backfill bench]   /' >&2
+rows=$(psql -qAt "$super/wallet" -c "SELECT count(*) FROM wallet_operation_events")
+blocks_per_s=$(rate "$blocks" "$start" "$end")
+rows_per_s=$(rate "$rows" "$start" "$end")
+backfill_seconds=$(python3 -c "print(round($end - $start, 1))")
+log "backfill: $rows rows in $backfill_seconds s"
+
+# ---- 3. database limit: COPY of the same rows from a file ---------------------------
+columns='block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, trx_id, "timestamp", amount, symbol, vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets, payload'
+psql -qAt -v ON_ERROR_STOP=1 "$super/wallet" \
+  -c "COPY (SELECT $columns FROM wallet_operation_events ORDER BY block_num, block_seq, account, role) TO '$work/data/rows.copy'"
+psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "CHECKPOINT" >/dev/null
+pg_before=$(pg_cpu)
+start=$(now)
+psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "COPY wallet_operation_events ($columns) FROM '$work/data/rows.copy'" >/dev/null
+end=$(now)
+sleep 1  # the COPY's backend has exited; its time counts once the postmaster reaped it
+pg_copy_cpu=$(python3 -c "print(round($(pg_cpu) - $pg_before, 1))")
+copied=$(psql -qAt "$super/copytarget" -c "SELECT count(*) FROM wallet_operation_events")
+copy_rows_per_s=$(rate "$copied" "$start" "$end")
+copy_seconds=$(python3 -c "print(round($end - $start, 1))")
+log "COPY from a file: $copied rows in $copy_seconds s"
+
+read -r ratio limit rows_per_block <<<"$(python3 -c "
+rows_per_block = $rows / $blocks
+copy_blocks = $copy_rows_per_s / rows_per_block
+limit = min($sim_blocks_per_s, copy_blocks)
+print(round($blocks_per_s / limit, 2), 'node' if $sim_blocks_per_s <= copy_blocks else 'database', round(rows_per_block, 1))")"
+echo "RESULT backfill blocks_per_s=$blocks_per_s rows_per_s=$rows_per_s sim_blocks_per_s=$sim_blocks_per_s copy_rows_per_s=$copy_rows_per_s ratio=$ratio"
+echo "limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds backfill_cpu_s=$backfill_cpu backfill_pg_cpu_s=$pg_backfill_cpu copy_pg_cpu_s=$pg_copy_cpu load_average=\"$(cut -d' ' -f1-3 /proc/loadavg)\" workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default}"
