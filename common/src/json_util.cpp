@@ -19,27 +19,47 @@ std::string dump_compact(const json_t* value) {
     return text ? std::string(text.get()) : std::string();
 }
 
-void append_quoted(std::string& out, std::string_view text) {
+char* write_quoted(char* out, std::string_view text) noexcept {
     static constexpr char kHex[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : text) {
+    *out++ = '"';
+    for (const char raw : text) {
+        const auto c = static_cast<unsigned char>(raw);
+        if (c >= 0x20 && c != 0x7f && c != '"' && c != '\\') {
+            *out++ = raw;
+            continue;
+        }
+        *out++ = '\\';
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"': *out++ = '"'; break;
+            case '\\': *out++ = '\\'; break;
+            case '\b': *out++ = 'b'; break;
+            case '\f': *out++ = 'f'; break;
+            case '\n': *out++ = 'n'; break;
+            case '\r': *out++ = 'r'; break;
+            case '\t': *out++ = 't'; break;
             default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    out += "\\u00";
-                    out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
-                    out += kHex[static_cast<unsigned char>(c) & 0xf];
-                } else {
-                    out += c;
-                }
+                *out++ = 'u';
+                *out++ = '0';
+                *out++ = '0';
+                *out++ = kHex[c >> 4];
+                *out++ = kHex[c & 15];
         }
     }
-    out += '"';
+    *out++ = '"';
+    return out;
+}
+
+void append_quoted(std::string& out, std::string_view text) {
+    const std::size_t start = out.size();
+    out.resize(start + quoted_capacity(text.size()));
+    char* end = write_quoted(out.data() + start, text);
+    out.resize(static_cast<std::size_t>(end - out.data()));
+}
+
+std::string quoted(std::string_view text) {
+    std::string out;
+    append_quoted(out, text);
+    return out;
 }
 
 std::optional<std::string_view> string_view_of(const json_t* value) {

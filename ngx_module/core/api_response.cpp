@@ -8,12 +8,13 @@
 
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
+#include "wallet/json_util.hpp"
 
 namespace wallet::api {
 
 namespace {
 
-using jsonrpc::append_json_string;
+using json::append_quoted;
 
 bool is_null(PGresult* rows, int row, int column) { return PQgetisnull(rows, row, column) != 0; }
 
@@ -29,7 +30,7 @@ std::int64_t integer_of(PGresult* rows, int row, int column) {
 }
 
 void append_key(std::string& out, std::string_view key) {
-    append_json_string(out, key);
+    append_quoted(out, key);
     out += ':';
 }
 
@@ -37,7 +38,7 @@ void append_text_or_null(std::string& out, PGresult* rows, int row, int column) 
     if (is_null(rows, row, column)) {
         out += "null";
     } else {
-        append_json_string(out, text_of(rows, row, column));
+        append_quoted(out, text_of(rows, row, column));
     }
 }
 
@@ -47,7 +48,7 @@ void append_amount_or_null(std::string& out, PGresult* rows, int row, int amount
         return;
     }
     std::string_view symbol = is_null(rows, row, symbol_column) ? std::string_view() : text_of(rows, row, symbol_column);
-    append_json_string(out, format_amount(text_of(rows, row, amount_column), symbol));
+    append_quoted(out, format_amount(text_of(rows, row, amount_column), symbol));
 }
 
 std::string iso_of_epoch(std::int64_t seconds) {
@@ -66,13 +67,13 @@ void append_event(std::string& out, PGresult* rows, int row) {
     const std::string_view op_type = text_of(rows, row, c::kOpType);
     out += '{';
     append_key(out, "account");
-    append_json_string(out, text_of(rows, row, c::kAccount));
+    append_quoted(out, text_of(rows, row, c::kAccount));
     out += ',';
     append_key(out, "role");
-    append_json_string(out, text_of(rows, row, c::kRole));
+    append_quoted(out, text_of(rows, row, c::kRole));
     out += ',';
     append_key(out, "op_type");
-    append_json_string(out, op_type);
+    append_quoted(out, op_type);
     out += ",\"block_num\":";
     out += text_of(rows, row, c::kBlockNum);
     out += ",\"block_seq\":";
@@ -89,7 +90,7 @@ void append_event(std::string& out, PGresult* rows, int row) {
     out += ",\"virtual_op\":";
     out += text_of(rows, row, c::kVirtualOp);
     out += ",\"timestamp\":";
-    append_json_string(out, iso_of_epoch(integer_of(rows, row, c::kEpoch)));
+    append_quoted(out, iso_of_epoch(integer_of(rows, row, c::kEpoch)));
     out += ",\"amount\":";
     append_amount_or_null(out, rows, row, c::kAmount, c::kSymbol);
     out += ",\"symbol\":";
@@ -119,11 +120,11 @@ void append_event(std::string& out, PGresult* rows, int row) {
 void append_window(std::string& out, const PageQuery& query) {
     if (query.from) {
         out += ",\"from\":";
-        append_json_string(out, query.from->to_iso_z());
+        append_quoted(out, query.from->to_iso_z());
     }
     if (query.to) {
         out += ",\"to\":";
-        append_json_string(out, query.to->to_iso_z());
+        append_quoted(out, query.to->to_iso_z());
     }
 }
 
@@ -166,7 +167,7 @@ std::string page_result(Method method, const PageQuery& query, PGresult* rows, c
     out.reserve(static_cast<std::size_t>(events) * 420 + 128);
     out += '{';
     append_key(out, "account");
-    append_json_string(out, query.account);
+    append_quoted(out, query.account);
     out += ",\"items\":[";
     for (int row = 0; row < events; ++row) {
         if (row > 0) out += ',';
@@ -181,7 +182,7 @@ std::string page_result(Method method, const PageQuery& query, PGresult* rows, c
         position.block_num = integer_of(rows, last, c::kBlockNum);
         position.block_seq = static_cast<std::int32_t>(integer_of(rows, last, c::kBlockSeq));
         position.role = std::string(text_of(rows, last, c::kRole));
-        append_json_string(out, cursors.encode(position, query.account, query_fingerprint(method, query)));
+        append_quoted(out, cursors.encode(position, query.account, query_fingerprint(method, query)));
     } else {
         out += "null";
     }
@@ -217,7 +218,7 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
     }
     std::string out = "{";
     append_key(out, "account");
-    append_json_string(out, query.account);
+    append_quoted(out, query.account);
     append_window(out, query);
     out += ",\"totals\":{";
     bool first = true;
@@ -226,7 +227,7 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
         first = false;
         append_key(out, type);
         out += "{\"vesting_amount\":";
-        append_json_string(out, format_amount(totals.vesting, "VESTS"));
+        append_quoted(out, format_amount(totals.vesting, "VESTS"));
         out += ",\"vesting_symbol\":\"VESTS\",\"count\":";
         out += std::to_string(totals.count);
         // Additive (decisions.md 3): liquid payouts of these rewards per symbol.
@@ -235,9 +236,9 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
         for (std::size_t i = 0; i < totals.liquid.size(); ++i) {
             if (i > 0) out += ',';
             out += "{\"amount\":";
-            append_json_string(out, format_amount(totals.liquid[i].second, totals.liquid[i].first));
+            append_quoted(out, format_amount(totals.liquid[i].second, totals.liquid[i].first));
             out += ",\"symbol\":";
-            append_json_string(out, totals.liquid[i].first);
+            append_quoted(out, totals.liquid[i].first);
             out += '}';
         }
         out += "]}";
@@ -257,7 +258,7 @@ std::string status_result(PGresult* rows) {
     const bool node_known = PQntuples(rows) == 1 && !is_null(rows, 0, 2) && text_of(rows, 0, 4) == "t";
     const std::int64_t now = PQntuples(rows) == 1 ? integer_of(rows, 0, 5) : 0;
     std::string out = "{\"indexed_block\":" + std::to_string(indexed_block) + ",\"indexed_time\":";
-    append_json_string(out, iso_of_epoch(indexed_time));
+    append_quoted(out, iso_of_epoch(indexed_time));
     std::int64_t lag_seconds = now - indexed_time;
     if (node_known) {
         const std::int64_t head = integer_of(rows, 0, 2);
@@ -275,7 +276,7 @@ std::string methods_result() {
     const auto& names = method_names();
     for (std::size_t i = 0; i < names.size(); ++i) {
         if (i > 0) out += ',';
-        append_json_string(out, names[i]);
+        append_quoted(out, names[i]);
     }
     out += "]}";
     return out;

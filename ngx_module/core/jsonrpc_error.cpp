@@ -1,6 +1,7 @@
 #include "jsonrpc_error.hpp"
 
 #include "jsonrpc_json.hpp"
+#include "wallet/json_util.hpp"
 
 namespace jsonrpc {
 
@@ -10,9 +11,9 @@ std::string render_error(std::string_view id_json, int code, std::string_view me
     out += "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":";
     out += std::to_string(code);
     out += ",\"message\":";
-    json_append_quoted(out, message);
+    wallet::json::append_quoted(out, message);
     out += ",\"data\":{\"request_id\":";
-    json_append_quoted(out, request_id);
+    wallet::json::append_quoted(out, request_id);
     out += "}},\"id\":";
     out += id_json.empty() ? std::string_view("null") : id_json;
     out += '}';

@@ -1,5 +1,7 @@
 #include "jsonrpc_json.hpp"
 
+#include "wallet/json_util.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -123,37 +125,6 @@ bool json_unescape(std::string_view body, std::string& out) {
         }
     }
     return true;
-}
-
-void json_append_quoted(std::string& out, std::string_view text) {
-    static const char hex[] = "0123456789abcdef";
-    out.push_back('"');
-    for (char c : text) {
-        auto u = static_cast<unsigned char>(c);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (u < 0x20) {
-                    out += "\\u00";
-                    out.push_back(hex[u >> 4]);
-                    out.push_back(hex[u & 0xF]);
-                } else {
-                    out.push_back(c);
-                }
-        }
-    }
-    out.push_back('"');
-}
-
-std::string json_quote(std::string_view text) {
-    std::string out;
-    out.reserve(text.size() + 2);
-    json_append_quoted(out, text);
-    return out;
 }
 
 // ---- parser ------------------------------------------------------------------
@@ -400,7 +371,7 @@ void JsonDocument::append_canonical(std::size_t index, std::string& out) const {
         for (const auto& [key, key_node] : members) {
             if (!first) out.push_back(',');
             first = false;
-            json_append_quoted(out, key);
+            wallet::json::append_quoted(out, key);
             out.push_back(':');
             append_canonical(nodes_[key_node].next, out);
         }
@@ -409,7 +380,7 @@ void JsonDocument::append_canonical(std::size_t index, std::string& out) const {
     }
     if (n.kind == JsonKind::String) {
         // Escapes normalized, so equal strings give equal keys.
-        json_append_quoted(out, string_value(index));
+        wallet::json::append_quoted(out, string_value(index));
         return;
     }
     out += text(index);

@@ -70,10 +70,6 @@ private:
 // Decodes the body of a JSON string literal (without its quotes); false on a
 // bad escape. The literal must already be validated for UTF-8.
 bool json_unescape(std::string_view literal_body, std::string& out);
-// A JSON string literal (with quotes) for valid UTF-8 text.
-std::string json_quote(std::string_view text);
-// Appends a JSON string literal for `text`.
-void json_append_quoted(std::string& out, std::string_view text);
 // True when `text` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
 bool valid_utf8(std::string_view text);
 

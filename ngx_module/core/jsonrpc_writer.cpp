@@ -1,36 +1,14 @@
 #include "jsonrpc_writer.hpp"
 
-namespace wallet::jsonrpc {
+#include "wallet/json_util.hpp"
 
-void append_json_string(std::string& out, std::string_view text) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out.push_back('"');
-    for (char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20 || c == 0x7f) {
-                out += "\\u00";
-                out.push_back(kHex[c >> 4]);
-                out.push_back(kHex[c & 15]);
-            } else {
-                out.push_back(ch);
-            }
-        }
-    }
-    out.push_back('"');
-}
+namespace wallet::jsonrpc {
 
 std::string error_response(std::string_view id_json, int code, std::string_view message) {
     std::string out = R"({"jsonrpc":"2.0","error":{"code":)";
     out += std::to_string(code);
     out += R"(,"message":)";
-    append_json_string(out, message);
+    json::append_quoted(out, message);
     out += R"(},"id":)";
     out += id_json.empty() ? std::string_view("null") : id_json;
     out += '}';

@@ -1,6 +1,6 @@
 // A small append-only JSON text writer for JSON-RPC responses. Responses are
 // built as text (not through a DOM) because they are mostly rows copied from
-// PostgreSQL; every string goes through escape_json_string.
+// PostgreSQL; every string goes through wallet::json::append_quoted.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,6 @@
 #include <string_view>
 
 namespace wallet::jsonrpc {
-
-// Appends `text` as a JSON string literal (quotes included).
-void append_json_string(std::string& out, std::string_view text);
 
 // Standard JSON-RPC 2.0 error codes.
 inline constexpr int kParseError = -32700;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "jsonrpc_json.hpp"
+#include "wallet/json_util.hpp"
 #include "wallet/handles.hpp"
 
 namespace router {
@@ -223,7 +224,7 @@ public:
         auto route_nodes = doc.children(*routes);
         for (std::size_t i = 0; i < route_nodes.size(); i += 2) {
             std::string pattern = doc.string_value(route_nodes[i]);
-            std::string key = "routes." + jsonrpc::json_quote(pattern);
+            std::string key = "routes." + wallet::json::quoted(pattern);
             for (const Route& r : table.routes) {
                 if (r.pattern.text() == pattern) return fail(key, "duplicate route");
             }

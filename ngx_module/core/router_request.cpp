@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include "jsonrpc_json.hpp"
+#include "wallet/json_util.hpp"
 
 namespace router {
 
@@ -103,9 +104,9 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
     if (!legacy && call.route->translate && !api.empty()) {
         call.method_json = "\"call\"";
         call.params_json = "[";
-        jsonrpc::json_append_quoted(call.params_json, api);
+        wallet::json::append_quoted(call.params_json, api);
         call.params_json += ',';
-        jsonrpc::json_append_quoted(call.params_json, api_method);
+        wallet::json::append_quoted(call.params_json, api_method);
         call.params_json += ',';
         if (params && doc.kind(*params) != JsonKind::Null) {
             call.params_json += doc.text(*params);

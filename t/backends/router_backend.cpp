@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "jsonrpc_json.hpp"
+#include "wallet/json_util.hpp"
 #include "router_http.hpp"
 #include "router_websocket.hpp"
 
@@ -140,7 +141,7 @@ Answer answer(std::string_view request, std::uint64_t connection_number) {
         a.body = R"({"jsonrpc":"2.0","error":{"code":-32003,"message":"failed by )" + options.name + R"("},"id":)" +
                  id_text + "}";
     } else {
-        a.body = R"({"jsonrpc":"2.0","result":{"backend":)" + jsonrpc::json_quote(options.name) + R"(,"method":)" +
+        a.body = R"({"jsonrpc":"2.0","result":{"backend":)" + wallet::json::quoted(options.name) + R"(,"method":)" +
                  method_text + R"(,"params":)" + params_text + R"(,"served":)" + std::to_string(request_count) +
                  R"(,"connection":)" + std::to_string(connection_number) + R"(},"id":)" + id_text + "}";
     }

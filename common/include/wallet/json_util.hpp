@@ -1,6 +1,7 @@
 // Small jansson helpers shared by the decoder, the node client and the store.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,9 +22,17 @@ Result<JsonPtr> parse(std::string_view text);
 // Compact serialization in the value's own key order.
 std::string dump_compact(const json_t* value);
 
-// Appends text as a JSON string literal (quotes, backslashes and control
-// characters escaped; other bytes as they are).
+// The one JSON string escaper. Writes text as a JSON string literal: quotes,
+// backslashes and \b \f \n \r \t with their short escapes, other control
+// characters and DEL (0x7f) as \u00XX, all other bytes as they are. `out`
+// must have room for quoted_capacity(text.size()) bytes; returns the end.
+char* write_quoted(char* out, std::string_view text) noexcept;
+constexpr std::size_t quoted_capacity(std::size_t text_size) noexcept { return text_size * 6 + 2; }
+
+// Appends text as a JSON string literal (see write_quoted).
 void append_quoted(std::string& out, std::string_view text);
+// text as a JSON string literal (see write_quoted).
+std::string quoted(std::string_view text);
 
 // A string value's bytes (it may hold NULs), nullopt for any other type.
 std::optional<std::string_view> string_view_of(const json_t* value);

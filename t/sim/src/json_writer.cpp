@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 
+#include "wallet/json_util.hpp"
+
 namespace sim {
 
 void OutputBuffer::reserve(std::size_t capacity) {
@@ -16,36 +18,10 @@ void OutputBuffer::reserve(std::size_t capacity) {
 }
 
 void JsonWriter::string(std::string_view text) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    reserve(text.size() * 6 + 2);
+    reserve(wallet::json::quoted_capacity(text.size()));
     char* begin = out_.data() + out_.size();
-    char* at = begin;
-    *at++ = '"';
-    for (char raw_char : text) {
-        auto c = static_cast<unsigned char>(raw_char);
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *at++ = raw_char;
-            continue;
-        }
-        *at++ = '\\';
-        switch (c) {
-            case '"': *at++ = '"'; break;
-            case '\\': *at++ = '\\'; break;
-            case '\n': *at++ = 'n'; break;
-            case '\r': *at++ = 'r'; break;
-            case '\t': *at++ = 't'; break;
-            case '\b': *at++ = 'b'; break;
-            case '\f': *at++ = 'f'; break;
-            default:
-                *at++ = 'u';
-                *at++ = '0';
-                *at++ = '0';
-                *at++ = kHex[c >> 4];
-                *at++ = kHex[c & 15];
-        }
-    }
-    *at++ = '"';
-    out_.resize(out_.size() + static_cast<std::size_t>(at - begin));
+    char* end = wallet::json::write_quoted(begin, text);
+    out_.resize(out_.size() + static_cast<std::size_t>(end - begin));
 }
 
 void JsonWriter::decimal(std::string_view digits, int precision) {

@@ -11,6 +11,7 @@
 
 #include "json_writer.hpp"
 #include "wallet/handles.hpp"
+#include "wallet/operation_types.hpp"
 
 namespace sim {
 
@@ -51,8 +52,8 @@ std::optional<NaiAsset> nai_of_symbol(std::string_view symbol);
 // Operation type ids as in hived's operation static_variant (0 vote ... 92).
 int op_type_id(std::string_view name);  // name without "_operation"; -1 if unknown
 std::string_view op_type_name(int id);
-inline bool is_virtual_op_type(int id) { return id >= 50; }
-inline constexpr int kOpTypeCount = 93;
+inline bool is_virtual_op_type(int id) { return id >= wallet::kFirstVirtualOperationId; }
+inline constexpr int kOpTypeCount = static_cast<int>(wallet::kOperationTypes.size());
 
 // Writes a value given in NAI form (as a jansson value) in the legacy form:
 // asset objects become "1.000 HIVE" strings, operations
