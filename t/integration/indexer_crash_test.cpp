@@ -29,13 +29,22 @@ TEST(IndexerCrash, TwentyKillsLeaveTheTableOfACleanIndex) {
     env["INDEXER_MAX_BATCH_BLOCKS"] = "25";  // many commits: kills land before, inside and after them
     IndexerDaemon indexer(env, health_port);
 
+    // A kill moment is measured from the run's first commit, not from the
+    // process start: however slow the build (sanitizers) or the machine, every
+    // run does real work and is then killed before, inside or after a commit.
     std::vector<std::int64_t> checkpoints;
-    std::uniform_int_distribution<int> moment_ms(10, 300);
+    std::uniform_int_distribution<int> moment_ms(0, 150);
+    std::int64_t previous = 0;
     for (int kill = 0; kill < kKills; ++kill) {
         indexer.start();
+        ASSERT_TRUE(wait_until([&] {
+            const auto now = checkpoint_of(pg, "crashed");
+            return now > previous || now >= kTarget;
+        }, 120s, 5ms)) << indexer.log();
         std::this_thread::sleep_for(std::chrono::milliseconds(moment_ms(random)));
         indexer.stop(SIGKILL);
-        checkpoints.push_back(checkpoint_of(pg, "crashed"));
+        previous = checkpoint_of(pg, "crashed");
+        checkpoints.push_back(previous);
     }
     std::string progress;
     for (auto c : checkpoints) progress += std::to_string(c) + " ";
