@@ -2,7 +2,6 @@
 // with history, in parallel shards over a pool of nodes (spec 000, backfill
 // loader; BACKFILL_* settings). Safe to re-run and to run beside the indexer
 // or another backfill process.
-#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -229,10 +228,6 @@ void log_summary(const Loader& loader, const NodePool& pool, const std::optional
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Each batch parses and frees a JSON tree of ~100,000 small values; with
-    // glibc's fast bins, every later large allocation first consolidates them
-    // all. Without fast bins the loader spends ~15% less CPU per block.
-    mallopt(M_MXFAST, 0);
     set_log_program("wallet-backfill");
     bool exit_now = false;
     auto args = parse_arguments(argc, argv, exit_now);
