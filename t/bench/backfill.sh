@@ -159,5 +159,5 @@ rows_per_block = $rows / $blocks
 copy_blocks = $copy_rows_per_s / rows_per_block
 limit = min($sim_blocks_per_s, copy_blocks)
 print(round($blocks_per_s / limit, 2), 'node' if $sim_blocks_per_s <= copy_blocks else 'database', round(rows_per_block, 1))")"
-echo "RESULT backfill blocks_per_s=$blocks_per_s rows_per_s=$rows_per_s sim_blocks_per_s=$sim_blocks_per_s copy_rows_per_s=$copy_rows_per_s ratio=$ratio"
-echo "limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds backfill_cpu_s=$backfill_cpu backfill_pg_cpu_s=$pg_backfill_cpu copy_pg_cpu_s=$pg_copy_cpu load_average=\"$(cut -d' ' -f1-3 /proc/loadavg)\" workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default}"
+echo "RESULT backfill blocks_per_s=$blocks_per_s rows_per_s=$rows_per_s sim_blocks_per_s=$sim_blocks_per_s copy_rows_per_s=$copy_rows_per_s ratio=$ratio \
+limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds backfill_cpu_s=$backfill_cpu backfill_pg_cpu_s=$pg_backfill_cpu copy_pg_cpu_s=$pg_copy_cpu load_average=\"$(cut -d' ' -f1-3 /proc/loadavg)\" workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default}"
