@@ -8,6 +8,7 @@
 
 #include "jsonrpc_writer.hpp"
 #include "wallet/account_name.hpp"
+#include "wallet/decoder.hpp"
 #include "wallet/handles.hpp"
 
 namespace wallet::api {
@@ -29,29 +30,6 @@ constexpr std::array<MethodEntry, 6> kMethods = {{
     {"get_status", Method::GetStatus},
     {"get_methods", Method::GetMethods},
 }};
-
-constexpr std::array<std::string_view, 15> kOpTypes = {
-    "transfer",
-    "transfer_to_savings",
-    "transfer_from_savings",
-    "cancel_transfer_from_savings",
-    "fill_transfer_from_savings",
-    "transfer_to_vesting",
-    "withdraw_vesting",
-    "fill_vesting_withdraw",
-    "delegate_vesting_shares",
-    "return_vesting_delegation",
-    "claim_reward_balance",
-    "interest",
-    "author_reward",
-    "curation_reward",
-    "comment_benefactor_reward",
-};
-
-constexpr std::array<std::string_view, 7> kVirtualOpTypes = {
-    "fill_transfer_from_savings", "fill_vesting_withdraw", "return_vesting_delegation", "interest",
-    "author_reward",              "curation_reward",       "comment_benefactor_reward",
-};
 
 RpcError invalid_params(std::string message) { return RpcError{jsonrpc::kInvalidParams, std::move(message)}; }
 
@@ -163,12 +141,11 @@ const std::vector<std::string_view>& method_names() {
     return names;
 }
 
-bool is_known_op_type(std::string_view op_type) {
-    return std::find(kOpTypes.begin(), kOpTypes.end(), op_type) != kOpTypes.end();
-}
+// The decoder owns the list of wallet operation types and their virtual-ness.
+bool is_known_op_type(std::string_view op_type) { return wallet::is_wallet_operation(op_type); }
 
 bool is_virtual_op_type(std::string_view op_type) {
-    return std::find(kVirtualOpTypes.begin(), kVirtualOpTypes.end(), op_type) != kVirtualOpTypes.end();
+    return wallet::is_wallet_operation(op_type) && wallet::is_virtual_operation(op_type, false);
 }
 
 std::string query_fingerprint(Method method, const PageQuery& query) {
