@@ -5,7 +5,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include "wallet/base64url.hpp"
 
@@ -91,6 +93,37 @@ Result<CursorPosition> read_position(std::string_view bytes) {
 
 }  // namespace
 
+struct CursorCodec::KeyedMac {
+    struct MacFree {
+        void operator()(EVP_MAC* mac) const noexcept { EVP_MAC_free(mac); }
+    };
+    struct ContextFree {
+        void operator()(EVP_MAC_CTX* context) const noexcept { EVP_MAC_CTX_free(context); }
+    };
+    using Context = std::unique_ptr<EVP_MAC_CTX, ContextFree>;
+
+    // Null when OpenSSL cannot key it; tag() then uses the one-shot HMAC.
+    static std::shared_ptr<const KeyedMac> create(const std::string& secret) {
+        std::unique_ptr<EVP_MAC, MacFree> mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
+        if (!mac) return nullptr;
+        Context context(EVP_MAC_CTX_new(mac.get()));
+        char digest_name[] = "SHA256";
+        const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+                                     OSSL_PARAM_construct_end()};
+        if (!context || secret.empty() ||
+            EVP_MAC_init(context.get(), reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), params) != 1) {
+            return nullptr;
+        }
+        auto keyed = std::make_shared<KeyedMac>();
+        keyed->keyed = std::move(context);
+        return keyed;
+    }
+
+    Context keyed;
+};
+
+CursorCodec::CursorCodec(std::string secret) : secret_(std::move(secret)), keyed_mac_(KeyedMac::create(secret_)) {}
+
 Result<CursorCodec> CursorCodec::create(std::string secret) {
     if (secret.size() < kMinSecretLength) return make_error("cursor: secret shorter than 16 bytes");
     return CursorCodec(std::move(secret));
@@ -107,11 +140,21 @@ std::string CursorCodec::tag(std::string_view version_and_position, std::string_
     message += query_fingerprint;
 
     unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digest_length = 0;
-    const unsigned char* done =
-        HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
-             reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &digest_length);
-    if (done == nullptr || digest_length < kTagLength) return std::string();  // decode then refuses everything
+    std::size_t digest_length = 0;
+    const auto* data = reinterpret_cast<const unsigned char*>(message.data());
+    if (keyed_mac_) {
+        KeyedMac::Context context(EVP_MAC_CTX_dup(keyed_mac_->keyed.get()));
+        if (!context || EVP_MAC_update(context.get(), data, message.size()) != 1 ||
+            EVP_MAC_final(context.get(), digest, &digest_length, sizeof digest) != 1) {
+            digest_length = 0;
+        }
+    } else {
+        unsigned int length = 0;
+        if (HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()), data, message.size(), digest, &length)) {
+            digest_length = length;
+        }
+    }
+    if (digest_length < kTagLength) return std::string();  // decode then refuses everything
     return std::string(reinterpret_cast<const char*>(digest), kTagLength);
 }
 

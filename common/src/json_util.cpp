@@ -1,5 +1,7 @@
 #include "wallet/json_util.hpp"
 
+#include <array>
+#include <cstring>
 #include <limits>
 
 namespace wallet::json {
@@ -19,41 +21,74 @@ std::string dump_compact(const json_t* value) {
     return text ? std::string(text.get()) : std::string();
 }
 
-char* write_quoted(char* out, std::string_view text) noexcept {
+namespace {
+
+// Bytes that JSON text may not hold as they are: controls, DEL, '"' and '\\'.
+constexpr std::array<bool, 256> kNeedsEscape = [] {
+    std::array<bool, 256> table{};
+    for (std::size_t c = 0; c < 0x20; ++c) table[c] = true;
+    table[0x7f] = true;
+    table['"'] = true;
+    table['\\'] = true;
+    return table;
+}();
+
+// The length of the prefix of text that needs no escaping.
+std::size_t plain_run(std::string_view text) noexcept {
+    std::size_t i = 0;
+    while (i < text.size() && !kNeedsEscape[static_cast<unsigned char>(text[i])]) ++i;
+    return i;
+}
+
+char* write_escape(char* out, unsigned char c) noexcept {
     static constexpr char kHex[] = "0123456789abcdef";
+    *out++ = '\\';
+    switch (c) {
+        case '"': *out++ = '"'; break;
+        case '\\': *out++ = '\\'; break;
+        case '\b': *out++ = 'b'; break;
+        case '\f': *out++ = 'f'; break;
+        case '\n': *out++ = 'n'; break;
+        case '\r': *out++ = 'r'; break;
+        case '\t': *out++ = 't'; break;
+        default:
+            *out++ = 'u';
+            *out++ = '0';
+            *out++ = '0';
+            *out++ = kHex[c >> 4];
+            *out++ = kHex[c & 15];
+    }
+    return out;
+}
+
+}  // namespace
+
+// Runs of plain bytes (almost all text) are copied whole.
+char* write_quoted(char* out, std::string_view text) noexcept {
     *out++ = '"';
-    for (const char raw : text) {
-        const auto c = static_cast<unsigned char>(raw);
-        if (c >= 0x20 && c != 0x7f && c != '"' && c != '\\') {
-            *out++ = raw;
-            continue;
-        }
-        *out++ = '\\';
-        switch (c) {
-            case '"': *out++ = '"'; break;
-            case '\\': *out++ = '\\'; break;
-            case '\b': *out++ = 'b'; break;
-            case '\f': *out++ = 'f'; break;
-            case '\n': *out++ = 'n'; break;
-            case '\r': *out++ = 'r'; break;
-            case '\t': *out++ = 't'; break;
-            default:
-                *out++ = 'u';
-                *out++ = '0';
-                *out++ = '0';
-                *out++ = kHex[c >> 4];
-                *out++ = kHex[c & 15];
-        }
+    while (!text.empty()) {
+        const std::size_t run = plain_run(text);
+        std::memcpy(out, text.data(), run);
+        out += run;
+        if (run == text.size()) break;
+        out = write_escape(out, static_cast<unsigned char>(text[run]));
+        text.remove_prefix(run + 1);
     }
     *out++ = '"';
     return out;
 }
 
 void append_quoted(std::string& out, std::string_view text) {
-    const std::size_t start = out.size();
-    out.resize(start + quoted_capacity(text.size()));
-    char* end = write_quoted(out.data() + start, text);
-    out.resize(static_cast<std::size_t>(end - out.data()));
+    out += '"';
+    while (!text.empty()) {
+        const std::size_t run = plain_run(text);
+        out.append(text.data(), run);
+        if (run == text.size()) break;
+        char escape[6];
+        out.append(escape, static_cast<std::size_t>(write_escape(escape, static_cast<unsigned char>(text[run])) - escape));
+        text.remove_prefix(run + 1);
+    }
+    out += '"';
 }
 
 std::string quoted(std::string_view text) {

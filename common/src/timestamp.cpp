@@ -64,28 +64,28 @@ std::int64_t digits_value(std::string_view digits) {
     return value;
 }
 
-void append_padded(std::string& out, std::int64_t value, std::size_t width) {
-    std::string digits = std::to_string(value);
-    if (digits.size() < width) out.append(width - digits.size(), '0');
-    out += digits;
+char* write_digits(char* out, std::int64_t value, int width) {
+    for (int i = width - 1; i >= 0; --i) {
+        out[i] = static_cast<char>('0' + value % 10);
+        value /= 10;
+    }
+    return out + width;
 }
 
-std::string format_node_form(std::int64_t seconds) {
+// "YYYY-MM-DDTHH:MM:SS" (kNodeFormPattern.size() bytes).
+char* write_node_form(char* out, std::int64_t seconds) {
     const CivilTime t = civil_from_seconds(seconds);
-    std::string out;
-    out.reserve(kNodeFormPattern.size() + 1);
-    append_padded(out, t.year, 4);
-    out += '-';
-    append_padded(out, t.month, 2);
-    out += '-';
-    append_padded(out, t.day, 2);
-    out += 'T';
-    append_padded(out, t.hour, 2);
-    out += ':';
-    append_padded(out, t.minute, 2);
-    out += ':';
-    append_padded(out, t.second, 2);
-    return out;
+    out = write_digits(out, t.year, 4);
+    *out++ = '-';
+    out = write_digits(out, t.month, 2);
+    *out++ = '-';
+    out = write_digits(out, t.day, 2);
+    *out++ = 'T';
+    out = write_digits(out, t.hour, 2);
+    *out++ = ':';
+    out = write_digits(out, t.minute, 2);
+    *out++ = ':';
+    return write_digits(out, t.second, 2);
 }
 
 }  // namespace
@@ -117,8 +117,20 @@ Result<Timestamp> Timestamp::parse(std::string_view text) {
     return Timestamp(days_from_civil(t.year, t.month, t.day) * kSecondsPerDay + t.hour * 3600 + t.minute * 60 + t.second);
 }
 
-std::string Timestamp::to_iso_z() const { return format_node_form(seconds_) + 'Z'; }
+char* Timestamp::write_iso_z(char* out) const noexcept {
+    out = write_node_form(out, seconds_);
+    *out++ = 'Z';
+    return out;
+}
 
-std::string Timestamp::to_node_form() const { return format_node_form(seconds_); }
+std::string Timestamp::to_iso_z() const {
+    char text[kIsoZSize];
+    return std::string(text, static_cast<std::size_t>(write_iso_z(text) - text));
+}
+
+std::string Timestamp::to_node_form() const {
+    char text[kIsoZSize];
+    return std::string(text, static_cast<std::size_t>(write_node_form(text, seconds_) - text));
+}
 
 }  // namespace wallet

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,7 +39,7 @@ public:
     static constexpr std::size_t kMinSecretLength = 16;
 
     // The secret keys the HMAC; every server answering one API must share it.
-    explicit CursorCodec(std::string secret) : secret_(std::move(secret)) {}
+    explicit CursorCodec(std::string secret);
     // As the constructor, but refuses secrets shorter than kMinSecretLength.
     static Result<CursorCodec> create(std::string secret);
 
@@ -57,6 +58,10 @@ private:
                     std::string_view query_fingerprint) const;
 
     std::string secret_;
+    // HMAC-SHA256 keyed once with the secret (OpenSSL's one-shot HMAC looks
+    // the algorithm up on every call); each tag works on a copy of it.
+    struct KeyedMac;
+    std::shared_ptr<const KeyedMac> keyed_mac_;
 };
 
 }  // namespace wallet

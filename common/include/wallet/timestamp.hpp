@@ -35,6 +35,9 @@ public:
 
     // "2016-03-24T16:05:00Z"
     std::string to_iso_z() const;
+    // The same written to out (kIsoZSize bytes, no terminator); returns the end.
+    static constexpr std::size_t kIsoZSize = 20;
+    char* write_iso_z(char* out) const noexcept;
     // "2016-03-24T16:05:00", as hived prints it.
     std::string to_node_form() const;
 
