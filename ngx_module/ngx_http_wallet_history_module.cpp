@@ -108,6 +108,8 @@ namespace {
 
 // The worker's database pool (one per worker process).
 std::unique_ptr<PgPool> worker_pool;
+// Pages are written here and copied once into the response buffer.
+api::ResponseBuffer page_buffer;
 
 ngx_http_wallet_history_main_conf_t* main_conf(ngx_http_request_t* r) {
     return static_cast<ngx_http_wallet_history_main_conf_t*>(
@@ -161,7 +163,9 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     case api::Method::GetWalletHistory:
     case api::Method::GetAuthorRewards:
     case api::Method::GetCurationRewards:
-        return send_result(ctx->r, ctx->id_json, api::page_result(ctx->call.method, ctx->call.page, rows, rt.cursors));
+        return wallet::ngx::send_json(ctx->r, NGX_HTTP_OK,
+                                      api::write_page_response(page_buffer, ctx->id_json, ctx->call.method,
+                                                               ctx->call.page, rows, rt.cursors));
     case api::Method::GetRewardTotals:
         return send_result(ctx->r, ctx->id_json, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:

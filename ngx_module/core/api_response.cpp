@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -34,23 +35,6 @@ void append_key(std::string& out, std::string_view key) {
     out += ':';
 }
 
-void append_text_or_null(std::string& out, PGresult* rows, int row, int column) {
-    if (is_null(rows, row, column)) {
-        out += "null";
-    } else {
-        append_quoted(out, text_of(rows, row, column));
-    }
-}
-
-void append_amount_or_null(std::string& out, PGresult* rows, int row, int amount_column, int symbol_column) {
-    if (is_null(rows, row, amount_column)) {
-        out += "null";
-        return;
-    }
-    std::string_view symbol = is_null(rows, row, symbol_column) ? std::string_view() : text_of(rows, row, symbol_column);
-    append_quoted(out, format_amount(text_of(rows, row, amount_column), symbol));
-}
-
 std::string iso_of_epoch(std::int64_t seconds) {
     auto t = Timestamp::from_seconds(seconds);
     return t ? t->to_iso_z() : std::string("1970-01-01T00:00:00Z");
@@ -62,59 +46,142 @@ void append_indexer(std::string& out, std::int64_t indexed_block) {
     out += '}';
 }
 
-void append_event(std::string& out, PGresult* rows, int row) {
+// One column of a row as libpq holds it (text format).
+struct Field {
+    std::string_view text;
+    bool null;
+};
+
+Field field_of(PGresult* rows, int row, int column) {
+    return {text_of(rows, row, column), is_null(rows, row, column)};
+}
+
+// Writes a page through a raw pointer into a ResponseBuffer: each row first
+// reserves an upper bound of its size (every text may at most grow sixfold
+// when escaped), so the many small pieces need no capacity checks.
+class RowWriter {
+public:
+    explicit RowWriter(char* at) : at_(at) {}
+    char* end() const { return at_; }
+
+    template <std::size_t N>
+    void literal(const char (&text)[N]) {
+        std::memcpy(at_, text, N - 1);
+        at_ += N - 1;
+    }
+    void raw(std::string_view text) {
+        std::memcpy(at_, text.data(), text.size());
+        at_ += text.size();
+    }
+    void quoted(std::string_view text) { at_ = json::write_quoted(at_, text); }
+    void quoted_or_null(const Field& f) {
+        if (f.null) {
+            literal("null");
+        } else {
+            quoted(f.text);
+        }
+    }
+    void amount_or_null(const Field& amount, const Field& symbol) {
+        if (amount.null) {
+            literal("null");
+            return;
+        }
+        *at_++ = '"';
+        at_ = write_amount(at_, amount.text, symbol.null ? std::string_view() : symbol.text);
+        *at_++ = '"';
+    }
+    void iso_time(std::int64_t epoch_seconds) {
+        *at_++ = '"';
+        auto t = Timestamp::from_seconds(epoch_seconds);
+        at_ = (t ? *t : Timestamp()).write_iso_z(at_);
+        *at_++ = '"';
+    }
+
+private:
+    char* at_;
+};
+
+// Bytes of an event besides its texts: keys, punctuation, the padding of
+// two amounts and the timestamp.
+constexpr std::size_t kEventOverhead = 512;
+
+std::size_t event_bound(PGresult* rows, int row) {
+    std::size_t bound = kEventOverhead;
+    for (int column = page_column::kAccount; column < page_column::kCount; ++column) {
+        bound += json::quoted_capacity(static_cast<std::size_t>(PQgetlength(rows, row, column)));
+    }
+    return bound;
+}
+
+// Virtual operations have no transaction of their own (decisions.md 1).
+// Pages mostly repeat a few types: the last answer is kept.
+class VirtualTypes {
+public:
+    bool is_virtual(std::string_view op_type) {
+        if (op_type != last_type_) {
+            last_type_ = op_type;
+            last_answer_ = is_virtual_op_type(op_type);
+        }
+        return last_answer_;
+    }
+
+private:
+    std::string_view last_type_;
+    bool last_answer_ = false;
+};
+
+void write_event(RowWriter& w, PGresult* rows, int row, VirtualTypes& virtual_types) {
     namespace c = page_column;
     const std::string_view op_type = text_of(rows, row, c::kOpType);
-    out += '{';
-    append_key(out, "account");
-    append_quoted(out, text_of(rows, row, c::kAccount));
-    out += ',';
-    append_key(out, "role");
-    append_quoted(out, text_of(rows, row, c::kRole));
-    out += ',';
-    append_key(out, "op_type");
-    append_quoted(out, op_type);
-    out += ",\"block_num\":";
-    out += text_of(rows, row, c::kBlockNum);
-    out += ",\"block_seq\":";
-    out += text_of(rows, row, c::kBlockSeq);
-    out += ",\"trx_id\":";
-    // Virtual operations have no transaction of their own (decisions.md 1).
-    if (is_virtual_op_type(op_type)) {
-        out += "null";
+    w.literal("{\"account\":");
+    w.quoted(text_of(rows, row, c::kAccount));
+    w.literal(",\"role\":");
+    w.quoted(text_of(rows, row, c::kRole));
+    w.literal(",\"op_type\":");
+    w.quoted(op_type);
+    w.literal(",\"block_num\":");
+    w.raw(text_of(rows, row, c::kBlockNum));
+    w.literal(",\"block_seq\":");
+    w.raw(text_of(rows, row, c::kBlockSeq));
+    w.literal(",\"trx_id\":");
+    if (virtual_types.is_virtual(op_type)) {
+        w.literal("null");
     } else {
-        append_text_or_null(out, rows, row, c::kTrxId);
+        w.quoted_or_null(field_of(rows, row, c::kTrxId));
     }
-    out += ",\"op_in_trx\":";
-    out += text_of(rows, row, c::kOpInTrx);
-    out += ",\"virtual_op\":";
-    out += text_of(rows, row, c::kVirtualOp);
-    out += ",\"timestamp\":";
-    append_quoted(out, iso_of_epoch(integer_of(rows, row, c::kEpoch)));
-    out += ",\"amount\":";
-    append_amount_or_null(out, rows, row, c::kAmount, c::kSymbol);
-    out += ",\"symbol\":";
-    append_text_or_null(out, rows, row, c::kSymbol);
-    out += ",\"vesting_amount\":";
-    append_amount_or_null(out, rows, row, c::kVestingAmount, c::kVestingSymbol);
-    out += ",\"vesting_symbol\":";
-    append_text_or_null(out, rows, row, c::kVestingSymbol);
-    out += ",\"counterparty\":";
-    append_text_or_null(out, rows, row, c::kCounterparty);
-    out += ",\"memo\":";
-    append_text_or_null(out, rows, row, c::kMemo);
-    out += ",\"author\":";
-    append_text_or_null(out, rows, row, c::kAuthor);
-    out += ",\"permlink\":";
-    append_text_or_null(out, rows, row, c::kPermlink);
+    w.literal(",\"op_in_trx\":");
+    w.raw(text_of(rows, row, c::kOpInTrx));
+    w.literal(",\"virtual_op\":");
+    w.raw(text_of(rows, row, c::kVirtualOp));
+    w.literal(",\"timestamp\":");
+    w.iso_time(integer_of(rows, row, c::kEpoch));
+    const Field symbol = field_of(rows, row, c::kSymbol);
+    const Field vesting_symbol = field_of(rows, row, c::kVestingSymbol);
+    w.literal(",\"amount\":");
+    w.amount_or_null(field_of(rows, row, c::kAmount), symbol);
+    w.literal(",\"symbol\":");
+    w.quoted_or_null(symbol);
+    w.literal(",\"vesting_amount\":");
+    w.amount_or_null(field_of(rows, row, c::kVestingAmount), vesting_symbol);
+    w.literal(",\"vesting_symbol\":");
+    w.quoted_or_null(vesting_symbol);
+    w.literal(",\"counterparty\":");
+    w.quoted_or_null(field_of(rows, row, c::kCounterparty));
+    w.literal(",\"memo\":");
+    w.quoted_or_null(field_of(rows, row, c::kMemo));
+    w.literal(",\"author\":");
+    w.quoted_or_null(field_of(rows, row, c::kAuthor));
+    w.literal(",\"permlink\":");
+    w.quoted_or_null(field_of(rows, row, c::kPermlink));
     // `assets` is jsonb printed by PostgreSQL: valid JSON, amounts as strings.
-    out += ",\"assets\":";
-    if (is_null(rows, row, c::kAssets)) {
-        out += "[]";
+    w.literal(",\"assets\":");
+    const Field assets = field_of(rows, row, c::kAssets);
+    if (assets.null) {
+        w.literal("[]");
     } else {
-        out += text_of(rows, row, c::kAssets);
+        w.raw(assets.text);
     }
-    out += '}';
+    w.literal("}");
 }
 
 void append_window(std::string& out, const PageQuery& query) {
@@ -130,8 +197,12 @@ void append_window(std::string& out, const PageQuery& query) {
 
 }  // namespace
 
-std::string format_amount(std::string_view decimal_text, std::string_view symbol) {
+char* write_amount(char* out, std::string_view decimal_text, std::string_view symbol) {
     const std::size_t precision = symbol == "VESTS" ? 6 : 3;
+    auto copy = [&out](std::string_view text) {
+        std::memcpy(out, text.data(), text.size());
+        out += text.size();
+    };
     // NUMERIC text is [-]digits[.digits]: rescaled by trimming zeros or padding.
     std::string_view digits = decimal_text.substr(decimal_text.empty() || decimal_text[0] != '-' ? 0 : 1);
     const std::size_t point = digits.find('.');
@@ -140,20 +211,29 @@ std::string format_amount(std::string_view decimal_text, std::string_view symbol
     auto all_digits = [](std::string_view text) {
         return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
-    if (whole.empty() || !all_digits(whole) || !all_digits(fraction)) return std::string(decimal_text);
-    if (fraction.size() > precision &&
-        fraction.find_first_not_of('0', precision) != std::string_view::npos) {
-        return std::string(decimal_text);  // never drop a non-zero digit
+    const bool drops_a_digit =
+        fraction.size() > precision && fraction.find_first_not_of('0', precision) != std::string_view::npos;
+    if (whole.empty() || !all_digits(whole) || !all_digits(fraction) || drops_a_digit) {
+        copy(decimal_text);  // never drop a non-zero digit
+        return out;
     }
-    std::string out(decimal_text.substr(0, decimal_text.size() - digits.size()));
-    out += whole;
-    out += '.';
-    out += fraction.substr(0, std::min(fraction.size(), precision));
-    out.append(precision - std::min(fraction.size(), precision), '0');
+    copy(decimal_text.substr(0, decimal_text.size() - digits.size()));
+    copy(whole);
+    *out++ = '.';
+    const std::size_t kept = std::min(fraction.size(), precision);
+    copy(fraction.substr(0, kept));
+    std::memset(out, '0', precision - kept);
+    return out + (precision - kept);
+}
+
+std::string format_amount(std::string_view decimal_text, std::string_view symbol) {
+    std::string out(amount_capacity(decimal_text.size()), '\0');
+    out.resize(static_cast<std::size_t>(write_amount(out.data(), decimal_text, symbol) - out.data()));
     return out;
 }
 
-std::string page_result(Method method, const PageQuery& query, PGresult* rows, const CursorCodec& cursors) {
+std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
+                                     const PageQuery& query, PGresult* rows, const CursorCodec& cursors) {
     namespace c = page_column;
     const int total = PQntuples(rows);
     const std::int64_t indexed_block = total > 0 && !is_null(rows, 0, c::kIndexedBlock) ? integer_of(rows, 0, c::kIndexedBlock) : 0;
@@ -163,17 +243,20 @@ std::string page_result(Method method, const PageQuery& query, PGresult* rows, c
     const bool more = events > query.limit;
     if (more) events = static_cast<int>(query.limit);
 
-    std::string out;
-    out.reserve(static_cast<std::size_t>(events) * 420 + 128);
-    out += '{';
-    append_key(out, "account");
-    append_quoted(out, query.account);
-    out += ",\"items\":[";
+    std::string head(jsonrpc::kResultHead);
+    head += "{\"account\":";
+    append_quoted(head, query.account);
+    head += ",\"items\":[";
+    buffer.clear();
+    buffer.append(head);
+    VirtualTypes virtual_types;
     for (int row = 0; row < events; ++row) {
-        if (row > 0) out += ',';
-        append_event(out, rows, row);
+        RowWriter w(buffer.reserve(event_bound(rows, row)));
+        if (row > 0) w.literal(",");
+        write_event(w, rows, row, virtual_types);
+        buffer.commit(w.end());
     }
-    out += "],\"next_cursor\":";
+    std::string tail = "],\"next_cursor\":";
     if (more) {
         const int last = events - 1;
         CursorPosition position;
@@ -182,14 +265,16 @@ std::string page_result(Method method, const PageQuery& query, PGresult* rows, c
         position.block_num = integer_of(rows, last, c::kBlockNum);
         position.block_seq = static_cast<std::int32_t>(integer_of(rows, last, c::kBlockSeq));
         position.role = std::string(text_of(rows, last, c::kRole));
-        append_quoted(out, cursors.encode(position, query.account, query_fingerprint(method, query)));
+        append_quoted(tail, cursors.encode(position, query.account, query_fingerprint(method, query)));
     } else {
-        out += "null";
+        tail += "null";
     }
-    out += ',';
-    append_indexer(out, indexed_block);
-    out += '}';
-    return out;
+    tail += ',';
+    append_indexer(tail, indexed_block);
+    tail += '}';
+    jsonrpc::append_response_id(tail, id_json);
+    buffer.append(tail);
+    return buffer.view();
 }
 
 std::string totals_result(const PageQuery& query, PGresult* rows) {

@@ -3,7 +3,9 @@
 // NUMERIC to JSON and are printed at their asset's precision.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -17,8 +19,38 @@ namespace wallet::api {
 // An exact decimal printed at the asset's precision (6 for VESTS, 3 for the
 // liquid symbols); digits are only ever dropped when they are zeros.
 std::string format_amount(std::string_view decimal_text, std::string_view symbol);
+// The same written to out, which has room for amount_capacity(size) bytes.
+constexpr std::size_t amount_capacity(std::size_t decimal_text_size) { return decimal_text_size + 8; }
+char* write_amount(char* out, std::string_view decimal_text, std::string_view symbol);
 
-std::string page_result(Method method, const PageQuery& query, PGresult* rows, const CursorCodec& cursors);
+// The text of a response being written. It grows to the largest response
+// written so far and keeps that size, so that a worker reusing one buffer
+// renders each page without allocating or zero-filling memory.
+class ResponseBuffer {
+public:
+    void clear() noexcept { used_ = 0; }
+    // Room for n more bytes at the end; commit() says how many were written.
+    char* reserve(std::size_t n) {
+        if (storage_.size() < used_ + n) storage_.resize(std::max(used_ + n, storage_.size() * 2));
+        return storage_.data() + used_;
+    }
+    void commit(const char* end) noexcept { used_ = static_cast<std::size_t>(end - storage_.data()); }
+    void append(std::string_view text) {
+        char* at = reserve(text.size());
+        std::memcpy(at, text.data(), text.size());
+        commit(at + text.size());
+    }
+    std::string_view view() const noexcept { return {storage_.data(), used_}; }
+
+private:
+    std::string storage_;
+    std::size_t used_ = 0;
+};
+
+// The whole JSON-RPC response to a page request, written to buffer (the
+// view is valid until the buffer is used again).
+std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
+                                     const PageQuery& query, PGresult* rows, const CursorCodec& cursors);
 std::string totals_result(const PageQuery& query, PGresult* rows);
 std::string status_result(PGresult* rows);
 std::string methods_result();

@@ -16,13 +16,17 @@ std::string error_response(std::string_view id_json, int code, std::string_view 
 }
 
 std::string result_response(std::string_view id_json, std::string_view result_json) {
-    std::string out = R"({"jsonrpc":"2.0","result":)";
+    std::string out(kResultHead);
     out.reserve(out.size() + result_json.size() + id_json.size() + 16);
     out += result_json;
+    append_response_id(out, id_json);
+    return out;
+}
+
+void append_response_id(std::string& out, std::string_view id_json) {
     out += R"(,"id":)";
     out += id_json.empty() ? std::string_view("null") : id_json;
     out += '}';
-    return out;
 }
 
 }  // namespace wallet::jsonrpc

@@ -22,5 +22,9 @@ std::string error_response(std::string_view id_json, int code, std::string_view 
 
 // {"jsonrpc":"2.0","result":<result_json>,"id":<id_json>}.
 std::string result_response(std::string_view id_json, std::string_view result_json);
+// The same in pieces, for results written in place:
+// kResultHead, the result, then append_response_id.
+inline constexpr std::string_view kResultHead = R"({"jsonrpc":"2.0","result":)";
+void append_response_id(std::string& out, std::string_view id_json);  // ,"id":<id_json>}
 
 }  // namespace wallet::jsonrpc
