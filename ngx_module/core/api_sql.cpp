@@ -30,6 +30,46 @@ std::string with_indexed_block(const std::string& page_sql) {
            page_sql + ") AS e ON true";
 }
 
+// Reward totals: the aggregate rows of days $2..$3 (inclusive; the lifetime
+// row is day 'infinity'), plus, with partial days, the events of [$4, $5) and
+// [$6, $7) themselves. Whole days only (lifetime, or a window on day
+// boundaries) need no look at the events at all.
+std::string totals_sql(bool with_partial_days) {
+    std::string raw_vesting;
+    std::string raw_liquid;
+    std::string sql;
+    if (with_partial_days) {
+        sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
+              "WITH raw AS ("
+              "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
+              "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
+              "     AND \"timestamp\" >= $4 AND \"timestamp\" < $5"
+              "  UNION ALL"
+              "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
+              "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
+              "     AND \"timestamp\" >= $6 AND \"timestamp\" < $7"
+              "), ";
+        raw_vesting = "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw";
+        raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r, wallet_reward_liquid_parts(r.assets) l";
+    } else {
+        sql = "(text, date, date) AS WITH ";
+    }
+    sql += "vesting AS ("
+           "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
+           "   WHERE account = $1 AND day BETWEEN $2 AND $3" +
+           raw_vesting +
+           "), liquid AS ("
+           "  SELECT op_type, symbol, amount_sum FROM wallet_reward_liquid_daily"
+           "   WHERE account = $1 AND day BETWEEN $2 AND $3" +
+           raw_liquid +
+           ")"
+           " SELECT 0 AS kind, op_type, NULL AS symbol, sum(event_count)::bigint AS n, sum(vesting_sum)::text AS total"
+           "   FROM vesting GROUP BY op_type"
+           " UNION ALL SELECT 1, op_type, symbol, NULL, sum(amount_sum)::text FROM liquid GROUP BY op_type, symbol"
+           " UNION ALL SELECT 2, NULL, NULL, (SELECT block_num FROM indexer_checkpoint), NULL";
+    return sql;
+}
+
 const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
         std::map<std::string, std::string> s;
@@ -49,32 +89,8 @@ const std::map<std::string, std::string>& statements() {
                                " FROM wallet_operation_events w WHERE w.account = $1 AND w.op_type = t.op_type AND" +
                                kWindowAndKeyset +
                                ") AS x ORDER BY x.epoch DESC, x.block_num DESC, x.block_seq DESC, x.role DESC LIMIT $8");
-        // Reward totals: the aggregate rows of days $2..$3 (inclusive; the
-        // lifetime row is day 'infinity'), plus the partial days [$4, $5) and
-        // [$6, $7) from the events themselves.
-        s["wh_totals"] =
-            "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
-            "WITH raw AS ("
-            "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
-            "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
-            "     AND \"timestamp\" >= $4 AND \"timestamp\" < $5"
-            "  UNION ALL"
-            "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
-            "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
-            "     AND \"timestamp\" >= $6 AND \"timestamp\" < $7"
-            "), vesting AS ("
-            "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
-            "   WHERE account = $1 AND day BETWEEN $2 AND $3"
-            "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw"
-            "), liquid AS ("
-            "  SELECT op_type, symbol, amount_sum FROM wallet_reward_liquid_daily"
-            "   WHERE account = $1 AND day BETWEEN $2 AND $3"
-            "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r, wallet_reward_liquid_parts(r.assets) l"
-            ")"
-            " SELECT 0 AS kind, op_type, NULL AS symbol, sum(event_count)::bigint AS n, sum(vesting_sum)::text AS total"
-            "   FROM vesting GROUP BY op_type"
-            " UNION ALL SELECT 1, op_type, symbol, NULL, sum(amount_sum)::text FROM liquid GROUP BY op_type, symbol"
-            " UNION ALL SELECT 2, NULL, NULL, (SELECT block_num FROM indexer_checkpoint), NULL";
+        s["wh_totals"] = totals_sql(true);
+        s["wh_totals_days"] = totals_sql(false);
         s["wh_status"] =
             "(bigint) AS "
             "SELECT c.block_num, extract(epoch FROM c.block_time)::bigint,"
@@ -163,19 +179,25 @@ StatementCall totals_statement(const PageQuery& query) {
             raw1_from = query.from->to_iso_z();
             raw1_to = query.to->to_iso_z();
         } else {
-            if (query.from) {
+            // The parts of days before the first and after the last whole day.
+            if (query.from && query.from->seconds() < whole_from) {
                 raw1_from = query.from->to_iso_z();
                 raw1_to = time_text(whole_from);
             }
-            if (query.to) {
+            if (query.to && whole_to < query.to->seconds()) {
                 raw2_from = time_text(whole_to);
                 raw2_to = query.to->to_iso_z();
             }
         }
     }
     StatementCall call;
-    call.name = "wh_totals";
-    call.params = {query.account, day_first, day_last, raw1_from, raw1_to, raw2_from, raw2_to};
+    if (raw1_from == kNone && raw2_from == kNone) {
+        call.name = "wh_totals_days";
+        call.params = {query.account, day_first, day_last};
+    } else {
+        call.name = "wh_totals";
+        call.params = {query.account, day_first, day_last, raw1_from, raw1_to, raw2_from, raw2_to};
+    }
     return call;
 }
 

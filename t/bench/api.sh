@@ -32,7 +32,12 @@ pg_pid=""
 nginx_pid=""
 cleanup() {
   [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null || true
-  [ -n "$pg_pid" ] && kill -INT "$pg_pid" 2>/dev/null && wait "$pg_pid" 2>/dev/null || true
+  # $pg_pid is the runuser wrapper when run as root: the server itself gets
+  # the fast-shutdown signal.
+  if [ -n "$pg_pid" ]; then
+    [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null || true
+    wait "$pg_pid" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -183,6 +188,6 @@ run_scenario curation_page 1 \
   wh_page_type p1=$big "${no_cursor[@]}" p9=curation_reward
 run_scenario totals 0 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_reward_totals\",\"params\":{\"account\":\"$big\"}}" \
-  wh_totals p1=$big p2=-infinity p3=infinity p4=infinity p5=infinity p6=infinity p7=infinity
+  wh_totals_days p1=$big p2=infinity p3=infinity
 
 echo "RESULT api page_ratio=${min_ratio} totals_p99_ms=${totals_p99}${results} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "api_request.hpp"
 #include "api_sql.hpp"
@@ -81,15 +82,34 @@ int copy(long accounts, long events, const std::string& big, long big_events) {
     return 0;
 }
 
+// The statement as a pgbench script: $N becomes :pN cast to the type PREPARE
+// declares for it, so that pgbench plans exactly what the API runs (untyped
+// pgbench parameters would let PostgreSQL infer other types and plans).
 int sql(const std::string& name) {
     const auto& all = wallet::api::prepared_statements();
     auto it = all.find(name);
     if (it == all.end()) return 1;
-    std::string text = it->second.substr(it->second.find(" AS ") + 4);
+    const std::string& statement = it->second;  // "(type, type, ...) AS sql"
+    const std::size_t as = statement.find(" AS ");
+    std::vector<std::string> types;
+    std::string list = statement.substr(1, statement.rfind(')', as) - 1);
+    for (std::size_t from = 0; from <= list.size();) {
+        std::size_t comma = list.find(',', from);
+        if (comma == std::string::npos) comma = list.size();
+        std::string type = list.substr(from, comma - from);
+        type.erase(0, type.find_first_not_of(' '));
+        types.push_back(type);
+        from = comma + 1;
+    }
+    const std::string text = statement.substr(as + 4);
     std::string out;
     for (std::size_t i = 0; i < text.size(); ++i) {
         if (text[i] == '$' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
-            out += ":p";
+            std::size_t end = i + 1;
+            while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+            const std::size_t number = std::stoul(text.substr(i + 1, end - i - 1));
+            out += "(:p" + text.substr(i + 1, end - i - 1) + "::" + types.at(number - 1) + ")";
+            i = end - 1;
         } else {
             out += text[i];
         }
