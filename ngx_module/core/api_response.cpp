@@ -1,6 +1,7 @@
 #include "api_response.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <map>
@@ -23,12 +24,13 @@ std::string_view text_of(PGresult* rows, int row, int column) {
     return {PQgetvalue(rows, row, column), static_cast<std::size_t>(PQgetlength(rows, row, column))};
 }
 
-std::int64_t integer_of(PGresult* rows, int row, int column) {
-    std::string_view text = text_of(rows, row, column);
+std::int64_t integer_in(std::string_view text) {
     std::int64_t value = 0;
     std::from_chars(text.data(), text.data() + text.size(), value);
     return value;
 }
+
+std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }
 
 void append_key(std::string& out, std::string_view key) {
     append_quoted(out, key);
@@ -49,12 +51,30 @@ void append_indexer(std::string& out, std::int64_t indexed_block) {
 // One column of a row as libpq holds it (text format).
 struct Field {
     std::string_view text;
-    bool null;
+    bool null = true;
 };
 
-Field field_of(PGresult* rows, int row, int column) {
-    return {text_of(rows, row, column), is_null(rows, row, column)};
-}
+// The event columns of one row of a page statement, read from libpq once.
+class EventRow {
+public:
+    EventRow(PGresult* rows, int row) {
+        for (int column = page_column::kAccount; column < page_column::kCount; ++column) {
+            const int length = PQgetlength(rows, row, column);
+            Field& f = fields_[static_cast<std::size_t>(column)];
+            f.text = {PQgetvalue(rows, row, column), static_cast<std::size_t>(length)};
+            // Only an empty value can be NULL.
+            f.null = length == 0 && is_null(rows, row, column);
+            text_bytes_ += static_cast<std::size_t>(length);
+        }
+    }
+    const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
+    std::string_view text(int column) const { return (*this)[column].text; }
+    std::size_t text_bytes() const { return text_bytes_; }
+
+private:
+    std::array<Field, page_column::kCount> fields_{};
+    std::size_t text_bytes_ = 0;
+};
 
 // Writes a page through a raw pointer into a ResponseBuffer: each row first
 // reserves an upper bound of its size (every text may at most grow sixfold
@@ -105,12 +125,9 @@ private:
 // two amounts and the timestamp.
 constexpr std::size_t kEventOverhead = 512;
 
-std::size_t event_bound(PGresult* rows, int row) {
-    std::size_t bound = kEventOverhead;
-    for (int column = page_column::kAccount; column < page_column::kCount; ++column) {
-        bound += json::quoted_capacity(static_cast<std::size_t>(PQgetlength(rows, row, column)));
-    }
-    return bound;
+// Every text may at most grow sixfold when escaped, plus its quotes.
+std::size_t event_bound(const EventRow& row) {
+    return kEventOverhead + json::quoted_capacity(row.text_bytes()) + 2 * page_column::kCount;
 }
 
 // Virtual operations have no transaction of their own (decisions.md 1).
@@ -130,52 +147,52 @@ private:
     bool last_answer_ = false;
 };
 
-void write_event(RowWriter& w, PGresult* rows, int row, VirtualTypes& virtual_types) {
+void write_event(RowWriter& w, const EventRow& row, VirtualTypes& virtual_types) {
     namespace c = page_column;
-    const std::string_view op_type = text_of(rows, row, c::kOpType);
+    const std::string_view op_type = row.text(c::kOpType);
     w.literal("{\"account\":");
-    w.quoted(text_of(rows, row, c::kAccount));
+    w.quoted(row.text(c::kAccount));
     w.literal(",\"role\":");
-    w.quoted(text_of(rows, row, c::kRole));
+    w.quoted(row.text(c::kRole));
     w.literal(",\"op_type\":");
     w.quoted(op_type);
     w.literal(",\"block_num\":");
-    w.raw(text_of(rows, row, c::kBlockNum));
+    w.raw(row.text(c::kBlockNum));
     w.literal(",\"block_seq\":");
-    w.raw(text_of(rows, row, c::kBlockSeq));
+    w.raw(row.text(c::kBlockSeq));
     w.literal(",\"trx_id\":");
     if (virtual_types.is_virtual(op_type)) {
         w.literal("null");
     } else {
-        w.quoted_or_null(field_of(rows, row, c::kTrxId));
+        w.quoted_or_null(row[c::kTrxId]);
     }
     w.literal(",\"op_in_trx\":");
-    w.raw(text_of(rows, row, c::kOpInTrx));
+    w.raw(row.text(c::kOpInTrx));
     w.literal(",\"virtual_op\":");
-    w.raw(text_of(rows, row, c::kVirtualOp));
+    w.raw(row.text(c::kVirtualOp));
     w.literal(",\"timestamp\":");
-    w.iso_time(integer_of(rows, row, c::kEpoch));
-    const Field symbol = field_of(rows, row, c::kSymbol);
-    const Field vesting_symbol = field_of(rows, row, c::kVestingSymbol);
+    w.iso_time(integer_in(row.text(c::kEpoch)));
+    const Field& symbol = row[c::kSymbol];
+    const Field& vesting_symbol = row[c::kVestingSymbol];
     w.literal(",\"amount\":");
-    w.amount_or_null(field_of(rows, row, c::kAmount), symbol);
+    w.amount_or_null(row[c::kAmount], symbol);
     w.literal(",\"symbol\":");
     w.quoted_or_null(symbol);
     w.literal(",\"vesting_amount\":");
-    w.amount_or_null(field_of(rows, row, c::kVestingAmount), vesting_symbol);
+    w.amount_or_null(row[c::kVestingAmount], vesting_symbol);
     w.literal(",\"vesting_symbol\":");
     w.quoted_or_null(vesting_symbol);
     w.literal(",\"counterparty\":");
-    w.quoted_or_null(field_of(rows, row, c::kCounterparty));
+    w.quoted_or_null(row[c::kCounterparty]);
     w.literal(",\"memo\":");
-    w.quoted_or_null(field_of(rows, row, c::kMemo));
+    w.quoted_or_null(row[c::kMemo]);
     w.literal(",\"author\":");
-    w.quoted_or_null(field_of(rows, row, c::kAuthor));
+    w.quoted_or_null(row[c::kAuthor]);
     w.literal(",\"permlink\":");
-    w.quoted_or_null(field_of(rows, row, c::kPermlink));
+    w.quoted_or_null(row[c::kPermlink]);
     // `assets` is jsonb printed by PostgreSQL: valid JSON, amounts as strings.
     w.literal(",\"assets\":");
-    const Field assets = field_of(rows, row, c::kAssets);
+    const Field& assets = row[c::kAssets];
     if (assets.null) {
         w.literal("[]");
     } else {
@@ -251,9 +268,10 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     buffer.append(head);
     VirtualTypes virtual_types;
     for (int row = 0; row < events; ++row) {
-        RowWriter w(buffer.reserve(event_bound(rows, row)));
+        const EventRow event(rows, row);
+        RowWriter w(buffer.reserve(event_bound(event)));
         if (row > 0) w.literal(",");
-        write_event(w, rows, row, virtual_types);
+        write_event(w, event, virtual_types);
         buffer.commit(w.end());
     }
     std::string tail = "],\"next_cursor\":";
