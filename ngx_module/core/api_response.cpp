@@ -76,6 +76,56 @@ private:
     std::size_t text_bytes_ = 0;
 };
 
+// What a page needs to know again and again, worked out once per page: which
+// op types are virtual (they have no transaction of their own, decisions.md
+// 1), and the date part of timestamps (a page mostly spans a few days).
+class PageMemo {
+public:
+    bool is_virtual(std::string_view op_type) {
+        for (const auto& [type, answer] : op_types_) {
+            if (type == op_type) return answer;
+        }
+        const bool answer = is_virtual_op_type(op_type);
+        op_types_.emplace_back(op_type, answer);
+        return answer;
+    }
+
+    // "YYYY-MM-DDTHH:MM:SSZ" of epoch seconds (the epoch itself when out of range).
+    char* write_iso_z(char* out, std::int64_t epoch_seconds) {
+        auto t = Timestamp::from_seconds(epoch_seconds);
+        if (!t) return Timestamp().write_iso_z(out);
+        const std::int64_t day = epoch_seconds / kSecondsPerDay;
+        if (day != day_) {
+            char text[Timestamp::kIsoZSize];
+            Timestamp::from_seconds(day * kSecondsPerDay)->write_iso_z(text);
+            std::memcpy(date_, text, sizeof date_);
+            day_ = day;
+        }
+        std::memcpy(out, date_, sizeof date_);
+        out += sizeof date_;
+        const std::int64_t second_of_day = epoch_seconds - day * kSecondsPerDay;
+        out = write_two_digits(out, second_of_day / 3600);
+        *out++ = ':';
+        out = write_two_digits(out, second_of_day / 60 % 60);
+        *out++ = ':';
+        out = write_two_digits(out, second_of_day % 60);
+        *out++ = 'Z';
+        return out;
+    }
+
+private:
+    static constexpr std::int64_t kSecondsPerDay = 86400;
+    static char* write_two_digits(char* out, std::int64_t value) {
+        *out++ = static_cast<char>('0' + value / 10);
+        *out++ = static_cast<char>('0' + value % 10);
+        return out;
+    }
+
+    std::vector<std::pair<std::string_view, bool>> op_types_;
+    std::int64_t day_ = -1;
+    char date_[11] = {};  // "YYYY-MM-DDT"
+};
+
 // Writes a page through a raw pointer into a ResponseBuffer: each row first
 // reserves an upper bound of its size (every text may at most grow sixfold
 // when escaped), so the many small pieces need no capacity checks.
@@ -110,10 +160,9 @@ public:
         at_ = write_amount(at_, amount.text, symbol.null ? std::string_view() : symbol.text);
         *at_++ = '"';
     }
-    void iso_time(std::int64_t epoch_seconds) {
+    void iso_time(PageMemo& memo, std::int64_t epoch_seconds) {
         *at_++ = '"';
-        auto t = Timestamp::from_seconds(epoch_seconds);
-        at_ = (t ? *t : Timestamp()).write_iso_z(at_);
+        at_ = memo.write_iso_z(at_, epoch_seconds);
         *at_++ = '"';
     }
 
@@ -130,24 +179,7 @@ std::size_t event_bound(const EventRow& row) {
     return kEventOverhead + json::quoted_capacity(row.text_bytes()) + 2 * page_column::kCount;
 }
 
-// Virtual operations have no transaction of their own (decisions.md 1).
-// Pages mostly repeat a few types: the last answer is kept.
-class VirtualTypes {
-public:
-    bool is_virtual(std::string_view op_type) {
-        if (op_type != last_type_) {
-            last_type_ = op_type;
-            last_answer_ = is_virtual_op_type(op_type);
-        }
-        return last_answer_;
-    }
-
-private:
-    std::string_view last_type_;
-    bool last_answer_ = false;
-};
-
-void write_event(RowWriter& w, const EventRow& row, VirtualTypes& virtual_types) {
+void write_event(RowWriter& w, const EventRow& row, PageMemo& memo) {
     namespace c = page_column;
     const std::string_view op_type = row.text(c::kOpType);
     w.literal("{\"account\":");
@@ -161,7 +193,7 @@ void write_event(RowWriter& w, const EventRow& row, VirtualTypes& virtual_types)
     w.literal(",\"block_seq\":");
     w.raw(row.text(c::kBlockSeq));
     w.literal(",\"trx_id\":");
-    if (virtual_types.is_virtual(op_type)) {
+    if (memo.is_virtual(op_type)) {
         w.literal("null");
     } else {
         w.quoted_or_null(row[c::kTrxId]);
@@ -171,7 +203,7 @@ void write_event(RowWriter& w, const EventRow& row, VirtualTypes& virtual_types)
     w.literal(",\"virtual_op\":");
     w.raw(row.text(c::kVirtualOp));
     w.literal(",\"timestamp\":");
-    w.iso_time(integer_in(row.text(c::kEpoch)));
+    w.iso_time(memo, integer_in(row.text(c::kEpoch)));
     const Field& symbol = row[c::kSymbol];
     const Field& vesting_symbol = row[c::kVestingSymbol];
     w.literal(",\"amount\":");
@@ -266,12 +298,12 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     head += ",\"items\":[";
     buffer.clear();
     buffer.append(head);
-    VirtualTypes virtual_types;
+    PageMemo memo;
     for (int row = 0; row < events; ++row) {
         const EventRow event(rows, row);
         RowWriter w(buffer.reserve(event_bound(event)));
         if (row > 0) w.literal(",");
-        write_event(w, event, virtual_types);
+        write_event(w, event, memo);
         buffer.commit(w.end());
     }
     std::string tail = "],\"next_cursor\":";

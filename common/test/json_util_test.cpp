@@ -1,0 +1,86 @@
+// JSON string quoting (wallet::json::write_quoted / append_quoted): every
+// byte that JSON text may not hold raw is escaped, wherever it stands
+// relative to the 16-byte blocks the scanner reads, and nothing else changes.
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "wallet/json_util.hpp"
+
+namespace {
+
+// The expected form, one byte at a time.
+std::string reference_quoted(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (const char raw : text) {
+        const auto c = static_cast<unsigned char>(raw);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    out += "\\u00";
+                    out += kHex[c >> 4];
+                    out += kHex[c & 15];
+                } else {
+                    out += raw;
+                }
+        }
+    }
+    out += '"';
+    return out;
+}
+
+std::string written_quoted(std::string_view text) {
+    std::string out(wallet::json::quoted_capacity(text.size()), '\0');
+    out.resize(static_cast<std::size_t>(wallet::json::write_quoted(out.data(), text) - out.data()));
+    return out;
+}
+
+}  // namespace
+
+TEST(JsonQuoted, EveryByteValueAtEveryPositionOfTwoBlocks) {
+    for (int byte = 0; byte < 256; ++byte) {
+        for (std::size_t position = 0; position < 40; ++position) {
+            std::string text(40, 'a');
+            text[position] = static_cast<char>(byte);
+            const std::string expected = reference_quoted(text);
+            ASSERT_EQ(written_quoted(text), expected) << "byte " << byte << " at " << position;
+            std::string appended = "x";
+            wallet::json::append_quoted(appended, text);
+            ASSERT_EQ(appended, "x" + expected) << "byte " << byte << " at " << position;
+        }
+    }
+}
+
+TEST(JsonQuoted, RandomTextsOfEveryLength) {
+    std::mt19937 rng(20261122);
+    // Mostly plain text with the occasional byte to escape, as memos are.
+    std::uniform_int_distribution<int> kind(0, 19);
+    std::uniform_int_distribution<int> any(0, 255);
+    std::uniform_int_distribution<int> printable(0x20, 0x7e);
+    for (std::size_t length = 0; length < 200; ++length) {
+        for (int sample = 0; sample < 20; ++sample) {
+            std::string text;
+            for (std::size_t i = 0; i < length; ++i) {
+                text += static_cast<char>(kind(rng) == 0 ? any(rng) : printable(rng));
+            }
+            ASSERT_EQ(written_quoted(text), reference_quoted(text)) << "length " << length;
+            ASSERT_EQ(wallet::json::quoted(text), reference_quoted(text)) << "length " << length;
+        }
+    }
+}
+
+TEST(JsonQuoted, EmptyAndMultibyteText) {
+    EXPECT_EQ(written_quoted(""), "\"\"");
+    // UTF-8 passes through untouched.
+    EXPECT_EQ(written_quoted("żółw \xe2\x82\xac"), "\"żółw \xe2\x82\xac\"");
+    EXPECT_EQ(written_quoted(std::string_view("a\0b", 3)), "\"a\\u0000b\"");
+}
