@@ -58,7 +58,7 @@ struct Field {
 class EventRow {
 public:
     EventRow(PGresult* rows, int row) {
-        for (int column = page_column::kAccount; column < page_column::kCount; ++column) {
+        for (int column = page_column::kRole; column < page_column::kCount; ++column) {
             const int length = PQgetlength(rows, row, column);
             Field& f = fields_[static_cast<std::size_t>(column)];
             f.text = {PQgetvalue(rows, row, column), static_cast<std::size_t>(length)};
@@ -179,11 +179,12 @@ std::size_t event_bound(const EventRow& row) {
     return kEventOverhead + json::quoted_capacity(row.text_bytes()) + 2 * page_column::kCount;
 }
 
-void write_event(RowWriter& w, const EventRow& row, PageMemo& memo) {
+// quoted_account: the page's account as a JSON string.
+void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_account, PageMemo& memo) {
     namespace c = page_column;
     const std::string_view op_type = row.text(c::kOpType);
     w.literal("{\"account\":");
-    w.quoted(row.text(c::kAccount));
+    w.raw(quoted_account);
     w.literal(",\"role\":");
     w.quoted(row.text(c::kRole));
     w.literal(",\"op_type\":");
@@ -288,22 +289,23 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     const std::int64_t indexed_block = total > 0 && !is_null(rows, 0, c::kIndexedBlock) ? integer_of(rows, 0, c::kIndexedBlock) : 0;
     // An empty page comes back as one row of NULL event columns.
     int events = total;
-    if (events == 1 && is_null(rows, 0, c::kAccount)) events = 0;
+    if (events == 1 && is_null(rows, 0, c::kRole)) events = 0;
     const bool more = events > query.limit;
     if (more) events = static_cast<int>(query.limit);
 
+    const std::string quoted_account = json::quoted(query.account);
     std::string head(jsonrpc::kResultHead);
     head += "{\"account\":";
-    append_quoted(head, query.account);
+    head += quoted_account;
     head += ",\"items\":[";
     buffer.clear();
     buffer.append(head);
     PageMemo memo;
     for (int row = 0; row < events; ++row) {
         const EventRow event(rows, row);
-        RowWriter w(buffer.reserve(event_bound(event)));
+        RowWriter w(buffer.reserve(event_bound(event) + quoted_account.size()));
         if (row > 0) w.literal(",");
-        write_event(w, event, memo);
+        write_event(w, event, quoted_account, memo);
         buffer.commit(w.end());
     }
     std::string tail = "],\"next_cursor\":";

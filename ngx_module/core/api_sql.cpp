@@ -8,7 +8,7 @@ namespace {
 
 // The event columns in page_column order (after indexed_block).
 constexpr const char* kEventColumns =
-    "account, role, op_type, block_num, block_seq, trx_id, op_in_trx, virtual_op,"
+    "role, op_type, block_num, block_seq, trx_id, op_in_trx, virtual_op,"
     " extract(epoch FROM \"timestamp\")::bigint AS epoch, amount::text AS amount, symbol,"
     " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
     " assets::text AS assets";

@@ -29,26 +29,26 @@ StatementCall status_statement(std::int64_t node_max_stall_ms);
 
 // Column positions of the page statements' result.
 namespace page_column {
+// The account is the one asked for (account = $1): it is not fetched again.
 inline constexpr int kIndexedBlock = 0;
-inline constexpr int kAccount = 1;
-inline constexpr int kRole = 2;
-inline constexpr int kOpType = 3;
-inline constexpr int kBlockNum = 4;
-inline constexpr int kBlockSeq = 5;
-inline constexpr int kTrxId = 6;
-inline constexpr int kOpInTrx = 7;
-inline constexpr int kVirtualOp = 8;
-inline constexpr int kEpoch = 9;
-inline constexpr int kAmount = 10;
-inline constexpr int kSymbol = 11;
-inline constexpr int kVestingAmount = 12;
-inline constexpr int kVestingSymbol = 13;
-inline constexpr int kCounterparty = 14;
-inline constexpr int kMemo = 15;
-inline constexpr int kAuthor = 16;
-inline constexpr int kPermlink = 17;
-inline constexpr int kAssets = 18;
-inline constexpr int kCount = 19;
+inline constexpr int kRole = 1;
+inline constexpr int kOpType = 2;
+inline constexpr int kBlockNum = 3;
+inline constexpr int kBlockSeq = 4;
+inline constexpr int kTrxId = 5;
+inline constexpr int kOpInTrx = 6;
+inline constexpr int kVirtualOp = 7;
+inline constexpr int kEpoch = 8;
+inline constexpr int kAmount = 9;
+inline constexpr int kSymbol = 10;
+inline constexpr int kVestingAmount = 11;
+inline constexpr int kVestingSymbol = 12;
+inline constexpr int kCounterparty = 13;
+inline constexpr int kMemo = 14;
+inline constexpr int kAuthor = 15;
+inline constexpr int kPermlink = 16;
+inline constexpr int kAssets = 17;
+inline constexpr int kCount = 18;
 }  // namespace page_column
 
 }  // namespace wallet::api

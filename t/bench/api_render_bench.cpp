@@ -29,10 +29,10 @@ PGresult* sample_page() {
     namespace c = api::page_column;
     PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
     std::vector<PGresAttDesc> attrs(static_cast<std::size_t>(c::kCount));
-    static const char* names[c::kCount] = {"indexed_block", "account",  "role",           "op_type",        "block_num",
-                                           "block_seq",     "trx_id",   "op_in_trx",      "virtual_op",     "epoch",
-                                           "amount",        "symbol",   "vesting_amount", "vesting_symbol", "counterparty",
-                                           "memo",          "author",   "permlink",       "assets"};
+    static const char* names[c::kCount] = {"indexed_block", "role",     "op_type",        "block_num",      "block_seq",
+                                           "trx_id",        "op_in_trx", "virtual_op",    "epoch",          "amount",
+                                           "symbol",        "vesting_amount", "vesting_symbol", "counterparty", "memo",
+                                           "author",        "permlink", "assets"};
     for (std::size_t i = 0; i < attrs.size(); ++i) {
         attrs[i] = PGresAttDesc{};
         attrs[i].name = const_cast<char*>(names[i]);
@@ -48,7 +48,6 @@ PGresult* sample_page() {
         };
         auto set_null = [&](int column) { PQsetvalue(result, row, column, nullptr, -1); };
         set(c::kIndexedBlock, "31536000");
-        set(c::kAccount, "bigwhale");
         set(c::kBlockNum, block);
         set(c::kBlockSeq, seq);
         set(c::kEpoch, epoch);
