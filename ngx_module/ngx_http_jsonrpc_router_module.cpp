@@ -11,7 +11,7 @@
 #include <new>
 #include <string>
 
-#include "jsonrpc_error.hpp"
+#include "jsonrpc_writer.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_wallet_shared.hpp"
 
@@ -139,7 +139,7 @@ void body_handler(ngx_http_request_t* r) {
     std::string body;
     if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
         ngx_http_finalize_request(
-            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large"));
         return;
     }
@@ -181,7 +181,7 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
                       code, message);
         wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);
-        return wallet::ngx::send_json(r, status, jsonrpc::render_error("null", code, message, request_id));
+        return wallet::ngx::send_json(r, status, wallet::jsonrpc::error_response("null", code, message, request_id));
     } catch (...) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -190,7 +190,7 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
-        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large");
     }
     if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
@@ -203,13 +203,13 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     if (!(r->method & NGX_HTTP_POST)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
-        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_NOT_ALLOWED, jsonrpc::code::invalid_request,
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_NOT_ALLOWED, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: use POST or a WebSocket");
     }
     if (r->headers_in.content_length_n > static_cast<off_t>(conf->max_body)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
-        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large");
     }
     r->request_body_in_single_buf = 1;
