@@ -241,8 +241,7 @@ int main(int argc, char** argv) {
         log_error(std::string("configuration: ") + error.what());
         return kExitConfiguration;
     }
-    const std::string& table_config = settings.chain.asset_table;
-    auto assets = table_config.find('=') == std::string::npos ? AssetTable::named(table_config) : AssetTable::parse(table_config);
+    auto assets = AssetTable::from_setting(settings.chain.asset_table);
     if (!assets) {
         log_error("configuration: CHAIN_ASSET_TABLE: " + assets.error());
         return kExitConfiguration;

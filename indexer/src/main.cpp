@@ -88,8 +88,7 @@ int main(int argc, char** argv) {
         log_error(std::string("configuration: ") + error.what());
         return kExitConfiguration;
     }
-    const std::string& table_config = options.settings.chain.asset_table;
-    auto table = table_config.find('=') == std::string::npos ? AssetTable::named(table_config) : AssetTable::parse(table_config);
+    auto table = AssetTable::from_setting(options.settings.chain.asset_table);
     if (!table) {
         log_error("configuration: CHAIN_ASSET_TABLE: " + table.error());
         return kExitConfiguration;
