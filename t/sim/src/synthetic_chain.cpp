@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "splitmix.hpp"
 #include "wallet/operation_types.hpp"
 
 namespace sim {
@@ -15,15 +16,8 @@ constexpr std::uint32_t kWitnesses = 21;
 constexpr std::int64_t kMicroVestsPerMilliHive = 1607283;
 constexpr int kHive = 0, kHbd = 1, kVests = 2;
 
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 std::uint64_t hash_of(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0, std::uint64_t d = 0) {
-    return mix(mix(mix(mix(a) ^ b) ^ c) ^ d);
+    return splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
 }
 
 // splitmix64 stream: each block has its own, seeded from (seed, block, salt).
@@ -31,11 +25,9 @@ class Rng {
 public:
     explicit Rng(std::uint64_t seed) : state_(seed) {}
     std::uint64_t next() {
-        state_ += 0x9e3779b97f4a7c15ULL;
-        std::uint64_t z = state_;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
+        const std::uint64_t out = splitmix64(state_);
+        state_ += kSplitmixIncrement;
+        return out;
     }
     std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>((next() >> 32) * n >> 32); }
     bool chance(std::uint32_t per_ten_thousand) { return below(10000) < per_ten_thousand; }
@@ -198,7 +190,7 @@ std::string SyntheticChain::signing_key(std::uint32_t witness) const {
     std::string key = "STM";
     std::uint64_t state = hash_of(options_.seed, witness, 0x5e7);
     for (int i = 0; i < 50; ++i) {
-        state = mix(state);
+        state = splitmix64(state);
         key.push_back(kBase58[state % 58]);
     }
     return key;
@@ -217,8 +209,8 @@ std::string SyntheticChain::block_id(std::uint32_t num, std::uint64_t salt) cons
 void SyntheticChain::trx_id(std::uint32_t num, std::uint64_t salt, std::uint32_t trx, char* out) const {
     std::uint64_t base = hash_of(options_.seed, num, salt, 0x7000000000ULL + trx);
     write_hex(out, base, 16);
-    write_hex(out + 16, mix(base), 16);
-    write_hex(out + 32, mix(base + 1), 8);
+    write_hex(out + 16, splitmix64(base), 16);
+    write_hex(out + 32, splitmix64(base + 1), 8);
 }
 
 std::string SyntheticChain::trx_id(std::uint32_t num, std::uint64_t salt, std::uint32_t trx) const {
@@ -252,15 +244,15 @@ std::string SyntheticChain::transaction_merkle_root(std::uint32_t num, std::uint
     std::string root;
     std::uint64_t base = hash_of(options_.seed, num, salt, 0x3e2c1e);
     append_hex(root, base, 16);
-    append_hex(root, mix(base), 16);
-    append_hex(root, mix(base + 1), 8);
+    append_hex(root, splitmix64(base), 16);
+    append_hex(root, splitmix64(base + 1), 8);
     return root;
 }
 
 std::string SyntheticChain::witness_signature(std::uint32_t num, std::uint64_t salt) const {
     std::string signature = "1f";
     std::uint64_t base = hash_of(options_.seed, num, salt, 0x5197);
-    for (std::uint64_t i = 0; i < 8; ++i) append_hex(signature, mix(base + i), 16);
+    for (std::uint64_t i = 0; i < 8; ++i) append_hex(signature, splitmix64(base + i), 16);
     return signature;
 }
 
