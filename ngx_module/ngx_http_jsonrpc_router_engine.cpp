@@ -13,6 +13,7 @@
 #include <random>
 
 #include "jsonrpc_json.hpp"
+#include "jsonrpc_writer.hpp"
 #include "wallet/handles.hpp"
 #include "router_http.hpp"
 #include "router_websocket.hpp"
@@ -1074,7 +1075,7 @@ void Call::fail(int code, const std::string& message, const std::string& detail)
                       code, path.c_str(), message.c_str());
     }
     if (code != jsonrpc::code::upstream_timeout && code < 1000) cache_status = "BYPASS";
-    finish(jsonrpc::render_error(plan().id, code, message, request_id));
+    finish(wallet::jsonrpc::error_response(plan().id, code, message, request_id));
 }
 
 void Call::finish(std::string text) {
@@ -1098,7 +1099,7 @@ void Exchange::start(std::string body) {
     if (plan_.error) {
         ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id_.c_str(),
                       plan_.error->code, plan_.error->message.c_str());
-        whole_error_ = jsonrpc::render_error("null", plan_.error->code, plan_.error->message, request_id_);
+        whole_error_ = wallet::jsonrpc::error_response("null", plan_.error->code, plan_.error->message, request_id_);
         done_ = true;
         owner_.exchange_done(*this);  // may destroy this Exchange
         return;

@@ -11,7 +11,7 @@
 #include <new>
 #include <string>
 
-#include "jsonrpc_error.hpp"
+#include "jsonrpc_writer.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_wallet_shared.hpp"
 
@@ -29,40 +29,42 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r);
 static void ngx_http_jsonrpc_router_exit_process(ngx_cycle_t* cycle);
 
+using LocConf = ngx_http_jsonrpc_router_loc_conf_t;
+using DirectiveSetter = char* (*)(ngx_conf_t*, ngx_command_t*, void*);
+
+// A directive allowed at http, server and location level that sets one field
+// of the location configuration through one of nginx's slot setters (the
+// merge gives a location what it does not set itself).
+static constexpr ngx_command_t location_field(ngx_str_t name, ngx_uint_t arguments, DirectiveSetter set, std::size_t field) {
+    return {name, NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | arguments, set, NGX_HTTP_LOC_CONF_OFFSET, field,
+            nullptr};
+}
+
 static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
     {ngx_string("jsonrpc_router"), NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, ngx_http_jsonrpc_router, NGX_HTTP_LOC_CONF_OFFSET,
      0, nullptr},
-    {ngx_string("jsonrpc_router_redis"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, redis), nullptr},
-    {ngx_string("jsonrpc_router_redis_timeout"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, redis_timeout), nullptr},
-    {ngx_string("jsonrpc_router_cache_prefix"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, cache_prefix), nullptr},
-    {ngx_string("jsonrpc_router_memory_cache"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, memory_cache), nullptr},
-    {ngx_string("jsonrpc_router_max_batch"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, max_batch), nullptr},
-    {ngx_string("jsonrpc_router_max_body"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, max_body), nullptr},
-    {ngx_string("jsonrpc_router_keepalive"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, keepalive), nullptr},
-    {ngx_string("jsonrpc_router_keepalive_timeout"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, keepalive_timeout),
-     nullptr},
-    {ngx_string("jsonrpc_router_ws_connections"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ws_connections), nullptr},
-    {ngx_string("jsonrpc_router_websocket"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
-     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, websocket), nullptr},
-    {ngx_string("jsonrpc_router_ws_idle_timeout"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ws_idle_timeout), nullptr},
-    {ngx_string("jsonrpc_router_ws_ping_interval"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-     ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ws_ping_interval),
-     nullptr},
-    {ngx_string("jsonrpc_router_ssl_verify"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
-     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ssl_verify), nullptr},
-    {ngx_string("jsonrpc_router_ssl_trusted_certificate"),
-     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
-     NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_jsonrpc_router_loc_conf_t, ssl_trusted_certificate), nullptr},
+    location_field(ngx_string("jsonrpc_router_redis"), NGX_CONF_TAKE1, ngx_conf_set_str_slot, offsetof(LocConf, redis)),
+    location_field(ngx_string("jsonrpc_router_redis_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+                   offsetof(LocConf, redis_timeout)),
+    location_field(ngx_string("jsonrpc_router_cache_prefix"), NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+                   offsetof(LocConf, cache_prefix)),
+    location_field(ngx_string("jsonrpc_router_memory_cache"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, memory_cache)),
+    location_field(ngx_string("jsonrpc_router_max_batch"), NGX_CONF_TAKE1, ngx_conf_set_num_slot, offsetof(LocConf, max_batch)),
+    location_field(ngx_string("jsonrpc_router_max_body"), NGX_CONF_TAKE1, ngx_conf_set_size_slot, offsetof(LocConf, max_body)),
+    location_field(ngx_string("jsonrpc_router_keepalive"), NGX_CONF_TAKE1, ngx_conf_set_num_slot, offsetof(LocConf, keepalive)),
+    location_field(ngx_string("jsonrpc_router_keepalive_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+                   offsetof(LocConf, keepalive_timeout)),
+    location_field(ngx_string("jsonrpc_router_ws_connections"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, ws_connections)),
+    location_field(ngx_string("jsonrpc_router_websocket"), NGX_CONF_FLAG, ngx_conf_set_flag_slot, offsetof(LocConf, websocket)),
+    location_field(ngx_string("jsonrpc_router_ws_idle_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+                   offsetof(LocConf, ws_idle_timeout)),
+    location_field(ngx_string("jsonrpc_router_ws_ping_interval"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+                   offsetof(LocConf, ws_ping_interval)),
+    location_field(ngx_string("jsonrpc_router_ssl_verify"), NGX_CONF_FLAG, ngx_conf_set_flag_slot, offsetof(LocConf, ssl_verify)),
+    location_field(ngx_string("jsonrpc_router_ssl_trusted_certificate"), NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+                   offsetof(LocConf, ssl_trusted_certificate)),
     ngx_null_command};
 
 static ngx_http_module_t ngx_http_jsonrpc_router_module_ctx = {
@@ -139,7 +141,7 @@ void body_handler(ngx_http_request_t* r) {
     std::string body;
     if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
         ngx_http_finalize_request(
-            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large"));
         return;
     }
@@ -181,7 +183,7 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
                       code, message);
         wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);
-        return wallet::ngx::send_json(r, status, jsonrpc::render_error("null", code, message, request_id));
+        return wallet::ngx::send_json(r, status, wallet::jsonrpc::error_response("null", code, message, request_id));
     } catch (...) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -190,7 +192,7 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
-        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large");
     }
     if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
@@ -203,13 +205,13 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     if (!(r->method & NGX_HTTP_POST)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
-        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_NOT_ALLOWED, jsonrpc::code::invalid_request,
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_NOT_ALLOWED, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: use POST or a WebSocket");
     }
     if (r->headers_in.content_length_n > static_cast<off_t>(conf->max_body)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
-        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, jsonrpc::code::invalid_request,
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large");
     }
     r->request_body_in_single_buf = 1;

@@ -2,7 +2,6 @@
 // with history, in parallel shards over a pool of nodes (spec 000, backfill
 // loader; BACKFILL_* settings). Safe to re-run and to run beside the indexer
 // or another backfill process.
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +21,7 @@
 #include "wallet/loggable_url.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/pg.hpp"
+#include "wallet/stop_signals.hpp"
 
 namespace {
 
@@ -123,19 +123,6 @@ std::optional<Arguments> parse_arguments(int argc, char** argv, bool& exit_now) 
         }
     }
     return args;
-}
-
-// Signals are taken by one thread (sigtimedwait), never by a handler.
-void wait_for_signals(std::stop_source& stop, const std::stop_token& done, const sigset_t* signals) {
-    const timespec poll{0, 200'000'000};
-    while (!stop.stop_requested() && !done.stop_requested()) {
-        const int signal_number = sigtimedwait(signals, nullptr, &poll);
-        if (signal_number > 0) {
-            log_info(std::string("received ") + sigabbrev_np(signal_number) +
-                     ": stopping; open batches roll back, progress so far is kept");
-            stop.request_stop();
-        }
-    }
 }
 
 const char* write_method_name(store::WriteMethod method) {
@@ -241,23 +228,14 @@ int main(int argc, char** argv) {
         log_error(std::string("configuration: ") + error.what());
         return kExitConfiguration;
     }
-    const std::string& table_config = settings.chain.asset_table;
-    auto assets = table_config.find('=') == std::string::npos ? AssetTable::named(table_config) : AssetTable::parse(table_config);
+    auto assets = AssetTable::from_setting(settings.chain.asset_table);
     if (!assets) {
         log_error("configuration: CHAIN_ASSET_TABLE: " + assets.error());
         return kExitConfiguration;
     }
     const auto& b = settings.backfill;
 
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    std::stop_source stop;
-    // Its own stop token ends it when main returns.
-    std::jthread signal_thread([&stop, &signals](std::stop_token done) { wait_for_signals(stop, done, &signals); });
+    StopSignals stop("stopping; open batches roll back, progress so far is kept");
 
     NodePoolOptions pool_options;
     pool_options.urls = b.rpc_urls;
@@ -270,7 +248,7 @@ int main(int argc, char** argv) {
     BlockRange range{b.start_block, b.end_block};
     const bool end_from_node = b.end_block == 0;
     if (end_from_node) {
-        auto client = PoolClient::create(pool, 0, stop.get_token());
+        auto client = PoolClient::create(pool, 0, stop.token());
         if (!client) {
             log_error(client.error());
             return kExitConfiguration;
@@ -328,7 +306,7 @@ int main(int argc, char** argv) {
     options.heartbeat_timeout = args->heartbeat_timeout;
     options.write_method = args->write_method;
     options.owner_prefix = make_owner_prefix();
-    Loader loader(std::move(options), pool, stop.get_token());
+    Loader loader(std::move(options), pool, stop.token());
 
     const bool on_terminal = isatty(STDERR_FILENO) == 1;
     const ProgressMode mode = args->progress == ProgressMode::Auto ? (on_terminal ? ProgressMode::Bar : ProgressMode::Log)

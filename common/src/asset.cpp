@@ -85,6 +85,10 @@ Result<AssetTable> AssetTable::named(std::string_view name) {
     return make_error("asset table: unknown network '" + std::string(name) + "' (mainnet or testnet)");
 }
 
+Result<AssetTable> AssetTable::from_setting(std::string_view value) {
+    return value.find('=') == std::string_view::npos ? named(value) : parse(value);
+}
+
 Result<AssetTable> AssetTable::parse(std::string_view config) {
     std::vector<AssetDefinition> definitions;
     while (true) {

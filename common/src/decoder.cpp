@@ -35,8 +35,10 @@ struct WalletOpRule {
     std::initializer_list<AssetSlot> asset_slots;
 };
 
-const std::array<WalletOpRule, 15>& wallet_op_rules() {
-    static const std::array<WalletOpRule, 15> rules{{
+constexpr std::size_t kWalletOpCount = 15;
+
+const std::array<WalletOpRule, kWalletOpCount>& wallet_op_rules() {
+    static const std::array<WalletOpRule, kWalletOpCount> rules{{
         {"transfer", false, {{"amount"}}},
         {"transfer_to_vesting", false, {{"amount"}}},
         {"withdraw_vesting", false, {{"vesting_shares"}}},
@@ -417,6 +419,16 @@ Result<std::string_view> scan_operation_type(std::string_view op_text) {
 }  // namespace
 
 bool is_wallet_operation(std::string_view op_type) noexcept { return find_rule(op_type) != nullptr; }
+
+std::span<const std::string_view> wallet_operation_types() noexcept {
+    static const std::array<std::string_view, kWalletOpCount> types = [] {
+        std::array<std::string_view, kWalletOpCount> names;
+        std::transform(wallet_op_rules().begin(), wallet_op_rules().end(), names.begin(),
+                       [](const WalletOpRule& rule) { return rule.type; });
+        return names;
+    }();
+    return types;
+}
 
 bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noexcept {
     // Looked up for every operation of every block: a hash table of the ids.

@@ -170,30 +170,35 @@ bool Scanner::skip_string() {
 }
 
 bool Scanner::skip_number() {
-    if (text_[pos_] == '-') ++pos_;
-    if (pos_ >= text_.size() || !is_digit(text_[pos_])) return fail("bad number");
-    if (text_[pos_] == '0') {
-        ++pos_;
-    } else {
-        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-    }
-    if (pos_ < text_.size() && text_[pos_] == '.') {
-        ++pos_;
-        if (pos_ >= text_.size() || !is_digit(text_[pos_])) return fail("bad number");
-        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-    }
-    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
-        ++pos_;
-        if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
-        if (pos_ >= text_.size() || !is_digit(text_[pos_])) return fail("bad number");
-        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-    }
+    if (!scan_number(text_, pos_)) return fail("bad number");
     return true;
 }
 
 bool Scanner::skip_literal(std::string_view literal) {
     if (text_.substr(pos_, literal.size()) != literal) return fail("bad literal");
     pos_ += literal.size();
+    return true;
+}
+
+bool scan_number(std::string_view text, std::size_t& pos) noexcept {
+    if (pos < text.size() && text[pos] == '-') ++pos;
+    if (pos >= text.size() || !is_digit(text[pos])) return false;
+    if (text[pos] == '0') {
+        ++pos;
+    } else {
+        while (pos < text.size() && is_digit(text[pos])) ++pos;
+    }
+    if (pos < text.size() && text[pos] == '.') {
+        ++pos;
+        if (pos >= text.size() || !is_digit(text[pos])) return false;
+        while (pos < text.size() && is_digit(text[pos])) ++pos;
+    }
+    if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
+        ++pos;
+        if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) ++pos;
+        if (pos >= text.size() || !is_digit(text[pos])) return false;
+        while (pos < text.size() && is_digit(text[pos])) ++pos;
+    }
     return true;
 }
 

@@ -136,6 +136,13 @@ TEST(AssetTable, DefaultTables) {
     EXPECT_FALSE(AssetTable::named("").ok());
 }
 
+TEST(AssetTable, FromSettingTakesANameOrAList) {
+    EXPECT_EQ(AssetTable::from_setting("testnet")->find_nai("@@000000021")->symbol, "TESTS");
+    EXPECT_EQ(AssetTable::from_setting("@@000000021=STEEM:3")->find_nai("@@000000021")->symbol, "STEEM");
+    EXPECT_FALSE(AssetTable::from_setting("Mainnet").ok());
+    EXPECT_FALSE(AssetTable::from_setting("@@000000021=STEEM").ok());
+}
+
 TEST(AssetTable, ParsesConfiguration) {
     auto table = AssetTable::parse("@@000000021=HIVE:3,@@000000013=HBD:3,@@000000037=VESTS:6");
     ASSERT_TRUE(table.ok()) << table.error();

@@ -1,15 +1,10 @@
 // wallet-indexer: tails a Hive node into wallet_operation_events.
 // Configuration is the environment (spec 000 "Deployment configuration");
 // SIGTERM or SIGINT stop it after the open batch is committed or rolled back.
-#include <signal.h>
-
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <optional>
-#include <stop_token>
 #include <string>
-#include <thread>
 
 #include "liveness.hpp"
 #include "systemd_notify.hpp"
@@ -17,6 +12,7 @@
 #include "wallet/config.hpp"
 #include "wallet/http_server.hpp"
 #include "wallet/log.hpp"
+#include "wallet/stop_signals.hpp"
 
 namespace {
 
@@ -40,19 +36,6 @@ void print_help() {
     }
     std::cout << "\nExit status: 0 stopped by a signal, 2 bad configuration, 3 halted by a fork deeper than\n"
                  "INDEXER_MAX_FORK_DEPTH.\n";
-}
-
-// Signals are taken by one thread (sigtimedwait), never by a handler, so the
-// stop request runs in ordinary code.
-void wait_for_signals(std::stop_source stop, const sigset_t* signals) {
-    const timespec poll{0, 200'000'000};
-    while (!stop.stop_requested()) {
-        const int signal_number = sigtimedwait(signals, nullptr, &poll);
-        if (signal_number > 0) {
-            log_info(std::string("received ") + sigabbrev_np(signal_number) + ": stopping after the open batch");
-            stop.request_stop();
-        }
-    }
 }
 
 }  // namespace
@@ -88,23 +71,14 @@ int main(int argc, char** argv) {
         log_error(std::string("configuration: ") + error.what());
         return kExitConfiguration;
     }
-    const std::string& table_config = options.settings.chain.asset_table;
-    auto table = table_config.find('=') == std::string::npos ? AssetTable::named(table_config) : AssetTable::parse(table_config);
+    auto table = AssetTable::from_setting(options.settings.chain.asset_table);
     if (!table) {
         log_error("configuration: CHAIN_ASSET_TABLE: " + table.error());
         return kExitConfiguration;
     }
     options.assets = std::move(table).value();
 
-    // Block the stop signals in every thread; the signal thread takes them.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    std::stop_source stop;
-    std::jthread signal_thread(wait_for_signals, stop, &signals);
+    StopSignals stop("stopping after the open batch");
 
     Liveness liveness(std::chrono::milliseconds(options.settings.indexer.health_max_stall_ms));
     std::unique_ptr<HttpServer> health_server;
@@ -119,7 +93,6 @@ int main(int argc, char** argv) {
         });
         if (!started) {
             log_error("cannot listen on INDEXER_HEALTH_ADDR " + address->to_string() + ": " + started.error());
-            stop.request_stop();
             return kExitConfiguration;
         }
         health_server = std::move(started).value();
@@ -127,15 +100,13 @@ int main(int argc, char** argv) {
     }
 
     SystemdNotifier notifier;
-    auto indexer = TailIndexer::create(std::move(options), liveness, notifier, stop.get_token());
+    auto indexer = TailIndexer::create(std::move(options), liveness, notifier, stop.token());
     if (!indexer) {
         log_error(indexer.error());
-        stop.request_stop();
         return kExitConfiguration;
     }
     const int code = indexer.value().run();
     notifier.notify("STOPPING=1");
-    stop.request_stop();
     if (health_server) health_server->stop();
     return code;
 }

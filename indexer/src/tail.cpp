@@ -6,6 +6,7 @@
 
 #include "wallet/decoder.hpp"
 #include "wallet/log.hpp"
+#include "wallet/loggable_url.hpp"
 
 namespace wallet::indexer {
 namespace {
@@ -18,15 +19,6 @@ constexpr milliseconds kMaxRetryDelay{5000};
 constexpr std::chrono::seconds kProgressLogInterval{10};
 constexpr std::chrono::seconds kRepeatProblemLogInterval{60};
 constexpr std::chrono::seconds kChangedProblemLogInterval{10};
-
-// The node URL as logged: without credentials a URL may carry.
-std::string loggable_url(const std::string& url) {
-    const auto scheme = url.find("://");
-    const auto at = url.find('@');
-    const auto path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-    if (scheme == std::string::npos || at == std::string::npos || (path != std::string::npos && at > path)) return url;
-    return url.substr(0, scheme + 3) + url.substr(at + 1);
-}
 
 std::string per_second(std::int64_t count, double seconds) {
     return std::to_string(seconds > 0 ? static_cast<std::int64_t>(static_cast<double>(count) / seconds) : count);

@@ -489,5 +489,18 @@ TEST(DecoderTypes, IdsAndVirtualnessFollowHivedsOperationOrder) {
     EXPECT_FALSE(is_virtual_operation("some_future_operation", false));
 }
 
+TEST(DecoderTypes, TheWalletOperationListIsWhatIsWalletOperationAccepts) {
+    const auto types = wallet_operation_types();
+    EXPECT_EQ(types.size(), 15u);
+    std::size_t virtual_types = 0;
+    for (const std::string_view type : types) {
+        EXPECT_TRUE(is_wallet_operation(type)) << type;
+        EXPECT_GE(operation_type_id(type), 0) << type;
+        if (is_virtual_operation(type, false)) ++virtual_types;
+    }
+    EXPECT_EQ(virtual_types, 7u);
+    EXPECT_FALSE(is_wallet_operation("vote"));
+}
+
 }  // namespace
 }  // namespace wallet

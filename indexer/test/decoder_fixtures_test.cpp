@@ -498,12 +498,7 @@ TEST(DecoderFixtures, TestnetPairsGiveIdenticalEventsInBothForms) {
         }
     }
     // Every wallet op type hived's unit tests produce is among the pairs.
-    for (const char* type : {"transfer", "transfer_to_savings", "transfer_from_savings", "cancel_transfer_from_savings",
-                             "fill_transfer_from_savings", "transfer_to_vesting", "withdraw_vesting", "fill_vesting_withdraw",
-                             "delegate_vesting_shares", "return_vesting_delegation", "claim_reward_balance", "interest",
-                             "author_reward", "curation_reward", "comment_benefactor_reward"}) {
-        EXPECT_GT(compared[type], 0) << type;
-    }
+    for (const std::string_view type : wallet_operation_types()) EXPECT_GT(compared[std::string(type)], 0) << type;
 }
 
 // Mainnet files answered by both APIs for the same request (the pattern

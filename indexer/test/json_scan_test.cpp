@@ -64,6 +64,20 @@ TEST(JsonScan, RefusesWhatJanssonRefuses) {
     }
 }
 
+TEST(JsonScan, ScanNumberStopsAfterTheNumberOrAtTheBadCharacter) {
+    struct Case {
+        const char* text;
+        bool ok;
+        std::size_t end;
+    };
+    for (const Case& c : {Case{"0,", true, 1}, Case{"-12.5e+3]", true, 8}, Case{"01", true, 1}, Case{"1E9", true, 3},
+                          Case{"-", false, 1}, Case{"1.", false, 2}, Case{"2e+", false, 3}, Case{"-x", false, 1}}) {
+        std::size_t pos = 0;
+        EXPECT_EQ(scan_number(c.text, pos), c.ok) << c.text;
+        EXPECT_EQ(pos, c.end) << c.text;
+    }
+}
+
 TEST(JsonScan, WalksElementsAndMembers) {
     std::vector<std::string> seen;
     auto elements = for_each_element(R"( [ 1 , "two" , {"x":[3]} ] )", [&](std::string_view element) {

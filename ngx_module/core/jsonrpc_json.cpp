@@ -1,5 +1,6 @@
 #include "jsonrpc_json.hpp"
 
+#include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 
 #include <algorithm>
@@ -266,24 +267,7 @@ bool JsonDocument::parse_string() {
 
 bool JsonDocument::parse_number() {
     auto begin = static_cast<std::uint32_t>(pos_);
-    if (text_[pos_] == '-') ++pos_;
-    if (pos_ >= text_.size() || !is_digit(text_[pos_])) return fail("bad number");
-    if (text_[pos_] == '0') {
-        ++pos_;
-    } else {
-        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-    }
-    if (pos_ < text_.size() && text_[pos_] == '.') {
-        ++pos_;
-        if (pos_ >= text_.size() || !is_digit(text_[pos_])) return fail("bad number");
-        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-    }
-    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
-        ++pos_;
-        if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
-        if (pos_ >= text_.size() || !is_digit(text_[pos_])) return fail("bad number");
-        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-    }
+    if (!wallet::json::scan_number(text_, pos_)) return fail("bad number");
     nodes_.push_back({JsonKind::Number, begin, static_cast<std::uint32_t>(pos_),
                       static_cast<std::uint32_t>(nodes_.size() + 1), 0});
     return true;

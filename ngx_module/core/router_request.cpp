@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include "jsonrpc_json.hpp"
+#include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
 
 namespace router {
@@ -11,12 +12,13 @@ using jsonrpc::JsonDocument;
 using jsonrpc::JsonKind;
 using jsonrpc::JsonParseStatus;
 namespace code = jsonrpc::code;
+namespace rpc = wallet::jsonrpc;
 
 namespace {
 
 constexpr std::size_t kMaxReadableKeyParams = 200;
 
-jsonrpc::ErrorInfo invalid(std::string message) { return {code::invalid_request, std::move(message)}; }
+jsonrpc::ErrorInfo invalid(std::string message) { return {rpc::kInvalidRequest, std::move(message)}; }
 
 void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& table, CallPlan& call) {
     if (doc.kind(node) != JsonKind::Object) {
@@ -95,7 +97,7 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
 
     call.route = table.match(call.path);
     if (call.route == nullptr) {
-        call.error = jsonrpc::ErrorInfo{code::method_not_found, "no route for method " + call.path};
+        call.error = jsonrpc::ErrorInfo{rpc::kMethodNotFound, "no route for method " + call.path};
         return;
     }
     call.ttl = call.route->ttl;
@@ -176,7 +178,7 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
         return plan;
     }
     if (status != JsonParseStatus::Ok) {
-        plan.error = jsonrpc::ErrorInfo{code::parse_error, "Parse error: " + doc.error()};
+        plan.error = jsonrpc::ErrorInfo{rpc::kParseError, "Parse error: " + doc.error()};
         return plan;
     }
     if (doc.kind(0) == JsonKind::Array) {

@@ -6,6 +6,7 @@
 
 #include "jsonrpc_error.hpp"
 #include "jsonrpc_json.hpp"
+#include "jsonrpc_writer.hpp"
 #include "router_config.hpp"
 #include "router_http.hpp"
 #include "router_request.hpp"
@@ -69,8 +70,21 @@ TEST(RouterJson, CanonicalFormSortsKeysRecursively) {
 }
 
 TEST(RouterJson, ErrorObjectCarriesIdAndRequestId) {
-    EXPECT_EQ(jsonrpc::render_error("\"x\"", -32601, "no route for method a.b", "r1"),
+    EXPECT_EQ(wallet::jsonrpc::error_response("\"x\"", -32601, "no route for method a.b", "r1"),
               R"({"jsonrpc":"2.0","error":{"code":-32601,"message":"no route for method a.b","data":{"request_id":"r1"}},"id":"x"})");
+}
+
+// The API module's form (no request id) and the router's come from one
+// renderer; ids of every JSON type pass through as their text.
+TEST(RouterJson, ErrorObjectKeepsIdsOfEveryTypeInBothForms) {
+    for (const char* id : {"\"x\"", "7", "-1.5e3", "123456789012345678901234567890", "null"}) {
+        const std::string tail = std::string(R"(},"id":)") + id + "}";
+        EXPECT_EQ(wallet::jsonrpc::error_response(id, -32600, "bad"),
+                  R"({"jsonrpc":"2.0","error":{"code":-32600,"message":"bad")" + tail);
+        EXPECT_EQ(wallet::jsonrpc::error_response(id, 1000, "late", "r2"),
+                  R"({"jsonrpc":"2.0","error":{"code":1000,"message":"late","data":{"request_id":"r2"})" + tail);
+    }
+    EXPECT_EQ(wallet::jsonrpc::error_response("", -32603, "x"), R"({"jsonrpc":"2.0","error":{"code":-32603,"message":"x"},"id":null})");
 }
 
 TEST(RouterConfig, LoadsTargetsTimeoutsAndOrder) {
@@ -180,32 +194,32 @@ TEST(RouterRequest, IdsOfEveryTypeAreKept) {
     EXPECT_EQ(missing.calls[0].id, "null");
     auto bad_id = plan_request(R"({"jsonrpc":"2.0","method":"bridge.x","id":[1]})", t, limits);
     ASSERT_TRUE(bad_id.calls[0].error);
-    EXPECT_EQ(bad_id.calls[0].error->code, jsonrpc::code::invalid_request);
+    EXPECT_EQ(bad_id.calls[0].error->code, wallet::jsonrpc::kInvalidRequest);
 }
 
 TEST(RouterRequest, ErrorsOfTheWholeBodyAndOfElements) {
     RoutingTable t = small_table();
     RequestLimits limits;
     limits.max_batch = 3;
-    EXPECT_EQ(plan_request("{bad", t, limits).error->code, jsonrpc::code::parse_error);
-    EXPECT_EQ(plan_request("", t, limits).error->code, jsonrpc::code::parse_error);
-    EXPECT_EQ(plan_request("[]", t, limits).error->code, jsonrpc::code::invalid_request);
+    EXPECT_EQ(plan_request("{bad", t, limits).error->code, wallet::jsonrpc::kParseError);
+    EXPECT_EQ(plan_request("", t, limits).error->code, wallet::jsonrpc::kParseError);
+    EXPECT_EQ(plan_request("[]", t, limits).error->code, wallet::jsonrpc::kInvalidRequest);
     EXPECT_EQ(plan_request("[1,2,3,4]", t, limits).error->code, jsonrpc::code::batch_too_large);
     EXPECT_EQ(plan_request(std::string(100, '[') + std::string(100, ']'), t, limits).error->code,
-              jsonrpc::code::invalid_request);
+              wallet::jsonrpc::kInvalidRequest);
     auto batch = plan_request(R"([1, {"jsonrpc":"2.0","method":"nope.x","id":"n"}, {"jsonrpc":"2.0","method":"bridge.y","id":3}])",
                               t, limits);
     ASSERT_FALSE(batch.error);
     ASSERT_EQ(batch.calls.size(), 3u);
-    EXPECT_EQ(batch.calls[0].error->code, jsonrpc::code::invalid_request);
-    EXPECT_EQ(batch.calls[1].error->code, jsonrpc::code::method_not_found);
+    EXPECT_EQ(batch.calls[0].error->code, wallet::jsonrpc::kInvalidRequest);
+    EXPECT_EQ(batch.calls[1].error->code, wallet::jsonrpc::kMethodNotFound);
     EXPECT_EQ(batch.calls[1].error->message, "no route for method nope.x");
     EXPECT_EQ(batch.calls[1].id, "\"n\"");
     EXPECT_FALSE(batch.calls[2].error);
     EXPECT_EQ(plan_request(R"({"jsonrpc":"2.0","method":"call","params":["a"],"id":1})", t, limits).calls[0].error->code,
-              jsonrpc::code::invalid_request);
+              wallet::jsonrpc::kInvalidRequest);
     EXPECT_EQ(plan_request(R"({"jsonrpc":"1.0","method":"bridge.x","id":1})", t, limits).calls[0].error->code,
-              jsonrpc::code::invalid_request);
+              wallet::jsonrpc::kInvalidRequest);
 }
 
 TEST(RouterRequest, CacheKeyIgnoresKeyOrderAndWhitespace) {

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
 
 #include "harness/node_sim.hpp"
+#include "wallet/decoder.hpp"
 
 using namespace harness;
 
@@ -396,21 +396,6 @@ TEST(SimulatorChain, FarBlocksAreServedAndDoNotDependOnTheLength) {
 
 TEST(SimulatorChain, EveryWalletOperationTypeAndPathologicalBlocksOverHttp) {
     NodeSimulator node(synthetic(3000, {"--pathological-every", "1000"}));
-    const std::set<std::string> wallet_ops = {"transfer",
-                                              "transfer_to_savings",
-                                              "transfer_from_savings",
-                                              "cancel_transfer_from_savings",
-                                              "fill_transfer_from_savings",
-                                              "transfer_to_vesting",
-                                              "withdraw_vesting",
-                                              "fill_vesting_withdraw",
-                                              "delegate_vesting_shares",
-                                              "return_vesting_delegation",
-                                              "claim_reward_balance",
-                                              "interest",
-                                              "author_reward",
-                                              "curation_reward",
-                                              "comment_benefactor_reward"};
     std::map<std::string, std::size_t> seen;
     std::map<json_int_t, std::size_t> virtual_ops_per_block;
     for (json_int_t first = 1; first < 1600; first += 100) {
@@ -424,7 +409,7 @@ TEST(SimulatorChain, EveryWalletOperationTypeAndPathologicalBlocksOverHttp) {
             }
         }
     }
-    for (const auto& type : wallet_ops) EXPECT_GT(seen[type], 0u) << type;
+    for (const std::string_view type : wallet::wallet_operation_types()) EXPECT_GT(seen[std::string(type)], 0u) << type;
     EXPECT_GT(virtual_ops_per_block[500], 3000u);
     EXPECT_GT(virtual_ops_per_block[1500], 3000u);
     EXPECT_LT(virtual_ops_per_block[1000], 500u);

@@ -55,6 +55,8 @@ public:
     // "@@000000021=HIVE:3,@@000000013=HBD:3,@@000000037=VESTS:6": at least one
     // entry; NAIs and symbols unique; spaces around entries are ignored.
     static Result<AssetTable> parse(std::string_view config);
+    // The value of CHAIN_ASSET_TABLE: a name (as named) or a list (as parse).
+    static Result<AssetTable> from_setting(std::string_view value);
 
     // nullptr when the table has no such entry.
     const AssetDefinition* find_nai(std::string_view nai) const noexcept;

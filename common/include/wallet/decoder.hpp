@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,8 @@ namespace wallet {
 
 // The 15 operation types of the Events table.
 bool is_wallet_operation(std::string_view op_type) noexcept;
+// The same types as a list (without "_operation"), for those that need them all.
+std::span<const std::string_view> wallet_operation_types() noexcept;
 
 // Virtual-ness by operation type (decisions.md section 1); the node's own
 // flag decides only for a type this build does not know.

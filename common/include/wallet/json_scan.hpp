@@ -64,6 +64,11 @@ Result<bool> for_each_element(std::string_view array_text, Visit&& visit);
 template <typename Visit>
 Result<bool> for_each_member(std::string_view object_text, Visit&& visit);
 
+// Moves pos past the JSON number (RFC 8259 grammar) that starts at text[pos].
+// False when it is malformed, pos then at the offending character, so that
+// callers can report where. Shared by this scanner and the router's parser.
+bool scan_number(std::string_view text, std::size_t& pos) noexcept;
+
 // A string value's text between the quotes when it has no escapes.
 bool plain_string(std::string_view value_text, std::string_view& out) noexcept;
 

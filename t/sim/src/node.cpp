@@ -1,6 +1,7 @@
 #include "node.hpp"
 
 #include "rpc_params.hpp"
+#include "splitmix.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -48,13 +49,6 @@ constexpr std::string_view kLegacyGlobalProperties =
 
 constexpr std::string_view kZeroId = "0000000000000000000000000000000000000000";
 constexpr std::uint64_t kNoStart = ~std::uint64_t{0};
-
-std::uint64_t mix64(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 // ref_block_prefix: the second 32-bit word of the block id, little endian.
 std::uint32_t ref_block_prefix(std::string_view id) {
@@ -400,7 +394,7 @@ void Node::Impl::write_block(const View& v, std::uint32_t block, Form form, Json
             }
         }
         out.raw("],\"extensions\":[],\"signatures\":[\"");
-        out.raw(synthetic.witness_signature(block, mix64(transactions[t].index + 1)));
+        out.raw(synthetic.witness_signature(block, splitmix64(transactions[t].index + 1)));
         out.raw("\"]");
         if (form == Form::legacy) {
             out.raw(",\"transaction_id\":\"");
@@ -956,10 +950,10 @@ std::optional<FaultKind> Node::Impl::decide_fault(std::uint64_t request_number, 
         }
         if (!matches) return std::nullopt;
     }
-    std::uint64_t roll = mix64(faults.seed ^ mix64(request_number));
+    std::uint64_t roll = splitmix64(faults.seed ^ splitmix64(request_number));
     if (roll % 1000000 >= faults.per_million) return std::nullopt;
     if (faults.count) --faults_left;
-    return faults.kinds[mix64(roll) % faults.kinds.size()];
+    return faults.kinds[splitmix64(roll) % faults.kinds.size()];
 }
 
 void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResponse& response) {
@@ -1007,7 +1001,7 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
             write_error(out, nullptr, {kServerError, "Array is invalid"});
         } else {
             // Element faults hit one element of a batch.
-            std::size_t faulty = static_cast<std::size_t>(mix64(request_number ^ 0xba7c4) % count);
+            std::size_t faulty = static_cast<std::size_t>(splitmix64(request_number ^ 0xba7c4) % count);
             out.put('[');
             for (std::size_t i = 0; i < count; ++i) {
                 if (i > 0) out.put(',');
@@ -1203,7 +1197,7 @@ void Node::Impl::handle_control(const wallet::HttpRequest& request, wallet::Http
             auto depth = static_cast<std::uint32_t>(std::min<json_int_t>(json_integer_value(value), head));
             std::uint32_t from = head - depth + 1;
             std::erase_if(forks, [&](const Fork& fork) { return fork.from >= from; });
-            forks.push_back({from, mix64(options.synthetic.seed ^ mix64(++forks_made))});
+            forks.push_back({from, splitmix64(options.synthetic.seed ^ splitmix64(++forks_made))});
             fork_from = from;
         }
         if (json_object_get(spec, "faults") != nullptr) {

@@ -1,6 +1,10 @@
 #include "synthetic_chain.hpp"
 
+#include <algorithm>
 #include <unordered_set>
+
+#include "splitmix.hpp"
+#include "wallet/operation_types.hpp"
 
 namespace sim {
 
@@ -12,15 +16,8 @@ constexpr std::uint32_t kWitnesses = 21;
 constexpr std::int64_t kMicroVestsPerMilliHive = 1607283;
 constexpr int kHive = 0, kHbd = 1, kVests = 2;
 
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 std::uint64_t hash_of(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0, std::uint64_t d = 0) {
-    return mix(mix(mix(mix(a) ^ b) ^ c) ^ d);
+    return splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
 }
 
 // splitmix64 stream: each block has its own, seeded from (seed, block, salt).
@@ -28,11 +25,9 @@ class Rng {
 public:
     explicit Rng(std::uint64_t seed) : state_(seed) {}
     std::uint64_t next() {
-        state_ += 0x9e3779b97f4a7c15ULL;
-        std::uint64_t z = state_;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
+        const std::uint64_t out = splitmix64(state_);
+        state_ += kSplitmixIncrement;
+        return out;
     }
     std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>((next() >> 32) * n >> 32); }
     bool chance(std::uint32_t per_ten_thousand) { return below(10000) < per_ten_thousand; }
@@ -46,6 +41,44 @@ void append_hex(std::string& out, std::uint64_t value, int digits) {
     out.resize(at + static_cast<std::size_t>(digits));
     write_hex(out.data() + at, value, digits);
 }
+
+// hived's name (without "_operation") of each Kind, in Kind order.
+constexpr std::string_view kKindNames[] = {"vote",
+                                           "comment",
+                                           "comment_options",
+                                           "custom_json",
+                                           "transfer",
+                                           "transfer_to_vesting",
+                                           "withdraw_vesting",
+                                           "limit_order_create",
+                                           "feed_publish",
+                                           "transfer_to_savings",
+                                           "transfer_from_savings",
+                                           "cancel_transfer_from_savings",
+                                           "claim_reward_balance",
+                                           "delegate_vesting_shares",
+                                           "effective_comment_vote",
+                                           "transfer_to_vesting_completed",
+                                           "interest",
+                                           "fill_order",
+                                           "producer_reward",
+                                           "curation_reward",
+                                           "comment_benefactor_reward",
+                                           "author_reward",
+                                           "comment_reward",
+                                           "comment_payout_update",
+                                           "fill_vesting_withdraw",
+                                           "fill_transfer_from_savings",
+                                           "return_vesting_delegation"};
+static_assert(std::size(kKindNames) == static_cast<std::size_t>(Kind::return_vesting_delegation) + 1);
+
+// Their op_type_id, from the one list of hived's operation types.
+constexpr auto kKindTypeIds = [] {
+    std::array<int, std::size(kKindNames)> ids{};
+    for (std::size_t kind = 0; kind < ids.size(); ++kind) ids[kind] = wallet::operation_type_id(kKindNames[kind]);
+    return ids;
+}();
+static_assert(std::find(kKindTypeIds.begin(), kKindTypeIds.end(), -1) == kKindTypeIds.end(), "a Kind hived does not know");
 
 constexpr std::string_view kWords[] = {
     "hive",    "daily",   "update",  "photo",   "travel",   "crypto", "market",   "life",    "music",    "art",
@@ -157,7 +190,7 @@ std::string SyntheticChain::signing_key(std::uint32_t witness) const {
     std::string key = "STM";
     std::uint64_t state = hash_of(options_.seed, witness, 0x5e7);
     for (int i = 0; i < 50; ++i) {
-        state = mix(state);
+        state = splitmix64(state);
         key.push_back(kBase58[state % 58]);
     }
     return key;
@@ -176,8 +209,8 @@ std::string SyntheticChain::block_id(std::uint32_t num, std::uint64_t salt) cons
 void SyntheticChain::trx_id(std::uint32_t num, std::uint64_t salt, std::uint32_t trx, char* out) const {
     std::uint64_t base = hash_of(options_.seed, num, salt, 0x7000000000ULL + trx);
     write_hex(out, base, 16);
-    write_hex(out + 16, mix(base), 16);
-    write_hex(out + 32, mix(base + 1), 8);
+    write_hex(out + 16, splitmix64(base), 16);
+    write_hex(out + 32, splitmix64(base + 1), 8);
 }
 
 std::string SyntheticChain::trx_id(std::uint32_t num, std::uint64_t salt, std::uint32_t trx) const {
@@ -211,50 +244,19 @@ std::string SyntheticChain::transaction_merkle_root(std::uint32_t num, std::uint
     std::string root;
     std::uint64_t base = hash_of(options_.seed, num, salt, 0x3e2c1e);
     append_hex(root, base, 16);
-    append_hex(root, mix(base), 16);
-    append_hex(root, mix(base + 1), 8);
+    append_hex(root, splitmix64(base), 16);
+    append_hex(root, splitmix64(base + 1), 8);
     return root;
 }
 
 std::string SyntheticChain::witness_signature(std::uint32_t num, std::uint64_t salt) const {
     std::string signature = "1f";
     std::uint64_t base = hash_of(options_.seed, num, salt, 0x5197);
-    for (std::uint64_t i = 0; i < 8; ++i) append_hex(signature, mix(base + i), 16);
+    for (std::uint64_t i = 0; i < 8; ++i) append_hex(signature, splitmix64(base + i), 16);
     return signature;
 }
 
-int SyntheticChain::type_id(Kind kind) const {
-    switch (kind) {
-        case Kind::vote: return 0;
-        case Kind::comment: return 1;
-        case Kind::transfer: return 2;
-        case Kind::transfer_to_vesting: return 3;
-        case Kind::withdraw_vesting: return 4;
-        case Kind::limit_order_create: return 5;
-        case Kind::feed_publish: return 7;
-        case Kind::custom_json: return 18;
-        case Kind::comment_options: return 19;
-        case Kind::transfer_to_savings: return 32;
-        case Kind::transfer_from_savings: return 33;
-        case Kind::cancel_transfer_from_savings: return 34;
-        case Kind::claim_reward_balance: return 39;
-        case Kind::delegate_vesting_shares: return 40;
-        case Kind::author_reward: return 51;
-        case Kind::curation_reward: return 52;
-        case Kind::comment_reward: return 53;
-        case Kind::interest: return 55;
-        case Kind::fill_vesting_withdraw: return 56;
-        case Kind::fill_order: return 57;
-        case Kind::fill_transfer_from_savings: return 59;
-        case Kind::comment_payout_update: return 61;
-        case Kind::return_vesting_delegation: return 62;
-        case Kind::comment_benefactor_reward: return 63;
-        case Kind::producer_reward: return 64;
-        case Kind::effective_comment_vote: return 72;
-        case Kind::transfer_to_vesting_completed: return 77;
-    }
-    return -1;
-}
+int SyntheticChain::type_id(Kind kind) const { return kKindTypeIds[static_cast<std::size_t>(kind)]; }
 
 void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& block) const {
     Rng rng(hash_of(options_.seed, num, salt, 0xb10c));
@@ -294,15 +296,41 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
         block.ops.push_back(op);
         return block.ops.back();
     };
-    auto vop = [&](Kind kind) {
+    auto real = [](Kind kind) {
         SynOp op{};
         op.kind = kind;
+        return op;
+    };
+    auto vop = [&](Kind kind) {
+        SynOp op = real(kind);
         op.is_virtual = true;
         return op;
     };
-    auto real = [&](Kind kind) {
-        SynOp op{};
-        op.kind = kind;
+    // Games, follows, communities, second layer tokens.
+    auto custom_json = [&](std::uint32_t actor) {
+        SynOp op = real(Kind::custom_json);
+        op.a = actor;
+        op.b = someone_else(actor);
+        op.r = rng.next();
+        op.x = rng.below(std::size(kCustomIds));
+        return op;
+    };
+    // The virtual op hived emits after a vote, about the same comment.
+    auto effective_vote_of = [&](const SynOp& vote) {
+        SynOp effective = vop(Kind::effective_comment_vote);
+        effective.a = vote.a;
+        effective.b = vote.b;
+        effective.r = vote.r;
+        return effective;
+    };
+    // Savings moves: mostly to oneself, mostly HBD; withdrawals carry a request_id.
+    auto savings_move = [&](SynOp op, std::uint32_t owner) {
+        op.a = owner;
+        op.b = rng.chance(8000) ? owner : someone_else(owner);
+        op.hbd = rng.chance(8000);
+        op.x = liquid();
+        if (op.kind != Kind::transfer_to_savings) op.y = rng.below(1000000);
+        op.r = rng.below(std::size(kMemos));
         return op;
     };
     // A liquid transfer of HBD now and then pays the sender's interest first.
@@ -320,12 +348,8 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
         op_in_trx = 0;
         std::uint32_t pick = rng.below(10000);
         std::uint32_t actor = someone();
-        if (pick < 4400) {  // games, follows, communities, second layer tokens
-            SynOp op = real(Kind::custom_json);
-            op.a = actor;
-            op.b = someone_else(actor);
-            op.r = rng.next();
-            op.x = rng.below(std::size(kCustomIds));
+        if (pick < 4400) {
+            SynOp op = custom_json(actor);
             emit(op);
             if (rng.chance(800)) {
                 op.r = rng.next();
@@ -338,10 +362,7 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
             op.r = rng.next();
             op.x = rng.chance(300) ? -static_cast<std::int64_t>(1 + rng.below(10000)) : 100 * (1 + rng.below(100));
             emit(op);
-            SynOp effective = vop(Kind::effective_comment_vote);
-            effective.a = op.a;
-            effective.b = op.b;
-            effective.r = op.r;
+            SynOp effective = effective_vote_of(op);
             effective.x = static_cast<std::int64_t>(rng.below(5000));                         // pending payout, HBD
             effective.y = static_cast<std::int64_t>(rng.next() >> 12);                        // weight
             effective.z = static_cast<std::int64_t>(rng.next() >> 24) * (op.x < 0 ? -1 : 1);  // rshares
@@ -372,10 +393,7 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
                 self.r = op.r;
                 self.x = 10000;
                 emit(self);
-                SynOp effective = vop(Kind::effective_comment_vote);
-                effective.a = actor;
-                effective.b = actor;
-                effective.r = op.r;
+                SynOp effective = effective_vote_of(self);
                 effective.y = static_cast<std::int64_t>(rng.next() >> 12);
                 effective.z = static_cast<std::int64_t>(rng.next() >> 24);
                 effective.w = effective.y;
@@ -440,24 +458,11 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
             op.x = rng.chance(1000) ? 0 : vests();
             emit(op);
         } else if (pick < 9570) {
-            SynOp op = real(Kind::transfer_to_savings);
-            op.a = actor;
-            op.b = rng.chance(8000) ? actor : someone_else(actor);
-            op.hbd = rng.chance(8000);
-            op.x = liquid();
-            op.r = rng.below(std::size(kMemos));
-            emit(op);
-            maybe_interest(actor, op.hbd);
+            const bool hbd = emit(savings_move(real(Kind::transfer_to_savings), actor)).hbd;
+            maybe_interest(actor, hbd);
         } else if (pick < 9610) {
-            SynOp op = real(Kind::transfer_from_savings);
-            op.a = actor;
-            op.b = rng.chance(8000) ? actor : someone_else(actor);
-            op.hbd = rng.chance(8000);
-            op.x = liquid();
-            op.y = rng.below(1000000);  // request_id
-            op.r = rng.below(std::size(kMemos));
-            emit(op);
-            maybe_interest(actor, op.hbd);
+            const bool hbd = emit(savings_move(real(Kind::transfer_from_savings), actor)).hbd;
+            maybe_interest(actor, hbd);
         } else if (pick < 9625) {
             SynOp op = real(Kind::cancel_transfer_from_savings);
             op.a = actor;
@@ -469,12 +474,7 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
             op.x = 200 + rng.below(100);  // HBD per 1.000 HIVE, milli
             emit(op);
         } else {
-            SynOp op = real(Kind::custom_json);
-            op.a = actor;
-            op.b = someone_else(actor);
-            op.r = rng.next();
-            op.x = rng.below(std::size(kCustomIds));
-            emit(op);
+            emit(custom_json(actor));
         }
     }
     block.transactions = transactions;
@@ -555,16 +555,7 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
             emit(op);
         }
     }
-    if (rng.chance(400)) {
-        SynOp op = vop(Kind::fill_transfer_from_savings);
-        op.a = someone();
-        op.b = rng.chance(8000) ? op.a : someone_else(op.a);
-        op.hbd = rng.chance(8000);
-        op.x = liquid();
-        op.y = rng.below(1000000);
-        op.r = rng.below(std::size(kMemos));
-        emit(op);
-    }
+    if (rng.chance(400)) emit(savings_move(vop(Kind::fill_transfer_from_savings), someone()));
     if (rng.chance(800)) {
         SynOp op = vop(Kind::return_vesting_delegation);
         op.a = someone();
@@ -685,33 +676,11 @@ char* SyntheticChain::write_permlink_at(char* p, std::uint64_t r) const {
 }
 
 char* SyntheticChain::write_op_at(char* p, const SynBlock& block, const SynOp& op, Form form) const {
-    static const JsonWriter::Slot kNames[] = {JsonWriter::make_slot("vote"),
-                                              JsonWriter::make_slot("comment"),
-                                              JsonWriter::make_slot("comment_options"),
-                                              JsonWriter::make_slot("custom_json"),
-                                              JsonWriter::make_slot("transfer"),
-                                              JsonWriter::make_slot("transfer_to_vesting"),
-                                              JsonWriter::make_slot("withdraw_vesting"),
-                                              JsonWriter::make_slot("limit_order_create"),
-                                              JsonWriter::make_slot("feed_publish"),
-                                              JsonWriter::make_slot("transfer_to_savings"),
-                                              JsonWriter::make_slot("transfer_from_savings"),
-                                              JsonWriter::make_slot("cancel_transfer_from_savings"),
-                                              JsonWriter::make_slot("claim_reward_balance"),
-                                              JsonWriter::make_slot("delegate_vesting_shares"),
-                                              JsonWriter::make_slot("effective_comment_vote"),
-                                              JsonWriter::make_slot("transfer_to_vesting_completed"),
-                                              JsonWriter::make_slot("interest"),
-                                              JsonWriter::make_slot("fill_order"),
-                                              JsonWriter::make_slot("producer_reward"),
-                                              JsonWriter::make_slot("curation_reward"),
-                                              JsonWriter::make_slot("comment_benefactor_reward"),
-                                              JsonWriter::make_slot("author_reward"),
-                                              JsonWriter::make_slot("comment_reward"),
-                                              JsonWriter::make_slot("comment_payout_update"),
-                                              JsonWriter::make_slot("fill_vesting_withdraw"),
-                                              JsonWriter::make_slot("fill_transfer_from_savings"),
-                                              JsonWriter::make_slot("return_vesting_delegation")};
+    static const auto kNames = [] {
+        std::array<JsonWriter::Slot, std::size(kKindNames)> names;
+        for (std::size_t kind = 0; kind < names.size(); ++kind) names[kind] = JsonWriter::make_slot(kKindNames[kind]);
+        return names;
+    }();
     const JsonWriter::Slot& name = kNames[static_cast<std::size_t>(op.kind)];
     if (form == Form::nai) {
         p = lit(p, "{\"type\":\"");
@@ -762,58 +731,89 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
     auto name = [&](std::uint32_t index) { p = put(p, quoted_accounts_[index]); };
     auto asset = [&](std::int64_t amount, int which) { p = write_asset_at(p, amount, which, form); };
     auto permlink = [&](std::uint64_t r) { p = write_permlink_at(p, r); };
-    // {"<first>":author,"permlink":...  (the comment a reward or update is about)
+    // A member: its key text ("{\"key\":" or ",\"key\":", a literal) then its value.
+    auto account_field = [&]<std::size_t N>(const char (&key)[N], std::uint32_t index) {
+        p = lit(p, key);
+        name(index);
+    };
+    auto asset_field = [&]<std::size_t N>(const char (&key)[N], std::int64_t amount, int which) {
+        p = lit(p, key);
+        asset(amount, which);
+    };
+    // A key current hived and a Steem-era node name differently.
+    auto key_by_naming = [&]<std::size_t N, std::size_t M>(const char (&current_key)[N], const char (&steem_key)[M]) {
+        p = current ? lit(p, current_key) : lit(p, steem_key);
+    };
+    auto close = [&] {
+        *p++ = '}';
+        return p;
+    };
+    // Reward ops of current hived end with payout_must_be_claimed.
+    auto close_claimable = [&] {
+        p = current ? lit(p, ",\"payout_must_be_claimed\":true}") : lit(p, "}");
+        return p;
+    };
+    // author,"permlink":...  (the comment a vote, reward or update is about)
     auto on_comment = [&](std::uint32_t author) {
         name(author);
         p = lit(p, ",\"permlink\":");
         permlink(op.r);
     };
+    // {"voter":...,"author":...,"permlink":...,"weight":
+    auto vote_on_comment = [&] {
+        account_field("{\"voter\":", op.a);
+        p = lit(p, ",\"author\":");
+        on_comment(op.b);
+        p = lit(p, ",\"weight\":");
+    };
     auto payouts = [&](std::int64_t hbd, std::int64_t hive, std::int64_t vests) {
-        p = current ? lit(p, ",\"hbd_payout\":") : lit(p, ",\"sbd_payout\":");
+        key_by_naming(",\"hbd_payout\":", ",\"sbd_payout\":");
         asset(hbd, kHbd);
-        p = current ? lit(p, ",\"hive_payout\":") : lit(p, ",\"steem_payout\":");
+        key_by_naming(",\"hive_payout\":", ",\"steem_payout\":");
         asset(hive, kHive);
-        p = lit(p, ",\"vesting_payout\":");
-        asset(vests, kVests);
+        asset_field(",\"vesting_payout\":", vests, kVests);
     };
     // "from":...,"to":...,"amount":...
     auto from_to_amount = [&](int symbol) {
-        name(op.a);
-        p = lit(p, ",\"to\":");
-        name(op.b);
-        p = lit(p, ",\"amount\":");
-        asset(op.x, symbol);
+        account_field("{\"from\":", op.a);
+        account_field(",\"to\":", op.b);
+        asset_field(",\"amount\":", op.x, symbol);
     };
+    // {"from_account":...,"to_account":...
+    auto between_accounts = [&] {
+        account_field("{\"from_account\":", op.a);
+        account_field(",\"to_account\":", op.b);
+    };
+    auto request_id = [&] {
+        p = lit(p, ",\"request_id\":");
+        p = put_int(p, op.y);
+    };
+    auto memo_and_close = [&] {
+        p = lit(p, ",\"memo\":");
+        p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
+        return close();
+    };
+    auto vesting_shares_and_close = [&] {
+        asset_field(",\"vesting_shares\":", op.x, kVests);
+        return close();
+    };
+    // The liquid asset of the op, and for orders the one on the other side.
     const int liquid = op.hbd ? kHbd : kHive;
+    const int other_liquid = op.hbd ? kHive : kHbd;
     switch (op.kind) {
         case Kind::vote:
-            p = lit(p, "{\"voter\":");
-            name(op.a);
-            p = lit(p, ",\"author\":");
-            name(op.b);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = lit(p, ",\"weight\":");
+            vote_on_comment();
             p = put_int(p, op.x);
-            *p++ = '}';
-            return p;
+            return close();
         case Kind::effective_comment_vote:
-            p = lit(p, "{\"voter\":");
-            name(op.a);
-            p = lit(p, ",\"author\":");
-            name(op.b);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = lit(p, ",\"weight\":");
+            vote_on_comment();
             p = put_big(p, op.y);
             p = lit(p, ",\"rshares\":");
             p = put_big(p, op.z);
             p = lit(p, ",\"total_vote_weight\":");
             p = put_big(p, op.w);
-            p = lit(p, ",\"pending_payout\":");
-            asset(op.x, kHbd);
-            *p++ = '}';
-            return p;
+            asset_field(",\"pending_payout\":", op.x, kHbd);
+            return close();
         case Kind::comment: {
             bool reply = op.hbd;
             p = lit(p, "{\"parent_author\":");
@@ -829,8 +829,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
                 p = put(p, words_[op.r2 % kWordCount]);
                 *p++ = '"';
             }
-            p = lit(p, ",\"author\":");
-            name(op.a);
+            account_field(",\"author\":", op.a);
             p = lit(p, ",\"permlink\":");
             permlink(op.r);
             p = lit(p, ",\"title\":");
@@ -846,23 +845,18 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
         }
         case Kind::comment_options:
             p = lit(p, "{\"author\":");
-            name(op.a);
-            p = lit(p, ",\"permlink\":");
-            permlink(op.r);
-            p = lit(p, ",\"max_accepted_payout\":");
-            asset(1000000000, kHbd);
-            p = current ? lit(p, ",\"percent_hbd\":10000") : lit(p, ",\"percent_steem_dollars\":10000");
+            on_comment(op.a);
+            asset_field(",\"max_accepted_payout\":", 1000000000, kHbd);
+            key_by_naming(",\"percent_hbd\":10000", ",\"percent_steem_dollars\":10000");
             p = lit(p, ",\"allow_votes\":true,\"allow_curation_rewards\":true,\"extensions\":[");
             if (op.x > 0) {
                 p = form == Form::nai ? lit(p, "{\"type\":\"comment_payout_beneficiaries\",\"value\":") : lit(p, "[0,");
-                p = lit(p, "{\"beneficiaries\":[{\"account\":");
                 // beneficiaries are sorted by name, as the chain requires
                 bool b_first = accounts_[op.b] < accounts_[op.c] || op.x == 1;
-                name(b_first ? op.b : op.c);
+                account_field("{\"beneficiaries\":[{\"account\":", b_first ? op.b : op.c);
                 p = lit(p, ",\"weight\":500}");
                 if (op.x > 1 && op.b != op.c) {
-                    p = lit(p, ",{\"account\":");
-                    name(b_first ? op.c : op.b);
+                    account_field(",{\"account\":", b_first ? op.c : op.b);
                     p = lit(p, ",\"weight\":1000}");
                 }
                 p = form == Form::nai ? lit(p, "]}}") : lit(p, "]}]");
@@ -870,8 +864,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             p = lit(p, "]}");
             return p;
         case Kind::custom_json: {
-            p = lit(p, "{\"required_auths\":[],\"required_posting_auths\":[");
-            name(op.a);
+            account_field("{\"required_auths\":[],\"required_posting_auths\":[", op.a);
             p = lit(p, "],\"id\":\"");
             std::string_view id = kCustomIds[static_cast<std::size_t>(op.x)];
             p = put(p, id);
@@ -923,198 +916,120 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
         }
         case Kind::transfer:
         case Kind::transfer_to_savings:
-            p = lit(p, "{\"from\":");
             from_to_amount(liquid);
-            p = lit(p, ",\"memo\":");
-            p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
-            *p++ = '}';
-            return p;
+            return memo_and_close();
         case Kind::transfer_from_savings:
-            p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"request_id\":");
-            p = put_int(p, op.y);
-            p = lit(p, ",\"to\":");
-            name(op.b);
-            p = lit(p, ",\"amount\":");
-            asset(op.x, liquid);
-            p = lit(p, ",\"memo\":");
-            p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
-            *p++ = '}';
-            return p;
+            account_field("{\"from\":", op.a);
+            request_id();
+            account_field(",\"to\":", op.b);
+            asset_field(",\"amount\":", op.x, liquid);
+            return memo_and_close();
         case Kind::fill_transfer_from_savings:
-            p = lit(p, "{\"from\":");
             from_to_amount(liquid);
-            p = lit(p, ",\"request_id\":");
-            p = put_int(p, op.y);
-            p = lit(p, ",\"memo\":");
-            p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
-            *p++ = '}';
-            return p;
+            request_id();
+            return memo_and_close();
         case Kind::cancel_transfer_from_savings:
-            p = lit(p, "{\"from\":");
-            name(op.a);
-            p = lit(p, ",\"request_id\":");
-            p = put_int(p, op.y);
-            *p++ = '}';
-            return p;
+            account_field("{\"from\":", op.a);
+            request_id();
+            return close();
         case Kind::transfer_to_vesting:
-            p = lit(p, "{\"from\":");
             from_to_amount(kHive);
-            *p++ = '}';
-            return p;
+            return close();
         case Kind::transfer_to_vesting_completed:
-            p = lit(p, "{\"from_account\":");
-            name(op.a);
-            p = lit(p, ",\"to_account\":");
-            name(op.b);
-            p = lit(p, ",\"hive_vested\":");
-            asset(op.x, kHive);
-            p = lit(p, ",\"vesting_shares_received\":");
-            asset(op.y, kVests);
-            *p++ = '}';
-            return p;
+            between_accounts();
+            asset_field(",\"hive_vested\":", op.x, kHive);
+            asset_field(",\"vesting_shares_received\":", op.y, kVests);
+            return close();
         case Kind::withdraw_vesting:
         case Kind::return_vesting_delegation:  // the same fields
-            p = lit(p, "{\"account\":");
-            name(op.a);
-            p = lit(p, ",\"vesting_shares\":");
-            asset(op.x, kVests);
-            *p++ = '}';
-            return p;
+            account_field("{\"account\":", op.a);
+            return vesting_shares_and_close();
+        case Kind::producer_reward:
+            account_field("{\"producer\":", op.a);
+            return vesting_shares_and_close();
+        case Kind::delegate_vesting_shares:
+            account_field("{\"delegator\":", op.a);
+            account_field(",\"delegatee\":", op.b);
+            return vesting_shares_and_close();
         case Kind::limit_order_create:
-            p = lit(p, "{\"owner\":");
-            name(op.a);
+            account_field("{\"owner\":", op.a);
             p = lit(p, ",\"orderid\":");
             p = put_uint(p, op.r);
-            p = lit(p, ",\"amount_to_sell\":");
-            asset(op.x, op.hbd ? kHbd : kHive);
-            p = lit(p, ",\"min_to_receive\":");
-            asset(op.y, op.hbd ? kHive : kHbd);
+            asset_field(",\"amount_to_sell\":", op.x, liquid);
+            asset_field(",\"min_to_receive\":", op.y, other_liquid);
             p = lit(p, ",\"fill_or_kill\":false,\"expiration\":\"");
             format_time(time_of(block.num) + 28 * 24 * 3600, p);
             p += kTimeLength;
             p = lit(p, "\"}");
             return p;
         case Kind::fill_order:
-            p = lit(p, "{\"current_owner\":");
-            name(op.a);
+            account_field("{\"current_owner\":", op.a);
             p = lit(p, ",\"current_orderid\":");
             p = put_uint(p, op.r);
-            p = lit(p, ",\"current_pays\":");
-            asset(op.x, op.hbd ? kHbd : kHive);
-            p = lit(p, ",\"open_owner\":");
-            name(op.b);
+            asset_field(",\"current_pays\":", op.x, liquid);
+            account_field(",\"open_owner\":", op.b);
             p = lit(p, ",\"open_orderid\":");
             p = put_uint(p, op.r2);
-            p = lit(p, ",\"open_pays\":");
-            asset(op.y, op.hbd ? kHive : kHbd);
-            *p++ = '}';
-            return p;
+            asset_field(",\"open_pays\":", op.y, other_liquid);
+            return close();
         case Kind::feed_publish:
-            p = lit(p, "{\"publisher\":");
-            name(op.a);
-            p = lit(p, ",\"exchange_rate\":{\"base\":");
-            asset(op.x, kHbd);
-            p = lit(p, ",\"quote\":");
-            asset(1000, kHive);
+            account_field("{\"publisher\":", op.a);
+            asset_field(",\"exchange_rate\":{\"base\":", op.x, kHbd);
+            asset_field(",\"quote\":", 1000, kHive);
             p = lit(p, "}}");
             return p;
         case Kind::claim_reward_balance:
-            p = lit(p, "{\"account\":");
-            name(op.a);
-            p = current ? lit(p, ",\"reward_hive\":") : lit(p, ",\"reward_steem\":");
+            account_field("{\"account\":", op.a);
+            key_by_naming(",\"reward_hive\":", ",\"reward_steem\":");
             asset(op.x, kHive);
-            p = current ? lit(p, ",\"reward_hbd\":") : lit(p, ",\"reward_sbd\":");
+            key_by_naming(",\"reward_hbd\":", ",\"reward_sbd\":");
             asset(op.y, kHbd);
-            p = lit(p, ",\"reward_vests\":");
-            asset(op.z, kVests);
-            *p++ = '}';
-            return p;
-        case Kind::delegate_vesting_shares:
-            p = lit(p, "{\"delegator\":");
-            name(op.a);
-            p = lit(p, ",\"delegatee\":");
-            name(op.b);
-            p = lit(p, ",\"vesting_shares\":");
-            asset(op.x, kVests);
-            *p++ = '}';
-            return p;
+            asset_field(",\"reward_vests\":", op.z, kVests);
+            return close();
         case Kind::interest:
-            p = lit(p, "{\"owner\":");
-            name(op.a);
-            p = lit(p, ",\"interest\":");
-            asset(op.x, kHbd);
+            account_field("{\"owner\":", op.a);
+            asset_field(",\"interest\":", op.x, kHbd);
             p = current ? lit(p, ",\"is_saved_into_hbd_balance\":false}") : lit(p, "}");
             return p;
-        case Kind::producer_reward:
-            p = lit(p, "{\"producer\":");
-            name(op.a);
-            p = lit(p, ",\"vesting_shares\":");
-            asset(op.x, kVests);
-            *p++ = '}';
-            return p;
         case Kind::curation_reward:
-            p = lit(p, "{\"curator\":");
-            name(op.a);
-            p = lit(p, ",\"reward\":");
-            asset(op.x, kVests);
-            p = current ? lit(p, ",\"author\":") : lit(p, ",\"comment_author\":");
+            account_field("{\"curator\":", op.a);
+            asset_field(",\"reward\":", op.x, kVests);
+            key_by_naming(",\"author\":", ",\"comment_author\":");
             name(op.b);
-            p = current ? lit(p, ",\"permlink\":") : lit(p, ",\"comment_permlink\":");
+            key_by_naming(",\"permlink\":", ",\"comment_permlink\":");
             permlink(op.r);
-            p = current ? lit(p, ",\"payout_must_be_claimed\":true}") : lit(p, "}");
-            return p;
+            return close_claimable();
         case Kind::comment_benefactor_reward:
-            p = lit(p, "{\"benefactor\":");
-            name(op.a);
+            account_field("{\"benefactor\":", op.a);
             p = lit(p, ",\"author\":");
             on_comment(op.b);
             payouts(op.y, op.x, op.z);
-            p = current ? lit(p, ",\"payout_must_be_claimed\":true}") : lit(p, "}");
-            return p;
+            return close_claimable();
         case Kind::author_reward:
             p = lit(p, "{\"author\":");
             on_comment(op.a);
             payouts(op.x, op.y, op.z);
-            if (current) {
-                p = lit(p, ",\"curators_vesting_payout\":");
-                asset(op.w, kVests);
-                p = lit(p, ",\"payout_must_be_claimed\":true");
-            }
-            *p++ = '}';
-            return p;
+            if (current) asset_field(",\"curators_vesting_payout\":", op.w, kVests);
+            return close_claimable();
         case Kind::comment_reward:
             p = lit(p, "{\"author\":");
             on_comment(op.a);
-            p = lit(p, ",\"payout\":");
-            asset(op.x, kHbd);
+            asset_field(",\"payout\":", op.x, kHbd);
             p = lit(p, ",\"author_rewards\":");
             p = put_int(p, op.y);
-            p = lit(p, ",\"total_payout_value\":");
-            asset(op.y, kHbd);
-            p = lit(p, ",\"curator_payout_value\":");
-            asset(op.z, kHbd);
-            p = lit(p, ",\"beneficiary_payout_value\":");
-            asset(op.w, kHbd);
-            *p++ = '}';
-            return p;
+            asset_field(",\"total_payout_value\":", op.y, kHbd);
+            asset_field(",\"curator_payout_value\":", op.z, kHbd);
+            asset_field(",\"beneficiary_payout_value\":", op.w, kHbd);
+            return close();
         case Kind::comment_payout_update:
             p = lit(p, "{\"author\":");
             on_comment(op.a);
-            *p++ = '}';
-            return p;
+            return close();
         case Kind::fill_vesting_withdraw:
-            p = lit(p, "{\"from_account\":");
-            name(op.a);
-            p = lit(p, ",\"to_account\":");
-            name(op.b);
-            p = lit(p, ",\"withdrawn\":");
-            asset(op.x, kVests);
-            p = lit(p, ",\"deposited\":");
-            asset(op.y, op.hbd ? kVests : kHive);
-            *p++ = '}';
-            return p;
+            between_accounts();
+            asset_field(",\"withdrawn\":", op.x, kVests);
+            asset_field(",\"deposited\":", op.y, op.hbd ? kVests : kHive);
+            return close();
     }
     return p;
 }

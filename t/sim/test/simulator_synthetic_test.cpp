@@ -8,6 +8,7 @@
 
 #include "json_writer.hpp"
 #include "synthetic_chain.hpp"
+#include "wallet/decoder.hpp"
 
 namespace {
 
@@ -44,22 +45,6 @@ wallet::JsonPtr parse(const std::string& text) {
     if (!value) throw std::runtime_error(text.substr(0, 300) + ": " + error.text);
     return value;
 }
-
-const std::set<std::string> kWalletOps = {"transfer",
-                                          "transfer_to_savings",
-                                          "transfer_from_savings",
-                                          "cancel_transfer_from_savings",
-                                          "fill_transfer_from_savings",
-                                          "transfer_to_vesting",
-                                          "withdraw_vesting",
-                                          "fill_vesting_withdraw",
-                                          "delegate_vesting_shares",
-                                          "return_vesting_delegation",
-                                          "claim_reward_balance",
-                                          "interest",
-                                          "author_reward",
-                                          "curation_reward",
-                                          "comment_benefactor_reward"};
 
 }  // namespace
 
@@ -104,7 +89,9 @@ TEST(SimulatorSynthetic, MainnetLikeDensityAndMix) {
     // Votes, custom_json and comments are most of the real operations.
     EXPECT_GT(counts["vote"] + counts["custom_json"] + counts["comment"], 20 * blocks);
     EXPECT_GT(counts["vote"], counts["transfer"] * 3);
-    for (const auto& type : kWalletOps) EXPECT_GT(counts[type], 0u) << type << " never appears";
+    for (const std::string_view type : wallet::wallet_operation_types()) {
+        EXPECT_GT(counts[std::string(type)], 0u) << type << " never appears";
+    }
 }
 
 TEST(SimulatorSynthetic, PathologicalBlocksHoldThousandsOfVirtualOps) {
