@@ -63,20 +63,28 @@ TempDir::~TempDir() {
     fs::remove_all(path_, ec);
 }
 
+// A port below the kernel's ephemeral range (32768 and up on Linux): there the
+// outgoing connections of the tests themselves (libpq, curl, redis-cli) can
+// never take it between this check and the server's bind. Random, so that
+// test processes running side by side rarely try the same one.
 std::uint16_t free_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    constexpr int kFirst = 20000;
+    constexpr int kLast = 32000;
+    static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+    std::uniform_int_distribution<int> pick(kFirst, kLast);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        const auto port = static_cast<std::uint16_t>(pick(rng));
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) break;
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(port);
+        const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
         close(fd);
-        throw std::runtime_error("cannot bind a free port");
+        if (bound) return port;
     }
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    close(fd);
-    return ntohs(addr.sin_port);
+    throw std::runtime_error("cannot find a free port");
 }
 
 bool port_accepts(std::uint16_t port, const std::string& host) {

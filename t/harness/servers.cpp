@@ -184,8 +184,16 @@ std::vector<std::string> PostgresServer::query(const std::string& sql, const std
 // ---- Redis -------------------------------------------------------------------
 
 RedisServer::RedisServer() : dir_("wallet-redis") {
-    port_ = free_port();
-    start();
+    // Another process may bind the port first: then try another one.
+    for (int attempt = 1;; ++attempt) {
+        port_ = free_port();
+        try {
+            start();
+            return;
+        } catch (const std::runtime_error&) {
+            if (attempt == 3) throw;
+        }
+    }
 }
 
 RedisServer::~RedisServer() { stop(); }
