@@ -140,6 +140,7 @@ public:
         at_ += N - 1;
     }
     void raw(std::string_view text) {
+        if (text.empty()) return;  // its data pointer may be null
         std::memcpy(at_, text.data(), text.size());
         at_ += text.size();
     }
@@ -249,7 +250,9 @@ void append_window(std::string& out, const PageQuery& query) {
 
 char* write_amount(char* out, std::string_view decimal_text, std::string_view symbol) {
     const std::size_t precision = symbol == "VESTS" ? 6 : 3;
+    // An empty view may have no data pointer at all, which memcpy must not see.
     auto copy = [&out](std::string_view text) {
+        if (text.empty()) return;
         std::memcpy(out, text.data(), text.size());
         out += text.size();
     };
