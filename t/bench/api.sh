@@ -23,43 +23,25 @@ big=bigwhale
 normal=a000123
 tool=$build/t/bench/api_bench_tool
 module=$build/ngx_module/ngx_http_wallet_module.so
-pgbin=/usr/lib/postgresql/15/bin
-for f in "$tool" "$module" "$pgbin/postgres"; do [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+source "$here/lib.bash"
+for f in "$tool" "$module" "$bench_pg_bin/postgres"; do [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 command -v wrk >/dev/null || { echo "wrk is missing (scripts/install-deps)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/wallet-bench-api.XXXXXX)
-pg_pid=""
 nginx_pid=""
 cleanup() {
   [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null || true
-  # $pg_pid is the runuser wrapper when run as root: the server itself gets
-  # the fast-shutdown signal.
-  if [ -n "$pg_pid" ]; then
-    [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null || true
-    wait "$pg_pid" 2>/dev/null || true
-  fi
+  bench_pg_stop "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi; }
 log() { echo "[api bench] $*" >&2; }
 
 # ---- PostgreSQL ----------------------------------------------------------------
-pg_port=$(free_port)
 superpass=bench-superuser-$RANDOM$RANDOM
-mkdir -p "$work/pg" "$work/run"
-echo "$superpass" > "$work/pwfile"
-[ "$(id -u)" = 0 ] && chown -R nobody "$work"
-as_pg "$pgbin/initdb" -D "$work/pg/data" -U postgres --pwfile="$work/pwfile" --auth-local=trust \
-  --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$work/initdb.log" 2>&1
-as_pg "$pgbin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
-  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 \
-  -c shared_buffers=2GB -c work_mem=64MB -c maintenance_work_mem=1GB -c max_wal_size=8GB \
-  -c checkpoint_timeout=30min -c log_min_messages=warning >"$work/postgres.log" 2>&1 &
-pg_pid=$!
-for _ in $(seq 200); do pg_isready -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
+bench_pg_start "$work" "$superpass" -c max_connections=200 -c shared_buffers=2GB -c work_mem=64MB \
+  -c maintenance_work_mem=1GB -c max_wal_size=8GB -c checkpoint_timeout=30min
 
 export DB_USER=postgres DB_PASSWORD=$superpass DB_NAME=wallet DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port
 export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1

@@ -34,26 +34,19 @@ backfill=$build/backfill/wallet-backfill
 fetch=$build/t/bench/sim_bench_client
 sim=$build/t/sim/hive-node-sim
 setup=$build/common/wallet-db-setup
-pgbin=/usr/lib/postgresql/15/bin
-for f in "$backfill" "$fetch" "$sim" "$setup" "$pgbin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+source "$here/lib.bash"
+for f in "$backfill" "$fetch" "$sim" "$setup" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 
 work=$(mktemp -d /tmp/wallet-bench-backfill.XXXXXX)
 pids=()
-pg_pid=""
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  # $pg_pid is the runuser wrapper: the server itself gets the fast-shutdown signal.
-  if [ -n "$pg_pid" ]; then
-    [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null || true
-    wait "$pg_pid" 2>/dev/null || true
-  fi
+  bench_pg_stop "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi; }
 log() { echo "[backfill bench] $*" >&2; }
 now() { date +%s.%N; }
 # CPU seconds used so far by this cluster: the postmaster, its exited
@@ -70,20 +63,11 @@ pg_cpu() {
 rate() { python3 -c "print(round($1 / ($3 - $2)))"; }
 
 # ---- PostgreSQL: one tuning for the loader and the COPY baseline alike ----------
-pg_port=$(free_port)
 superpass=bench-superuser-$RANDOM$RANDOM
-mkdir -p "$work/pg" "$work/run" "$work/data"
-echo "$superpass" > "$work/pwfile"
-[ "$(id -u)" = 0 ] && chown -R nobody "$work"
-as_pg "$pgbin/initdb" -D "$work/pg/data" -U postgres --pwfile="$work/pwfile" --auth-local=trust \
-  --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$work/initdb.log" 2>&1
-runuser_or_self=(); [ "$(id -u)" = 0 ] && runuser_or_self=(runuser -u nobody --)
-"${runuser_or_self[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
-  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100 \
-  -c shared_buffers=2GB -c max_wal_size=8GB -c checkpoint_timeout=30min -c log_min_messages=warning \
-  >"$work/postgres.log" 2>&1 &
-pg_pid=$!
-for _ in $(seq 200); do pg_isready -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
+mkdir -p "$work/data"  # the server writes and reads the COPY baseline's file here
+[ "$(id -u)" = 0 ] && chown nobody "$work/data"
+bench_pg_start "$work" "$superpass" -c max_connections=100 -c shared_buffers=2GB -c max_wal_size=8GB \
+  -c checkpoint_timeout=30min
 
 export DB_USER=postgres DB_PASSWORD=$superpass DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port
 export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1

@@ -19,22 +19,21 @@ sim=$build/t/sim/hive-node-sim
 indexer=$build/indexer/wallet-indexer
 client=$build/t/bench/sim_bench_client
 setup=$build/common/wallet-db-setup
-pg_bin=/usr/lib/postgresql/15/bin
-for tool in "$sim" "$indexer" "$client" "$setup" "$pg_bin/postgres"; do
+source "$(dirname "$0")/lib.bash"
+for tool in "$sim" "$indexer" "$client" "$setup" "$bench_pg_bin/postgres"; do
   [ -x "$tool" ] || { echo "indexer.sh: missing $tool" >&2; exit 1; }
 done
 
 work=$(mktemp -d /tmp/wallet-bench-indexer-XXXXXX)
-chmod 755 "$work"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  bench_pg_stop "$work"
   wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # CPU seconds (user + system) a process has used so far.
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 elapsed() { python3 -c "print(f'{$2 - $1:.3f}')"; }
@@ -42,25 +41,10 @@ now() { date +%s.%N; }
 ratio() { python3 -c "print(int($1 / $2) if $2 > 0 else 0)"; }
 
 # ---- PostgreSQL 15: a private cluster, settings as in the test harness ----
-pg_port=$(free_port)
 pg_password=bench-superuser-password-1
-as_owner=()
-[ "$(id -u)" -eq 0 ] && as_owner=(runuser -u nobody --)
-mkdir -p "$work/pg" "$work/run"
-echo "$pg_password" > "$work/pwfile"
-[ "$(id -u)" -eq 0 ] && chown -R nobody "$work/pg" "$work/run" "$work/pwfile"
-"${as_owner[@]}" "$pg_bin/initdb" -D "$work/pg/data" -U postgres --pwfile="$work/pwfile" --auth-local=trust \
-  --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync >"$work/initdb.log" 2>&1
-"${as_owner[@]}" "$pg_bin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/run" -c listen_addresses=127.0.0.1 \
-  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB \
-  -c log_min_messages=warning >"$work/postgres.log" 2>&1 &
-pids+=($!)
+bench_pg_start "$work" "$pg_password" -c shared_buffers=256MB
 pg_env=(DB_USER=postgres DB_PASSWORD=$pg_password DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port
         WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1)
-for _ in $(seq 100); do
-  PGPASSWORD=$pg_password psql -qAt -h 127.0.0.1 -p "$pg_port" -U postgres -c 'SELECT 1' postgres >/dev/null 2>&1 && break
-  sleep 0.1
-done
 sql() { PGPASSWORD=$pg_password psql -qAt -h 127.0.0.1 -p "$pg_port" -U postgres -c "$2" "$1"; }
 
 # ---- the simulator: a fixed chain, head at blocks + 3 ----------------------
