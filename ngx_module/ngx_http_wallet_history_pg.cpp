@@ -170,8 +170,10 @@ void command_done(PgConnection* conn) {
     conn->op = nullptr;
     op->connection = nullptr;
     conn->state = PgConnection::State::Idle;
-    op->done(op, outcome, result.get());
+    // The next waiting statement goes out before this answer is written, so
+    // the server works on it meanwhile.
     pool->on_idle(conn);
+    op->done(op, outcome, result.get());
 }
 
 void drive_query(PgConnection* conn, ngx_event_t* ev) {
