@@ -4,44 +4,19 @@
 #include "ngx_http_wallet_history_pg.hpp"
 
 #include <cstring>
-#include <deque>
 #include <set>
 
 namespace wallet::ngx {
 
-// One statement sent on a connection, its answer not yet complete.
-struct PgCall {
-    PgOp* op = nullptr;         // null once its request gave it up: the answer is dropped
-    const char* statement = "";
-    PgResultPtr result;         // the first error, or the rows
-    bool prepares = false;      // a PREPARE of its statement went out just ahead of it
-    bool prepared_ok = false;   // ... and succeeded
-    ngx_msec_t started_at = 0;  // when the server took it up (it became the first call)
-};
-
 struct PgConnection {
-    enum class State { Connecting, Ready };
+    enum class State { Connecting, Idle, Preparing, Executing };
 
     PgPool* pool = nullptr;
     PgConnPtr pg;
     ngx_connection_t* c = nullptr;
     State state = State::Connecting;
-    std::deque<PgCall> calls;  // in the order the server answers them
+    PgOp* op = nullptr;
     std::set<std::string> prepared;
-
-    bool idle() const { return state == State::Ready && calls.empty(); }
-    // Calls whose requests still wait for them, from the index `from` on.
-    std::size_t live_calls(std::size_t from = 0) const {
-        std::size_t n = 0;
-        for (std::size_t i = from; i < calls.size(); ++i) n += calls[i].op != nullptr ? 1 : 0;
-        return n;
-    }
-};
-
-// A call whose answer is complete, handed to its op once the pool is settled.
-struct PgCompletion {
-    PgOp* op;
-    PgOutcome outcome;
     PgResultPtr result;
 };
 
@@ -115,33 +90,25 @@ bool flush(PgConnection* conn) {
     return true;
 }
 
-// Sends op's statement (after a PREPARE the first time this connection runs
-// it) and a sync, so its errors stay its own. False: the connection broke.
-bool send_call(PgConnection* conn, PgOp* op) {
+bool send_current(PgConnection* conn) {
+    PgOp* op = conn->op;
     PGconn* pg = conn->pg.get();
-    // Listed first: if sending fails, the connection's calls (this one too) are retried.
-    PgCall& call = conn->calls.emplace_back();
-    call.op = op;
-    call.statement = op->statement;
-    call.started_at = ngx_current_msec;
-    op->connection = conn;
+    int sent = 0;
     if (conn->prepared.count(op->statement) == 0) {
         auto it = conn->pool->settings().statements.find(op->statement);
         if (it == conn->pool->settings().statements.end()) return false;
         const std::string sql = std::string("PREPARE ") + op->statement + " " + it->second;
-        call.prepares = true;
-        if (PQsendQueryParams(pg, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 1) return false;
-        conn->prepared.insert(op->statement);
+        conn->state = PgConnection::State::Preparing;
+        sent = PQsendQuery(pg, sql.c_str());
+    } else {
+        std::vector<const char*> values;
+        values.reserve(op->params.size());
+        for (const auto& p : op->params) values.push_back(p ? p->c_str() : nullptr);
+        conn->state = PgConnection::State::Executing;
+        sent = PQsendQueryPrepared(pg, op->statement, static_cast<int>(values.size()), values.data(), nullptr,
+                                   nullptr, 0);
     }
-    std::vector<const char*> values;
-    values.reserve(op->params.size());
-    for (const auto& p : op->params) values.push_back(p ? p->c_str() : nullptr);
-    if (PQsendQueryPrepared(pg, op->statement, static_cast<int>(values.size()), values.data(), nullptr, nullptr,
-                            0) != 1 ||
-        PQpipelineSync(pg) != 1) {
-        return false;
-    }
-    return flush(conn);
+    return sent == 1 && flush(conn);
 }
 
 void drive_connect(PgConnection* conn, ngx_event_t* ev) {
@@ -173,11 +140,7 @@ void drive_connect(PgConnection* conn, ngx_event_t* ev) {
     case PGRES_POLLING_OK:
         if (conn->c->read->timer_set) ngx_del_timer(conn->c->read);
         disable_write(conn->c);
-        if (PQenterPipelineMode(conn->pg.get()) != 1) {
-            pool->on_broken(conn, true);
-            return;
-        }
-        conn->state = PgConnection::State::Ready;
+        conn->state = PgConnection::State::Idle;
         pool->on_connected(conn);
         return;
     default:
@@ -187,35 +150,30 @@ void drive_connect(PgConnection* conn, ngx_event_t* ev) {
     }
 }
 
-// One result of the first call: the first error is kept, else the latest rows.
-void take_result(PgCall& call, PGresult* next) {
-    const ExecStatusType status = PQresultStatus(next);
-    if (call.prepares && status == PGRES_COMMAND_OK && std::strcmp(PQcmdStatus(next), "PREPARE") == 0) {
-        call.prepared_ok = true;
+// A command finished (PQgetResult returned NULL).
+void command_done(PgConnection* conn) {
+    PgPool* pool = conn->pool;
+    PgOp* op = conn->op;
+    PgResultPtr result = std::move(conn->result);
+    const PgOutcome outcome = outcome_of(result.get());
+    if (conn->state == PgConnection::State::Preparing && outcome == PgOutcome::Rows) {
+        conn->prepared.insert(op->statement);
+        if (!send_current(conn)) pool->on_broken(conn, false);
+        return;
     }
-    if (call.result && outcome_of(call.result.get()) != PgOutcome::Rows) {
-        PQclear(next);
-    } else {
-        call.result.reset(next);
-    }
-}
-
-// The first call's answer is complete (its sync came back).
-void finish_first_call(PgConnection* conn, std::vector<PgCompletion>& completed) {
-    PgCall call = std::move(conn->calls.front());
-    conn->calls.pop_front();
-    if (!conn->calls.empty()) conn->calls.front().started_at = ngx_current_msec;
-    const PgOutcome outcome = outcome_of(call.result.get());
-    if (call.prepares && !call.prepared_ok) conn->prepared.erase(call.statement);
-    if (call.op == nullptr) return;  // given up by its request
-    if (outcome == PgOutcome::Failed && call.result) {
+    if (outcome == PgOutcome::Failed && result) {
         // The SQLSTATE only: messages may quote values from the request.
-        const char* state = PQresultErrorField(call.result.get(), PG_DIAG_SQLSTATE);
-        ngx_log_error(NGX_LOG_ERR, conn->pool->log(), 0, "wallet_history: statement %s failed with SQLSTATE %s",
-                      call.op->statement, state != nullptr ? state : "?");
+        const char* state = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
+        ngx_log_error(NGX_LOG_ERR, pool->log(), 0, "wallet_history: statement %s failed with SQLSTATE %s",
+                      op->statement, state != nullptr ? state : "?");
     }
-    call.op->connection = nullptr;
-    completed.push_back({call.op, outcome, std::move(call.result)});
+    conn->op = nullptr;
+    op->connection = nullptr;
+    conn->state = PgConnection::State::Idle;
+    // The next waiting statement goes out before this answer is written, so
+    // the server works on it meanwhile.
+    pool->on_idle(conn);
+    op->done(op, outcome, result.get());
 }
 
 void drive_query(PgConnection* conn, ngx_event_t* ev) {
@@ -229,34 +187,25 @@ void drive_query(PgConnection* conn, ngx_event_t* ev) {
         return;
     }
     while (PGnotify* notify = PQnotifies(pg)) PQfreemem(notify);
-    if (conn->calls.empty()) {
+    if (conn->state == PgConnection::State::Idle) {
         // Input on an idle connection: the server is closing it, or it sent
         // a notice. A broken connection is dropped now, not at its next use.
         if (PQstatus(pg) == CONNECTION_BAD) conn->pool->on_broken(conn, false);
         return;
     }
-    // Everything libpq has read is taken now: the socket will not signal it again.
-    std::vector<PgCompletion> completed;
-    int nulls = 0;  // a NULL ends one command; two in a row: nothing more has arrived
-    while (!conn->calls.empty() && PQisBusy(pg) == 0) {
+    while (PQisBusy(pg) == 0) {
         PGresult* next = PQgetResult(pg);
         if (next == nullptr) {
-            if (++nulls > 1) break;
-            continue;
+            command_done(conn);
+            return;
         }
-        nulls = 0;
-        if (PQresultStatus(next) == PGRES_PIPELINE_SYNC) {
-            PQclear(next);
-            finish_first_call(conn, completed);
+        // Keep the first result, or the first error.
+        if (!conn->result || (outcome_of(conn->result.get()) == PgOutcome::Rows && outcome_of(next) != PgOutcome::Rows)) {
+            conn->result.reset(next);
         } else {
-            take_result(conn->calls.front(), next);
+            PQclear(next);
         }
     }
-    if (completed.empty()) return;
-    // Waiting statements go out before the answers are written, so the
-    // server works on them meanwhile. (The connection may close in there.)
-    conn->pool->on_idle(conn);
-    for (auto& done : completed) done.op->done(done.op, done.outcome, done.result.get());
 }
 
 void pg_event_handler(ngx_event_t* ev) {
@@ -270,15 +219,6 @@ void pg_event_handler(ngx_event_t* ev) {
 }
 
 void kick_handler(ngx_event_t* ev);
-void stall_check_handler(ngx_event_t* ev);
-
-PgOp* pop_waiting(ngx_queue_t* waiting) {
-    ngx_queue_t* head = ngx_queue_head(waiting);
-    PgOp* op = ngx_queue_data(head, PgOp, queue);
-    ngx_queue_remove(head);
-    op->queued = false;
-    return op;
-}
 
 }  // namespace
 
@@ -293,17 +233,12 @@ PgPool::PgPool(PgPoolSettings settings, ngx_log_t* log) : settings_(std::move(se
     kick_.handler = kick_handler;
     kick_.data = this;
     kick_.log = log_;
-    stall_check_.handler = stall_check_handler;
-    stall_check_.data = this;
-    stall_check_.log = log_;
-    stall_check_.cancelable = 1;  // never holds up a graceful shutdown
 }
 
 PgPool::~PgPool() {
     if (kick_.posted) {
         ngx_delete_posted_event(&kick_);
     }
-    if (stall_check_.timer_set) ngx_del_timer(&stall_check_);
     while (!connections_.empty()) {
         PgConnection* conn = connections_.back().get();
         if (conn->c != nullptr) release_socket(conn->c);
@@ -325,51 +260,39 @@ void PgPool::cancel(PgOp* op) {
     }
     if (op->connection != nullptr) {
         PgConnection* conn = op->connection;
+        conn->op = nullptr;
         op->connection = nullptr;
-        for (auto& call : conn->calls) {
-            if (call.op == op) call.op = nullptr;
-        }
-        if (conn->live_calls() == 0) {
-            close(conn);
-            // The slot is free again for queued work.
-            post_kick();
-        }
+        close(conn);
+        // The slot is free again for queued work.
+        post_kick();
     }
 }
 
 PgConnection* PgPool::idle_connection() {
     for (auto& conn : connections_) {
-        if (conn->idle()) return conn.get();
+        if (conn->state == PgConnection::State::Idle) return conn.get();
     }
     return nullptr;
-}
-
-// The connection with the fewest calls among those whose running statement
-// is young and whose pipeline has room; none when no connection qualifies.
-PgConnection* PgPool::pipeline_candidate() {
-    PgConnection* best = nullptr;
-    for (auto& conn : connections_) {
-        if (conn->state != PgConnection::State::Ready || conn->calls.empty()) continue;
-        if (conn->calls.size() >= kPipelineDepth) continue;
-        if (ngx_current_msec - conn->calls.front().started_at >= kPipelineJoinMs) continue;
-        if (best == nullptr || conn->calls.size() < best->calls.size()) best = conn.get();
-    }
-    return best;
-}
-
-void PgPool::send_or_requeue(PgConnection* conn, PgOp* op) {
-    if (!send_call(conn, op)) {
-        // The connection is unusable: its statements (this one too) go back
-        // to the front and are retried once, completed later from the event loop.
-        on_broken(conn, false);
-    }
 }
 
 void PgPool::dispatch() {
     while (!ngx_queue_empty(&waiting_)) {
         PgConnection* conn = idle_connection();
         if (conn == nullptr) break;
-        send_or_requeue(conn, pop_waiting(&waiting_));
+        ngx_queue_t* head = ngx_queue_head(&waiting_);
+        PgOp* op = ngx_queue_data(head, PgOp, queue);
+        ngx_queue_remove(head);
+        op->queued = false;
+        conn->op = op;
+        op->connection = conn;
+        if (!send_current(conn)) {
+            // The connection is unusable; the op goes back to the front and
+            // is retried once, completed later from the event loop.
+            conn->op = nullptr;
+            op->connection = nullptr;
+            close(conn);
+            requeue_or_fail(op);
+        }
     }
     std::size_t connecting = 0;
     std::size_t waiting = 0;
@@ -379,46 +302,6 @@ void PgPool::dispatch() {
         if (!open_connection()) break;
         ++connecting;
     }
-    // Every connection open and busy: queue behind young statements.
-    if (connecting == 0 && connections_.size() >= settings_.max_connections) {
-        while (!ngx_queue_empty(&waiting_)) {
-            PgConnection* conn = pipeline_candidate();
-            if (conn == nullptr) break;
-            send_or_requeue(conn, pop_waiting(&waiting_));
-        }
-    }
-    watch_stalls();
-}
-
-// The stall check runs while some statement waits behind another.
-void PgPool::watch_stalls() {
-    if (stall_check_.timer_set) return;
-    for (auto& conn : connections_) {
-        if (conn->live_calls(1) > 0) {
-            ngx_add_timer(&stall_check_, kPipelineStallMs / 2);
-            return;
-        }
-    }
-}
-
-// Statements behind one that has run kPipelineStallMs are taken back and
-// sent again elsewhere (in their order, ahead of the waiting ones).
-void PgPool::on_stall_check() {
-    bool moved = false;
-    for (auto& conn : connections_) {
-        if (conn->calls.size() < 2 || ngx_current_msec - conn->calls.front().started_at < kPipelineStallMs) continue;
-        for (auto it = conn->calls.rbegin(); it + 1 != conn->calls.rend(); ++it) {
-            PgOp* op = it->op;
-            if (op == nullptr) continue;
-            it->op = nullptr;
-            op->connection = nullptr;
-            op->queued = true;
-            ngx_queue_insert_head(&waiting_, &op->queue);
-            moved = true;
-        }
-    }
-    if (moved) ngx_log_error(NGX_LOG_INFO, log_, 0, "wallet_history: statements moved away from a slow one");
-    dispatch();
 }
 
 void PgPool::requeue_or_fail(PgOp* op) {
@@ -479,11 +362,10 @@ void PgPool::on_connected(PgConnection*) {
 void PgPool::on_idle(PgConnection*) { dispatch(); }
 
 void PgPool::on_broken(PgConnection* conn, bool during_connect) {
-    std::vector<PgOp*> ops;
-    for (auto& call : conn->calls) {
-        if (call.op == nullptr) continue;
-        call.op->connection = nullptr;
-        ops.push_back(call.op);
+    PgOp* op = conn->op;
+    if (op != nullptr) {
+        conn->op = nullptr;
+        op->connection = nullptr;
     }
     close(conn);
     if (during_connect) {
@@ -491,8 +373,7 @@ void PgPool::on_broken(PgConnection* conn, bool during_connect) {
     } else {
         ngx_log_error(NGX_LOG_WARN, log_, 0, "wallet_history: database connection lost");
     }
-    // Back to the front in their order.
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) requeue_or_fail(*it);
+    if (op != nullptr) requeue_or_fail(op);
     post_kick();
 }
 
@@ -504,7 +385,10 @@ void PgPool::on_kick() {
     for (PgOp* op : failed) op->done(op, PgOutcome::Unavailable, nullptr);
     if (!healthy_ && connections_.empty()) {
         while (!ngx_queue_empty(&waiting_)) {
-            PgOp* op = pop_waiting(&waiting_);
+            ngx_queue_t* head = ngx_queue_head(&waiting_);
+            PgOp* op = ngx_queue_data(head, PgOp, queue);
+            ngx_queue_remove(head);
+            op->queued = false;
             op->done(op, PgOutcome::Unavailable, nullptr);
         }
         return;
@@ -515,7 +399,6 @@ void PgPool::on_kick() {
 namespace {
 
 void kick_handler(ngx_event_t* ev) { static_cast<PgPool*>(ev->data)->on_kick(); }
-void stall_check_handler(ngx_event_t* ev) { static_cast<PgPool*>(ev->data)->on_stall_check(); }
 
 }  // namespace
 
