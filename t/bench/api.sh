@@ -13,15 +13,15 @@
 # further figures, among them big_first_page_pool_ratio: the API against
 # pgbench with as many connections as the API's pool.
 #
-# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 5)
-# of BENCH_SECONDS (default 4) each, BENCH_ACCOUNTS / BENCH_EVENTS /
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 10)
+# of BENCH_SECONDS (default 2) each, BENCH_ACCOUNTS / BENCH_EVENTS /
 # BENCH_BIG_EVENTS to scale the data set.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
-seconds=${BENCH_SECONDS:-4}
-rounds=${BENCH_ROUNDS:-5}
+seconds=${BENCH_SECONDS:-2}
+rounds=${BENCH_ROUNDS:-10}
 accounts=${BENCH_ACCOUNTS:-100000}
 events=${BENCH_EVENTS:-4000000}      # normal accounts; the big one adds its own
 big_events=${BENCH_BIG_EVENTS:-1000000}
