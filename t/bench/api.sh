@@ -127,6 +127,8 @@ to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
 }
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+largest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 wrk_round() {  # lua-file -> "req/s p99_ms"
   local out
@@ -163,11 +165,11 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
     read -r api p99 < <(wrk_round "$work/$name.lua")
     pg=$(pgbench_round 32 "$work/$name.sql" "${dvars[@]}") && [ -n "$pg" ] || exit 1
     api_all+=" $api" p99_all+=" $p99" pg_all+=" $pg"
-    ratio_all+=" $(awk -v a="$api" -v b="$pg" 'BEGIN { printf "%.3f", a / b }')"
+    ratio_all+=" $(ratio_of "$api" "$pg")"
     if [ "$name" = big_first_page ]; then
       pool=$(pgbench_round "$pool_size" "$work/$name.sql" "${dvars[@]}") && [ -n "$pool" ] || exit 1
       pool_all+=" $pool"
-      pool_ratio_all+=" $(awk -v a="$api" -v b="$pool" 'BEGIN { printf "%.3f", a / b }')"
+      pool_ratio_all+=" $(ratio_of "$api" "$pool")"
     fi
   done
   local api_rps pg_tps ratio
@@ -183,7 +185,7 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   fi
   if [ "$name" = totals ]; then
     totals_p99=$p99
-    results+=" totals_p99_max_ms=$(tr ' ' '\n' <<<"$p99_all" | grep . | sort -g | tail -1)"
+    results+=" totals_p99_max_ms=$(largest <<<"$p99_all")"
   fi
   return 0
 }
