@@ -22,11 +22,11 @@ namespace harness {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// Absolute paths of the source tree, the build tree and shared/ (fixtures).
+// Absolute paths of the source tree, the build tree and the fixtures.
 fs::path source_dir();
 fs::path binary_dir();
-fs::path shared_dir();
-fs::path fixtures_dir();  // shared/fixtures/hive
+fs::path shared_dir();    // holds fixtures/ (t/ by default, CMake WALLET_SHARED_DIR)
+fs::path fixtures_dir();  // <shared_dir>/fixtures/hive
 
 std::string read_file(const fs::path& path);
 void write_file(const fs::path& path, const std::string& contents);
