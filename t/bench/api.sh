@@ -132,7 +132,7 @@ ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 wrk_round() {  # lua-file -> "req/s p99_ms"
   local out
-  out=$(wrk -t2 -c32 -d"${seconds}s" --latency -s "$1" "http://127.0.0.1:$api_port/")
+  out=$(wrk -t1 -c32 -d"${seconds}s" --latency -s "$1" "http://127.0.0.1:$api_port/")
   if grep -q 'Non-2xx' <<<"$out"; then echo "non-2xx answers: $(grep Non-2xx <<<"$out")" >&2; fi
   echo "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out") $(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")"
 }
