@@ -162,15 +162,10 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     switch (ctx->call.method) {
     case api::Method::GetWalletHistory:
     case api::Method::GetAuthorRewards:
-    case api::Method::GetCurationRewards: {
-        const auto page =
-            api::write_page_response(page_buffer, ctx->id_json, ctx->call.method, ctx->call.page, rows, rt.cursors);
-        if (!page) {
-            ngx_log_error(NGX_LOG_ERR, ctx->r->connection->log, 0, "wallet_history: unexpected page result shape");
-            return send_error(ctx->r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
-        }
-        return wallet::ngx::send_json(ctx->r, NGX_HTTP_OK, *page);
-    }
+    case api::Method::GetCurationRewards:
+        return wallet::ngx::send_json(ctx->r, NGX_HTTP_OK,
+                                      api::write_page_response(page_buffer, ctx->id_json, ctx->call.method,
+                                                               ctx->call.page, rows, rt.cursors));
     case api::Method::GetRewardTotals:
         return send_result(ctx->r, ctx->id_json, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
@@ -252,7 +247,6 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     }
     ctx->op.statement = statement.name;
     ctx->op.params = std::move(statement.params);
-    ctx->op.binary_results = statement.binary_results;
     ctx->op.done = on_query_done;
     ctx->op.data = ctx;
     ctx->deadline.handler = on_deadline;

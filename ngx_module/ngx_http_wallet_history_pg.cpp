@@ -106,7 +106,7 @@ bool send_current(PgConnection* conn) {
         for (const auto& p : op->params) values.push_back(p ? p->c_str() : nullptr);
         conn->state = PgConnection::State::Executing;
         sent = PQsendQueryPrepared(pg, op->statement, static_cast<int>(values.size()), values.data(), nullptr,
-                                   nullptr, op->binary_results ? 1 : 0);
+                                   nullptr, 0);
     }
     return sent == 1 && flush(conn);
 }

@@ -38,7 +38,6 @@ struct PgOp {
 
     const char* statement = "";
     std::vector<std::optional<std::string>> params;
-    bool binary_results = false;  // result format of the whole result
     Done done = nullptr;
     void* data = nullptr;
 

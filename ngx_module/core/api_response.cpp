@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "api_sql.hpp"
-#include "pg_binary.hpp"
 #include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
 
@@ -49,82 +48,31 @@ void append_indexer(std::string& out, std::int64_t indexed_block) {
     out += '}';
 }
 
-// One text column of a row as libpq holds it.
+// One column of a row as libpq holds it (text format).
 struct Field {
     std::string_view text;
     bool null = true;
 };
 
-// The event columns of one row of a page statement (binary format), decoded
-// once: texts as views into the result, integers and the time as numbers,
-// amounts as the decimal text NUMERIC prints.
+// The event columns of one row of a page statement, read from libpq once.
 class EventRow {
 public:
-    EventRow() = default;
-    EventRow(const EventRow&) = delete;  // fields may view its own amount texts
-    EventRow& operator=(const EventRow&) = delete;
-
-    // False when a value is not of the type the page statements return.
-    bool read(PGresult* rows, int row) {
-        namespace c = page_column;
-        text_bytes_ = 0;
-        for (int column = c::kRole; column < c::kCount; ++column) {
-            const auto index = static_cast<std::size_t>(column);
+    EventRow(PGresult* rows, int row) {
+        for (int column = page_column::kRole; column < page_column::kCount; ++column) {
             const int length = PQgetlength(rows, row, column);
-            const std::string_view bytes(PQgetvalue(rows, row, column), static_cast<std::size_t>(length));
+            Field& f = fields_[static_cast<std::size_t>(column)];
+            f.text = {PQgetvalue(rows, row, column), static_cast<std::size_t>(length)};
             // Only an empty value can be NULL.
-            const bool null = length == 0 && is_null(rows, row, column);
-            Field& f = fields_[index];
-            f = Field{bytes, null};
-            switch (column) {
-            case c::kBlockNum:
-            case c::kBlockSeq:
-            case c::kOpInTrx:
-            case c::kVirtualOp: {
-                const auto value = null ? std::nullopt : pg_binary::integer(bytes);
-                if (!value) return false;
-                numbers_[index] = *value;
-                text_bytes_ += kIntegerTextBound;
-                break;
-            }
-            case c::kTimestamp: {
-                const auto value = null ? std::nullopt : pg_binary::epoch_seconds(bytes);
-                if (!value) return false;
-                numbers_[index] = *value;
-                break;
-            }
-            case c::kAmount:
-            case c::kVestingAmount:
-                if (!null) {
-                    char* text = amount_texts_[column == c::kAmount ? 0 : 1].data();
-                    const char* end = pg_binary::write_numeric(bytes, text, kAmountTextCapacity);
-                    if (end == nullptr) return false;
-                    f.text = {text, static_cast<std::size_t>(end - text)};
-                    text_bytes_ += f.text.size();
-                }
-                break;
-            default:
-                text_bytes_ += bytes.size();
-                break;
-            }
+            f.null = length == 0 && is_null(rows, row, column);
+            text_bytes_ += static_cast<std::size_t>(length);
         }
-        return true;
     }
     const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
     std::string_view text(int column) const { return (*this)[column].text; }
-    // An integer column, or the timestamp as epoch seconds.
-    std::int64_t number(int column) const { return numbers_[static_cast<std::size_t>(column)]; }
-    // The printed size of all values, before JSON escaping.
     std::size_t text_bytes() const { return text_bytes_; }
 
 private:
-    static constexpr std::size_t kIntegerTextBound = 20;
-    // numeric(30,6) prints at most 33 characters.
-    static constexpr std::size_t kAmountTextCapacity = 64;
-
     std::array<Field, page_column::kCount> fields_{};
-    std::array<std::int64_t, page_column::kCount> numbers_{};
-    std::array<std::array<char, kAmountTextCapacity>, 2> amount_texts_;  // written before read
     std::size_t text_bytes_ = 0;
 };
 
@@ -196,7 +144,6 @@ public:
         std::memcpy(at_, text.data(), text.size());
         at_ += text.size();
     }
-    void integer(std::int64_t value) { at_ = std::to_chars(at_, at_ + 20, value).ptr; }
     void quoted(std::string_view text) { at_ = json::write_quoted(at_, text); }
     void quoted_or_null(const Field& f) {
         if (f.null) {
@@ -244,9 +191,9 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
     w.literal(",\"op_type\":");
     w.quoted(op_type);
     w.literal(",\"block_num\":");
-    w.integer(row.number(c::kBlockNum));
+    w.raw(row.text(c::kBlockNum));
     w.literal(",\"block_seq\":");
-    w.integer(row.number(c::kBlockSeq));
+    w.raw(row.text(c::kBlockSeq));
     w.literal(",\"trx_id\":");
     if (memo.is_virtual(op_type)) {
         w.literal("null");
@@ -254,11 +201,11 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
         w.quoted_or_null(row[c::kTrxId]);
     }
     w.literal(",\"op_in_trx\":");
-    w.integer(row.number(c::kOpInTrx));
+    w.raw(row.text(c::kOpInTrx));
     w.literal(",\"virtual_op\":");
-    w.integer(row.number(c::kVirtualOp));
+    w.raw(row.text(c::kVirtualOp));
     w.literal(",\"timestamp\":");
-    w.iso_time(memo, row.number(c::kTimestamp));
+    w.iso_time(memo, integer_in(row.text(c::kEpoch)));
     const Field& symbol = row[c::kSymbol];
     const Field& vesting_symbol = row[c::kVestingSymbol];
     w.literal(",\"amount\":");
@@ -338,21 +285,11 @@ std::string format_amount(std::string_view decimal_text, std::string_view symbol
     return out;
 }
 
-std::optional<std::string_view> write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
-                                                    const PageQuery& query, PGresult* rows,
-                                                    const CursorCodec& cursors) {
+std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
+                                     const PageQuery& query, PGresult* rows, const CursorCodec& cursors) {
     namespace c = page_column;
-    if (PQnfields(rows) != c::kCount) return std::nullopt;
-    for (int column = 0; column < c::kCount; ++column) {
-        if (PQfformat(rows, column) != 1) return std::nullopt;
-    }
     const int total = PQntuples(rows);
-    std::int64_t indexed_block = 0;
-    if (total > 0 && !is_null(rows, 0, c::kIndexedBlock)) {
-        const auto block = pg_binary::integer(text_of(rows, 0, c::kIndexedBlock));
-        if (!block) return std::nullopt;
-        indexed_block = *block;
-    }
+    const std::int64_t indexed_block = total > 0 && !is_null(rows, 0, c::kIndexedBlock) ? integer_of(rows, 0, c::kIndexedBlock) : 0;
     // An empty page comes back as one row of NULL event columns.
     int events = total;
     if (events == 1 && is_null(rows, 0, c::kRole)) events = 0;
@@ -367,9 +304,8 @@ std::optional<std::string_view> write_page_response(ResponseBuffer& buffer, std:
     buffer.clear();
     buffer.append(head);
     PageMemo memo;
-    EventRow event;
     for (int row = 0; row < events; ++row) {
-        if (!event.read(rows, row)) return std::nullopt;
+        const EventRow event(rows, row);
         RowWriter w(buffer.reserve(event_bound(event) + quoted_account.size()));
         if (row > 0) w.literal(",");
         write_event(w, event, quoted_account, memo);
@@ -377,13 +313,13 @@ std::optional<std::string_view> write_page_response(ResponseBuffer& buffer, std:
     }
     std::string tail = "],\"next_cursor\":";
     if (more) {
-        // `event` holds the page's last row.
+        const int last = events - 1;
         CursorPosition position;
-        auto ts = Timestamp::from_seconds(event.number(c::kTimestamp));
+        auto ts = Timestamp::from_seconds(integer_of(rows, last, c::kEpoch));
         if (ts) position.timestamp = *ts;
-        position.block_num = event.number(c::kBlockNum);
-        position.block_seq = static_cast<std::int32_t>(event.number(c::kBlockSeq));
-        position.role = std::string(event.text(c::kRole));
+        position.block_num = integer_of(rows, last, c::kBlockNum);
+        position.block_seq = static_cast<std::int32_t>(integer_of(rows, last, c::kBlockSeq));
+        position.role = std::string(text_of(rows, last, c::kRole));
         append_quoted(tail, cursors.encode(position, query.account, query_fingerprint(method, query)));
     } else {
         tail += "null";

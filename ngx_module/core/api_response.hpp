@@ -1,12 +1,11 @@
 // Result objects of the wallet_history methods, built from the rows of the
-// statements in api_sql.hpp (pages in binary format, the others in text). Amounts stay decimal text from
+// statements in api_sql.hpp (text format). Amounts stay decimal text from
 // NUMERIC to JSON and are printed at their asset's precision.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,11 +48,9 @@ private:
 };
 
 // The whole JSON-RPC response to a page request, written to buffer (the
-// view is valid until the buffer is used again); nullopt when the rows are
-// not what the page statements return in binary format.
-std::optional<std::string_view> write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
-                                                    const PageQuery& query, PGresult* rows,
-                                                    const CursorCodec& cursors);
+// view is valid until the buffer is used again).
+std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
+                                     const PageQuery& query, PGresult* rows, const CursorCodec& cursors);
 std::string totals_result(const PageQuery& query, PGresult* rows);
 std::string status_result(PGresult* rows);
 std::string methods_result();

@@ -6,13 +6,12 @@ namespace wallet::api {
 
 namespace {
 
-// The event columns in page_column order (after indexed_block). Pages come
-// back in binary format (StatementCall::binary_results): numbers and times as
-// stored, with no printing in PostgreSQL. `assets` is cast to text: jsonb's
-// binary form is its text anyway, behind a version byte.
+// The event columns in page_column order (after indexed_block).
 constexpr const char* kEventColumns =
-    "role, op_type, block_num, block_seq, trx_id, op_in_trx, virtual_op, \"timestamp\", amount, symbol,"
-    " vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets::text AS assets";
+    "role, op_type, block_num, block_seq, trx_id, op_in_trx, virtual_op,"
+    " extract(epoch FROM \"timestamp\")::bigint AS epoch, amount::text AS amount, symbol,"
+    " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
+    " assets::text AS assets";
 
 // Window ($2 inclusive, $3 exclusive) and keyset position ($4..$7): rows
 // strictly older than the cursor's row. The row comparison matches the
@@ -89,7 +88,7 @@ const std::map<std::string, std::string>& statements() {
                                kEventColumns +
                                " FROM wallet_operation_events w WHERE w.account = $1 AND w.op_type = t.op_type AND" +
                                kWindowAndKeyset +
-                               ") AS x ORDER BY x.\"timestamp\" DESC, x.block_num DESC, x.block_seq DESC, x.role DESC LIMIT $8");
+                               ") AS x ORDER BY x.epoch DESC, x.block_num DESC, x.block_seq DESC, x.role DESC LIMIT $8");
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
         s["wh_status"] =
@@ -156,7 +155,6 @@ StatementCall page_statement(const PageQuery& query) {
         array += '}';
         call.params.push_back(array);
     }
-    call.binary_results = true;
     return call;
 }
 

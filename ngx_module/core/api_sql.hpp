@@ -17,7 +17,6 @@ namespace wallet::api {
 struct StatementCall {
     const char* name = "";
     std::vector<std::optional<std::string>> params;  // text form; nullopt is SQL NULL
-    bool binary_results = false;                     // rows in binary format (pg_binary.hpp)
 };
 
 // Every statement: name -> "(parameter types) AS sql", the text that follows
@@ -28,7 +27,7 @@ StatementCall page_statement(const PageQuery& query);
 StatementCall totals_statement(const PageQuery& query);
 StatementCall status_statement(std::int64_t node_max_stall_ms);
 
-// Column positions of the page statements' result (binary format).
+// Column positions of the page statements' result.
 namespace page_column {
 // The account is the one asked for (account = $1): it is not fetched again.
 inline constexpr int kIndexedBlock = 0;
@@ -39,7 +38,7 @@ inline constexpr int kBlockSeq = 4;
 inline constexpr int kTrxId = 5;
 inline constexpr int kOpInTrx = 6;
 inline constexpr int kVirtualOp = 7;
-inline constexpr int kTimestamp = 8;
+inline constexpr int kEpoch = 8;
 inline constexpr int kAmount = 9;
 inline constexpr int kSymbol = 10;
 inline constexpr int kVestingAmount = 11;

@@ -1,6 +1,5 @@
 // Unit tests of the API core without nginx or PostgreSQL: request
-// validation, amount printing, binary values, client identity and the token
-// buckets.
+// validation, amount printing, client identity and the token buckets.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -9,7 +8,6 @@
 #include "api_request.hpp"
 #include "api_response.hpp"
 #include "api_sql.hpp"
-#include "pg_binary.hpp"
 
 using namespace wallet::api;
 
@@ -30,28 +28,6 @@ TEST(ApiCore, AmountsPrintAtTheAssetPrecisionWithoutLosingDigits) {
     EXPECT_EQ(format_amount("123456789012345678901234.000000", "HIVE"), "123456789012345678901234.000");
     EXPECT_EQ(format_amount("1.000100", "HIVE"), "1.000100");  // a digit would be lost: unchanged
     EXPECT_EQ(format_amount("1.1234567", "VESTS"), "1.1234567");
-}
-
-// Values the database never sends are refused, never read past their end
-// (the decoders' agreement with PostgreSQL is checked in api_binary_test).
-TEST(ApiCore, BinaryValuesOfTheWrongShapeAreRefused) {
-    namespace b = pg_binary;
-    using namespace std::string_view_literals;
-    char text[16];
-    // 1.5 is ndigits 2, weight 0, sign +, dscale 1, digits 1 and 5000.
-    const auto one_and_a_half = "\0\2\0\0\0\0\0\1\0\1\x13\x88"sv;
-    const char* end = b::write_numeric(one_and_a_half, text, sizeof text);
-    ASSERT_NE(end, nullptr);
-    EXPECT_EQ(std::string_view(text, static_cast<std::size_t>(end - text)), "1.5");
-    EXPECT_EQ(b::write_numeric(one_and_a_half.substr(0, 11), text, sizeof text), nullptr);  // a digit cut short
-    EXPECT_EQ(b::write_numeric(one_and_a_half, text, 2), nullptr);                        // no room
-    EXPECT_EQ(b::write_numeric("\0\1\0\0\0\0\0\0\x27\x10"sv, text, sizeof text), nullptr);  // digit 10000
-    EXPECT_EQ(b::write_numeric("\0\0\0\0\x12\x34\0\0"sv, text, sizeof text), nullptr);      // unknown sign
-    EXPECT_EQ(b::write_numeric("\0\0\x7f\xff\0\0\0\0"sv, text, sizeof text), nullptr);      // weight 32767
-    EXPECT_EQ(b::integer("\0\0\1"sv), std::nullopt);
-    EXPECT_EQ(b::integer("\xff\xff\xff\xfe"sv), -2);
-    EXPECT_EQ(b::epoch_seconds("\0\0\0\0"sv), std::nullopt);
-    EXPECT_EQ(b::epoch_seconds("\0\0\0\0\0\0\0\0"sv), 946684800);
 }
 
 TEST(ApiCore, ParsesAndNormalisesAPageRequest) {
