@@ -5,7 +5,8 @@
 # api_bench_tool) over 100,000 accounts, one of them with 1,000,000 events.
 # For each method, wrk drives nginx (one worker, 32 connections; the API pool
 # at its default size, as shipped) and, next to it in the same run, pgbench
-# runs the same prepared SQL with 32 connections. The machine is shared and
+# runs the same prepared SQL with 32 connections. Each load generator runs at
+# its fastest thread count on two cores: wrk one, pgbench two. The machine is shared and
 # noisy, so the two alternate in short rounds and each figure is the median of
 # the rounds (a ratio is the median of the per-round ratios).
 # Ends with `RESULT api page_ratio=<smallest API/pgbench ratio of the paged
@@ -13,7 +14,7 @@
 # further figures, among them big_first_page_pool_ratio: the API against
 # pgbench with as many connections as the API's pool.
 #
-# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 10)
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 14)
 # of BENCH_SECONDS (default 2) each, BENCH_ACCOUNTS / BENCH_EVENTS /
 # BENCH_BIG_EVENTS to scale the data set.
 set -euo pipefail
@@ -21,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
 seconds=${BENCH_SECONDS:-2}
-rounds=${BENCH_ROUNDS:-10}
+rounds=${BENCH_ROUNDS:-14}
 accounts=${BENCH_ACCOUNTS:-100000}
 events=${BENCH_EVENTS:-4000000}      # normal accounts; the big one adds its own
 big_events=${BENCH_BIG_EVENTS:-1000000}
