@@ -151,82 +151,67 @@ pgbench_round() {  # connections sql-file vars... -> tps
   echo "$tps"
 }
 
-# Scenarios take their rounds in turns (round 1 of each, then round 2 of
-# each, ...), so that a slow minute of the shared machine touches every
-# scenario alike instead of sinking one of them.
-scenarios=()
-declare -A paged_of vars_of api_all p99_all pg_all ratio_all pool_all pool_ratio_all
-add_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
-  local name=$1 paged=$2 body=$3 statement=$4 check
+results=""
+min_ratio=""
+totals_p99=""
+run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
+  local name=$1 paged=$2 body=$3 statement=$4
   shift 4
+  local check
   check=$(curl -s -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$api_port/")
   case "$check" in *'"result"'*) ;; *) echo "scenario $name failed: ${check:0:300}" >&2; exit 1;; esac
   printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = [[%s]]\n' "$body" > "$work/$name.lua"
   "$tool" sql "$statement" > "$work/$name.sql"
+  local dvars=()
+  for v in "$@"; do dvars+=(-D "$v"); done
   wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$api_port/" >/dev/null  # warm-up
-  scenarios+=("$name")
-  paged_of[$name]=$paged vars_of[$name]="$*"
-}
-
-measure_round() {  # name
-  local name=$1 dvars=() v api p99 pg pool
-  for v in ${vars_of[$name]}; do dvars+=(-D "$v"); done
-  read -r api p99 < <(wrk_round "$work/$name.lua")
-  pg=$(pgbench_round 32 "$work/$name.sql" "${dvars[@]}") && [ -n "$pg" ] || exit 1
-  api_all[$name]+=" $api" p99_all[$name]+=" $p99" pg_all[$name]+=" $pg"
-  ratio_all[$name]+=" $(ratio_of "$api" "$pg")"
-  if [ "$name" = big_first_page ]; then
-    pool=$(pgbench_round "$pool_size" "$work/$name.sql" "${dvars[@]}") && [ -n "$pool" ] || exit 1
-    pool_all[$name]+=" $pool"
-    pool_ratio_all[$name]+=" $(ratio_of "$api" "$pool")"
-  fi
-}
-
-results=""
-min_ratio=""
-totals_p99=""
-summarize() {  # name
-  local name=$1 api_rps pg_tps ratio p99
-  api_rps=$(median <<<"${api_all[$name]}") pg_tps=$(median <<<"${pg_all[$name]}")
-  ratio=$(median <<<"${ratio_all[$name]}") p99=$(median <<<"${p99_all[$name]}")
-  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio (rounds: api${api_all[$name]}; pgbench${pg_all[$name]}; ratio${ratio_all[$name]})"
+  local api_all="" p99_all="" pg_all="" ratio_all="" pool_all="" pool_ratio_all="" i api p99 pg pool
+  for i in $(seq "$rounds"); do
+    read -r api p99 < <(wrk_round "$work/$name.lua")
+    pg=$(pgbench_round 32 "$work/$name.sql" "${dvars[@]}") && [ -n "$pg" ] || exit 1
+    api_all+=" $api" p99_all+=" $p99" pg_all+=" $pg"
+    ratio_all+=" $(ratio_of "$api" "$pg")"
+    if [ "$name" = big_first_page ]; then
+      pool=$(pgbench_round "$pool_size" "$work/$name.sql" "${dvars[@]}") && [ -n "$pool" ] || exit 1
+      pool_all+=" $pool"
+      pool_ratio_all+=" $(ratio_of "$api" "$pool")"
+    fi
+  done
+  local api_rps pg_tps ratio
+  api_rps=$(median <<<"$api_all") pg_tps=$(median <<<"$pg_all") ratio=$(median <<<"$ratio_all") p99=$(median <<<"$p99_all")
+  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio (rounds: api$api_all; p99$p99_all; pgbench$pg_all; ratio$ratio_all)"
   results+=" ${name}_api_rps=${api_rps} ${name}_pg_tps=${pg_tps} ${name}_ratio=${ratio} ${name}_p99_ms=${p99}"
-  if [ -n "${pool_all[$name]:-}" ]; then
-    log "$name: pgbench with $pool_size connections${pool_all[$name]}; ratio${pool_ratio_all[$name]}"
-    results+=" ${name}_pool_pg_tps=$(median <<<"${pool_all[$name]}") ${name}_pool_ratio=$(median <<<"${pool_ratio_all[$name]}")"
+  if [ -n "$pool_all" ]; then
+    log "$name: pgbench with $pool_size connections$pool_all; ratio$pool_ratio_all"
+    results+=" ${name}_pool_pg_tps=$(median <<<"$pool_all") ${name}_pool_ratio=$(median <<<"$pool_ratio_all")"
   fi
-  if [ "${paged_of[$name]}" = 1 ]; then
+  if [ "$paged" = 1 ]; then
     if [ -z "$min_ratio" ] || awk -v a="$ratio" -v b="$min_ratio" 'BEGIN { exit !(a < b) }'; then min_ratio=$ratio; fi
   fi
   if [ "$name" = totals ]; then
     totals_p99=$p99
-    results+=" totals_p99_max_ms=$(largest <<<"${p99_all[$name]}")"
+    results+=" totals_p99_max_ms=$(largest <<<"$p99_all")"
   fi
+  return 0
 }
 
 # p7 (role) is irrelevant without a cursor: the +infinity timestamp decides; pgbench
 # refuses empty variables, so it gets a placeholder.
 no_cursor=(p2=-infinity p3=infinity p4=infinity p5=0 p6=0 p7=none p8=51)
-add_scenario normal_page 1 \
+run_scenario normal_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$normal\"}}" \
   wh_page p1=$normal "${no_cursor[@]}"
-add_scenario big_first_page 1 \
+run_scenario big_first_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\"}}" \
   wh_page p1=$big "${no_cursor[@]}"
-add_scenario big_deep_page 1 \
+run_scenario big_deep_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\",\"cursor\":\"$d_cursor\"}}" \
   wh_page p1=$big p2=-infinity p3=infinity "p4=$d_time" p5=$d_block p6=$d_seq "p7=$d_role" p8=51
-add_scenario curation_page 1 \
+run_scenario curation_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_curation_rewards\",\"params\":{\"account\":\"$big\"}}" \
   wh_page_type p1=$big "${no_cursor[@]}" p9=curation_reward
-add_scenario totals 0 \
+run_scenario totals 0 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_reward_totals\",\"params\":{\"account\":\"$big\"}}" \
   wh_totals_days p1=$big p2=infinity p3=infinity
-
-for round in $(seq "$rounds"); do
-  for name in "${scenarios[@]}"; do measure_round "$name"; done
-  log "round $round of $rounds done"
-done
-for name in "${scenarios[@]}"; do summarize "$name"; done
 
 echo "RESULT api page_ratio=${min_ratio} totals_p99_ms=${totals_p99}${results} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"
