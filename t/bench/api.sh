@@ -6,9 +6,9 @@
 # For each method, wrk drives nginx (one worker, 32 connections; the API pool
 # at its default size, as shipped) and, next to it in the same run, pgbench
 # runs the same prepared SQL with 32 connections. Each load generator runs at
-# its fastest thread count on two cores: wrk one, pgbench two. The machine is shared and
-# noisy, so the two alternate in short rounds and each figure is the median of
-# the rounds (a ratio is the median of the per-round ratios).
+# its fastest thread count on two cores: wrk one, pgbench two. The machine is
+# shared and noisy, so the two alternate in short rounds and each figure is
+# the median of the rounds (a ratio is the median of the per-round ratios).
 # Ends with `RESULT api page_ratio=<smallest API/pgbench ratio of the paged
 # methods> totals_p99_ms=<p99 of lifetime totals of the big account>` and
 # further figures, among them big_first_page_pool_ratio: the API against
