@@ -1,4 +1,4 @@
-// Test helpers over the real node data in shared/fixtures/hive: list the JSON
+// Test helpers over the real node data in t/fixtures/hive: list the JSON
 // documents, load them, and visit every value with the key it sits under.
 #pragma once
 
@@ -16,7 +16,7 @@
 
 namespace wallet::test {
 
-inline std::filesystem::path hive_fixtures_dir() { return std::filesystem::path(WALLET_SHARED_DIR) / "fixtures" / "hive"; }
+inline std::filesystem::path hive_fixtures_dir() { return WALLET_HIVE_FIXTURES_DIR; }
 
 inline bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;

@@ -1,4 +1,4 @@
-// Structural checks of every wallet operation in shared/fixtures/hive (mainnet,
+// Structural checks of every wallet operation in t/fixtures/hive (mainnet,
 // testnet and Steem-era files; envelopes of get_ops_in_block, get_account_history,
 // enum_virtual_ops and HAfAH REST, and the bare operations of blocks and
 // transactions), block-level derivations on every full block list, and the

@@ -18,7 +18,7 @@ inline JsonPtr parse_json(const char* text) {
     return parsed ? std::move(parsed).value() : JsonPtr();
 }
 
-// A fixture by its path under shared/fixtures/hive.
+// A fixture by its path under t/fixtures/hive.
 inline JsonPtr load_fixture(const std::string& relative_path) { return load_json_file(hive_fixtures_dir() / relative_path); }
 
 // The entry of a get_account_history item [seq, entry] (or a bare entry).

@@ -116,7 +116,7 @@ TEST(RouterConfig, IntTimeoutAppliesToEveryTarget) {
 }
 
 TEST(RouterConfig, PredecessorFileLoadsUnchanged) {
-    auto t = load_routing_file(std::string(WALLET_SHARED_DIR) + "/fixtures/proxy/ecency-rpc-proxy__config.example.hive.json");
+    auto t = load_routing_file(std::string(WALLET_PROXY_FIXTURES_DIR) + "/ecency-rpc-proxy__config.example.hive.json");
     ASSERT_TRUE(t.ok()) << t.error();
     EXPECT_EQ(t->routes.size(), 22u);
     EXPECT_EQ(t->targets[t->match("condenser_api.get_follow_count")->target].name, "hivemind");

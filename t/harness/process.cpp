@@ -25,8 +25,8 @@ namespace harness {
 
 fs::path source_dir() { return WALLET_SOURCE_DIR; }
 fs::path binary_dir() { return WALLET_BINARY_DIR; }
-fs::path shared_dir() { return WALLET_SHARED_DIR; }
-fs::path fixtures_dir() { return shared_dir() / "fixtures" / "hive"; }
+fs::path fixtures_dir() { return WALLET_HIVE_FIXTURES_DIR; }
+fs::path proxy_fixtures_dir() { return WALLET_PROXY_FIXTURES_DIR; }
 
 std::string read_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);

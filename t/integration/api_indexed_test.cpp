@@ -1,5 +1,5 @@
 // Every wallet_history method on the real-data chain, as a deployment runs it:
-// hive-node-sim serves every mainnet operation of shared/fixtures/hive
+// hive-node-sim serves every mainnet operation of t/fixtures/hive
 // (hived-mainnet-5m) at its real block, the real wallet-indexer indexes it
 // into PostgreSQL as the writer role, and nginx with the module serves the
 // API from it as the reader role. Checked:

@@ -1,5 +1,5 @@
 // Every wallet_history method against real nginx and PostgreSQL, on rows that
-// mirror real mainnet operations of shared/fixtures/hive (hived-mainnet-5m),
+// mirror real mainnet operations of t/fixtures/hive (hived-mainnet-5m),
 // mapped as decisions.md section 2 says, checked field by field.
 #include "support/api_support.hpp"
 

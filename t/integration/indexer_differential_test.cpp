@@ -1,5 +1,5 @@
 // The spec's fallback rule, checked on the real-data chain (the simulator
-// serving every mainnet operation of shared/fixtures/hive): for each account,
+// serving every mainnet operation of t/fixtures/hive): for each account,
 // the events indexed from its blocks (get_ops_in_block -> decoder -> store ->
 // table) equal, row for row, the events of its get_account_history mapped
 // through the same decoder, on every field but block_seq and virtual_op

@@ -197,7 +197,7 @@ TEST(PredecessorRoutingFile, RoutesEveryMethodAsTheOriginalDid) {
     Backend hived("hived"), hivemind("hivemind");
     TempDir dir("router-ecency");
     fs::path routes = dir.path() / "routes.json";
-    write_file(routes, routes_with_targets(shared_dir() / "fixtures" / "proxy" / "ecency-rpc-proxy__config.example.hive.json",
+    write_file(routes, routes_with_targets(proxy_fixtures_dir() / "ecency-rpc-proxy__config.example.hive.json",
                                            {{"hived", hived.http_url()}, {"hivemind", hivemind.http_url()}}));
     RedisServer redis;
     NginxServer nginx(nginx_options(router_http_config(routes, redis_directive(redis))));

@@ -1,5 +1,5 @@
 // The simulator on the real-data chain answers every recorded hived request
-// of shared/fixtures/hive/hived-mainnet-5m with the recorded answer.
+// of t/fixtures/hive/hived-mainnet-5m with the recorded answer.
 #include <gtest/gtest.h>
 
 #include <memory>

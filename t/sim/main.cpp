@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: hive-node-sim [options]
 Chain (one of):
-  --fixtures DIR            real-data chain from shared/fixtures/hive (head 5,000,000)
+  --fixtures DIR            real-data chain from t/fixtures/hive (head 5,000,000)
   --synthetic               synthetic chain (the default without --fixtures)
   --seed N                  synthetic chain seed (default 1)
   --length N                initial head block (synthetic default 1000; real: the fixtures' head)

@@ -1,5 +1,5 @@
 // The real-data chain: every mainnet operation, header and block id found in
-// the fixtures directory (shared/fixtures/hive), placed at its real block.
+// the fixtures directory (t/fixtures/hive), placed at its real block.
 #pragma once
 
 #include <cstdint>

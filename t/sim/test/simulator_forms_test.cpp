@@ -12,7 +12,7 @@
 
 namespace {
 
-std::filesystem::path fixtures() { return std::filesystem::path(WALLET_SHARED_DIR) / "fixtures" / "hive"; }
+std::filesystem::path fixtures() { return WALLET_HIVE_FIXTURES_DIR; }
 
 wallet::JsonPtr load(const std::filesystem::path& path) {
     json_error_t error;

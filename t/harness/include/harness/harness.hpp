@@ -25,8 +25,8 @@ using namespace std::chrono_literals;
 // Absolute paths of the source tree, the build tree and the fixtures.
 fs::path source_dir();
 fs::path binary_dir();
-fs::path shared_dir();    // holds fixtures/ (t/ by default, CMake WALLET_SHARED_DIR)
-fs::path fixtures_dir();  // <shared_dir>/fixtures/hive
+fs::path fixtures_dir();        // t/fixtures/hive: real node responses
+fs::path proxy_fixtures_dir();  // t/fixtures/proxy: predecessors' routing files
 
 std::string read_file(const fs::path& path);
 void write_file(const fs::path& path, const std::string& contents);

@@ -21,7 +21,7 @@ public:
     NodeSimulator& operator=(const NodeSimulator&) = delete;
 
     static fs::path binary();
-    // The real-data chain of shared/fixtures/hive, head fixed at 5,000,000.
+    // The real-data chain of t/fixtures/hive, head fixed at 5,000,000.
     static std::vector<std::string> real_chain_args();
 
     std::uint16_t port() const { return port_; }
