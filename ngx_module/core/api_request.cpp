@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
+#include <charconv>
+#include <limits>
 
-#include <jansson.h>
-
+#include "jsonrpc_json.hpp"
 #include "jsonrpc_writer.hpp"
 #include "wallet/account_name.hpp"
 #include "wallet/decoder.hpp"
-#include "wallet/handles.hpp"
 
 namespace wallet::api {
 
@@ -57,29 +56,62 @@ bool is_paged(Method method) {
            method == Method::GetCurationRewards;
 }
 
-std::optional<RpcError> read_timestamp(json_t* params, const char* key, std::optional<Timestamp>& out) {
-    json_t* value = json_object_get(params, key);
-    if (value == nullptr) return std::nullopt;
-    if (!json_is_string(value)) return invalid_params(std::string("invalid ") + key);
-    auto parsed = Timestamp::parse(std::string_view(json_string_value(value), json_string_length(value)));
+using ::jsonrpc::JsonDocument;
+using ::jsonrpc::JsonKind;
+
+// Requests nest three levels (envelope, params, op_types); deeper ones are
+// refused before anything else is read.
+constexpr std::size_t kMaxRequestDepth = 64;
+
+// The params object of a request; absent (or null) params read as {}.
+struct Params {
+    const JsonDocument& doc;
+    std::optional<std::size_t> object;
+
+    std::optional<std::size_t> member(std::string_view key) const {
+        return object ? doc.member(*object, key) : std::nullopt;
+    }
+};
+
+std::optional<RpcError> read_timestamp(const Params& params, const char* key, std::optional<Timestamp>& out) {
+    const JsonDocument& doc = params.doc;
+    const auto value = params.member(key);
+    if (!value) return std::nullopt;
+    if (doc.kind(*value) != JsonKind::String) return invalid_params(std::string("invalid ") + key);
+    auto parsed = Timestamp::parse(doc.string_value(*value));
     if (!parsed) return invalid_params(std::string("invalid ") + key);
     out = *parsed;
     return std::nullopt;
 }
 
-std::optional<RpcError> read_params(Method method, json_t* params, const RequestLimits& limits,
+// A JSON integer (no fraction or exponent) of at least 1; larger than
+// int64 reads as the largest, which the caller clamps anyway.
+std::optional<std::int64_t> positive_integer(const JsonDocument& doc, std::size_t index) {
+    if (doc.kind(index) != JsonKind::Number) return std::nullopt;
+    const std::string_view text = doc.text(index);
+    if (text.find_first_of(".eE") != std::string_view::npos || text.front() == '-') return std::nullopt;
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) return std::numeric_limits<std::int64_t>::max();
+    if (error != std::errc() || end != text.data() + text.size() || value < 1) return std::nullopt;
+    return value;
+}
+
+std::optional<RpcError> read_params(Method method, const Params& params, const RequestLimits& limits,
                                     const CursorCodec& cursors, PageQuery& query) {
-    const char* key = nullptr;
-    json_t* value = nullptr;
-    json_object_foreach(params, key, value) {
-        if (!accepts_param(method, key)) return invalid_params("unknown parameter");
+    const JsonDocument& doc = params.doc;
+    if (params.object) {
+        const auto members = doc.children(*params.object);  // key, value, key, value ...
+        for (std::size_t i = 0; i < members.size(); i += 2) {
+            if (!accepts_param(method, doc.string_value(members[i]))) return invalid_params("unknown parameter");
+        }
     }
     if (method == Method::GetStatus || method == Method::GetMethods) return std::nullopt;
 
-    json_t* account = json_object_get(params, "account");
-    if (account == nullptr) return invalid_params("missing account");
-    if (!json_is_string(account)) return invalid_params("invalid account");
-    query.account.assign(json_string_value(account), json_string_length(account));
+    const auto account = params.member("account");
+    if (!account) return invalid_params("missing account");
+    if (doc.kind(*account) != JsonKind::String) return invalid_params("invalid account");
+    query.account = doc.string_value(*account);
     if (!is_valid_account_name(query.account)) return invalid_params("invalid account");
 
     if (auto error = read_timestamp(params, "from", query.from)) return error;
@@ -93,23 +125,20 @@ std::optional<RpcError> read_params(Method method, json_t* params, const Request
     if (!is_paged(method)) return std::nullopt;
 
     query.limit = limits.default_limit;
-    if (json_t* limit = json_object_get(params, "limit")) {
-        if (!json_is_integer(limit)) return invalid_params("invalid limit");
-        const json_int_t n = json_integer_value(limit);
-        if (n < 1) return invalid_params("invalid limit");
-        query.limit = std::min<std::int64_t>(n, limits.max_limit);
+    if (const auto limit = params.member("limit")) {
+        const auto n = positive_integer(doc, *limit);
+        if (!n) return invalid_params("invalid limit");
+        query.limit = std::min<std::int64_t>(*n, limits.max_limit);
     }
 
-    if (json_t* types = json_object_get(params, "op_types")) {
-        if (!json_is_array(types) || json_array_size(types) == 0) return invalid_params("invalid op_types");
-        if (json_array_size(types) > static_cast<std::size_t>(limits.max_op_types)) {
+    if (const auto types = params.member("op_types")) {
+        if (doc.kind(*types) != JsonKind::Array || doc.node(*types).count == 0) return invalid_params("invalid op_types");
+        if (doc.node(*types).count > static_cast<std::size_t>(limits.max_op_types)) {
             return invalid_params("too many op_types");
         }
-        std::size_t index = 0;
-        json_t* type = nullptr;
-        json_array_foreach(types, index, type) {
-            if (!json_is_string(type)) return invalid_params("invalid op_types");
-            std::string name(json_string_value(type), json_string_length(type));
+        for (const std::size_t type : doc.children(*types)) {
+            if (doc.kind(type) != JsonKind::String) return invalid_params("invalid op_types");
+            std::string name = doc.string_value(type);
             if (!is_known_op_type(name)) return invalid_params("unknown op_type");
             query.op_types.push_back(std::move(name));
         }
@@ -120,10 +149,9 @@ std::optional<RpcError> read_params(Method method, json_t* params, const Request
     if (method == Method::GetCurationRewards) query.op_types = {"curation_reward"};
 
     // The cursor is checked last: its signature covers the query above.
-    if (json_t* cursor = json_object_get(params, "cursor")) {
-        if (!json_is_string(cursor)) return invalid_params("invalid cursor");
-        auto position = cursors.decode(std::string_view(json_string_value(cursor), json_string_length(cursor)),
-                                       query.account, query_fingerprint(method, query));
+    if (const auto cursor = params.member("cursor")) {
+        if (doc.kind(*cursor) != JsonKind::String) return invalid_params("invalid cursor");
+        auto position = cursors.decode(doc.string_value(*cursor), query.account, query_fingerprint(method, query));
         if (!position) return invalid_params("invalid cursor");
         query.after = std::move(position).value();
     }
@@ -163,60 +191,57 @@ std::string query_fingerprint(Method method, const PageQuery& query) {
 
 ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, const CursorCodec& cursors) {
     ParsedRequest out;
-    json_error_t parse_error;
-    JsonPtr root(json_loadb(body.data(), body.size(), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &parse_error));
-    if (!root) {
+    JsonDocument doc;
+    // Duplicate names would make a request mean what one reader or another
+    // picks; they are refused like malformed JSON.
+    if (doc.parse(body, kMaxRequestDepth) != ::jsonrpc::JsonParseStatus::Ok || doc.has_duplicate_keys()) {
         out.error = RpcError{jsonrpc::kParseError, "parse error"};
         return out;
     }
-    if (json_is_array(root.get())) {
+    const std::size_t root = doc.root();
+    if (doc.kind(root) == JsonKind::Array) {
         out.error = RpcError{jsonrpc::kInvalidRequest, "batch requests are not supported"};
         return out;
     }
-    if (!json_is_object(root.get())) {
+    if (doc.kind(root) != JsonKind::Object) {
         out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
         return out;
     }
-    json_t* id = json_object_get(root.get(), "id");
-    if (id != nullptr) {
-        if (!(json_is_string(id) || json_is_number(id) || json_is_null(id))) {
+    if (const auto id = doc.member(root, "id")) {
+        const JsonKind kind = doc.kind(*id);
+        if (kind != JsonKind::String && kind != JsonKind::Number && kind != JsonKind::Null) {
             out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
             return out;
         }
-        MallocPtr<char> text(json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT));
-        if (text) out.id_json = text.get();
+        out.id_json = std::string(doc.text(*id));  // validated JSON, echoed byte for byte
     }
-    json_t* version = json_object_get(root.get(), "jsonrpc");
-    json_t* method = json_object_get(root.get(), "method");
-    if (!json_is_string(version) || std::string_view(json_string_value(version)) != "2.0" ||
-        !json_is_string(method)) {
+    const auto version = doc.member(root, "jsonrpc");
+    const auto method = doc.member(root, "method");
+    if (!version || doc.kind(*version) != JsonKind::String || doc.string_value(*version) != "2.0" || !method ||
+        doc.kind(*method) != JsonKind::String) {
         out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
         return out;
     }
-    std::string_view name(json_string_value(method), json_string_length(method));
+    const std::string name = doc.string_value(*method);
     std::optional<Method> found;
-    if (name.substr(0, kPrefix.size()) == kPrefix) {
+    if (std::string_view(name).substr(0, kPrefix.size()) == kPrefix) {
         for (const auto& entry : kMethods) {
-            if (name.substr(kPrefix.size()) == entry.name) found = entry.method;
+            if (std::string_view(name).substr(kPrefix.size()) == entry.name) found = entry.method;
         }
     }
     if (!found) {
         out.error = RpcError{jsonrpc::kMethodNotFound, "method not found"};
         return out;
     }
-    json_t* params = json_object_get(root.get(), "params");
-    JsonPtr empty;
-    if (params == nullptr || json_is_null(params)) {
-        empty = json_own(json_object());
-        params = empty.get();
-    }
-    if (!json_is_object(params)) {
+    Call call;
+    call.method = *found;
+    auto params = doc.member(root, "params");
+    if (params && doc.kind(*params) == JsonKind::Null) params.reset();
+    if (params && doc.kind(*params) != JsonKind::Object) {
         out.error = invalid_params("invalid params");
         return out;
     }
-    Call call;
-    call.method = *found;
-    if (auto error = read_params(call.method, params, limits, cursors, call.page)) {
+    if (auto error = read_params(call.method, Params{doc, params}, limits, cursors, call.page)) {
         out.error = std::move(error);
         return out;
     }

@@ -320,6 +320,23 @@ std::string JsonDocument::string_value(std::size_t index) const {
     return out;
 }
 
+bool JsonDocument::has_duplicate_keys() const {
+    std::vector<std::string> keys;
+    for (std::size_t index = 0; index < nodes_.size(); ++index) {
+        const JsonNode& n = nodes_[index];
+        if (n.kind != JsonKind::Object || n.count < 2) continue;
+        keys.clear();
+        std::size_t child = index + 1;
+        for (std::uint32_t i = 0; i < n.count; ++i) {
+            keys.push_back(string_value(child));
+            child = nodes_[nodes_[child].next].next;
+        }
+        std::sort(keys.begin(), keys.end());
+        if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) return true;
+    }
+    return false;
+}
+
 std::string JsonDocument::canonical(std::size_t index) const {
     std::string out;
     out.reserve(text(index).size());

@@ -47,6 +47,9 @@ public:
     std::optional<std::size_t> member(std::size_t object, std::string_view key) const;
     // The decoded contents of a string node (escapes resolved).
     std::string string_value(std::size_t index) const;
+    // Whether any object of the document names a member twice (keys compared
+    // decoded, so "a" and "\u0061" are the same name).
+    bool has_duplicate_keys() const;
     // Compact text with object members sorted by key, recursively.
     std::string canonical(std::size_t index) const;
 

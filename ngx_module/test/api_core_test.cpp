@@ -45,6 +45,45 @@ TEST(ApiCore, ParsesAndNormalisesAPageRequest) {
     EXPECT_EQ(statement.params[7], "201");
 }
 
+TEST(ApiCore, EnvelopeChecksLikeAStrictJsonReader) {
+    // The id comes back as the client wrote it, whatever its JSON type.
+    for (const std::string id : {"\"a\\u0041\"", "-1.5e3", "123456789012345678901234567890", "null"}) {
+        auto r = parse(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"wallet_history.get_methods"})");
+        ASSERT_TRUE(r.call) << id;
+        EXPECT_EQ(r.id_json, id);
+    }
+    // Duplicate names anywhere, escaped or not, are a parse error.
+    for (const std::string body :
+         {R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_status","\u006d\u0065thod":"x"})",
+          R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"alice","account":"bob"}})",
+          R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_status","x":[{"a":1,"a":2}]})"}) {
+        auto r = parse(body);
+        ASSERT_TRUE(r.error) << body;
+        EXPECT_EQ(r.error->code, -32700) << body;
+    }
+    // An escaped method name and params are read decoded; null params read as {}.
+    auto escaped = parse(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_\u0073tatus","params":null})");
+    ASSERT_TRUE(escaped.call);
+    EXPECT_EQ(escaped.call->method, Method::GetStatus);
+    auto no_params = parse(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history"})");
+    ASSERT_TRUE(no_params.error);
+    EXPECT_EQ(no_params.error->message, "missing account");
+    // Limits: integers only; one beyond int64 clamps like any large one.
+    auto limit = [](const std::string& value) {
+        return parse(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"alice","limit":)" +
+                     value + "}}");
+    };
+    EXPECT_EQ(limit("99999999999999999999999").call->page.limit, 200);
+    EXPECT_EQ(limit("7").call->page.limit, 7);
+    for (const std::string bad : {"0", "-0", "-5", "1.0", "1e2", "-99999999999999999999999", "\"7\"", "true"}) {
+        auto r = limit(bad);
+        ASSERT_TRUE(r.error) << bad;
+        EXPECT_EQ(r.error->message, "invalid limit") << bad;
+    }
+    // Nesting beyond what any request needs is refused before it is read.
+    EXPECT_EQ(parse(std::string(100, '[') + std::string(100, ']')).error->code, -32700);
+}
+
 TEST(ApiCore, CursorsAreBoundToAccountAndQuery) {
     PageQuery query;
     query.account = "alice";
