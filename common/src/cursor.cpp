@@ -3,11 +3,10 @@
 #include <optional>
 #include <utility>
 
+#include <cstring>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/core_names.h>
-#include <openssl/hmac.h>
-#include <openssl/params.h>
 
 #include "wallet/base64url.hpp"
 
@@ -93,36 +92,74 @@ Result<CursorPosition> read_position(std::string_view bytes) {
 
 }  // namespace
 
+// HMAC-SHA256 (RFC 2104) on a SHA-256 fetched once: OpenSSL's one-shot HMAC
+// and SHA256() look the algorithm up on every call, and a duplicated keyed
+// EVP_MAC context costs several allocations; this costs one digest context
+// per tag and four compression rounds.
 struct CursorCodec::KeyedMac {
-    struct MacFree {
-        void operator()(EVP_MAC* mac) const noexcept { EVP_MAC_free(mac); }
+    static constexpr std::size_t kBlockSize = 64;
+
+    struct DigestFree {
+        void operator()(EVP_MD* md) const noexcept { EVP_MD_free(md); }
     };
     struct ContextFree {
-        void operator()(EVP_MAC_CTX* context) const noexcept { EVP_MAC_CTX_free(context); }
+        void operator()(EVP_MD_CTX* context) const noexcept { EVP_MD_CTX_free(context); }
     };
-    using Context = std::unique_ptr<EVP_MAC_CTX, ContextFree>;
+    using Context = std::unique_ptr<EVP_MD_CTX, ContextFree>;
 
-    // Null when OpenSSL cannot key it; tag() then uses the one-shot HMAC.
-    static std::shared_ptr<const KeyedMac> create(const std::string& secret) {
-        std::unique_ptr<EVP_MAC, MacFree> mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
-        if (!mac) return nullptr;
-        Context context(EVP_MAC_CTX_new(mac.get()));
-        char digest_name[] = "SHA256";
-        const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
-                                     OSSL_PARAM_construct_end()};
-        if (!context || secret.empty() ||
-            EVP_MAC_init(context.get(), reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), params) != 1) {
-            return nullptr;
-        }
+    // Null when OpenSSL has no SHA-256 (tag() then gives no tag at all).
+    static std::shared_ptr<const KeyedMac> create(std::string_view secret) {
         auto keyed = std::make_shared<KeyedMac>();
-        keyed->keyed = std::move(context);
+        keyed->sha256.reset(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+        if (!keyed->sha256) return nullptr;
+        // A key longer than a block is replaced by its digest.
+        unsigned char key[kBlockSize] = {};
+        if (secret.size() > kBlockSize) {
+            unsigned int length = 0;
+            if (EVP_Digest(secret.data(), secret.size(), key, &length, keyed->sha256.get(), nullptr) != 1) return nullptr;
+        } else if (!secret.empty()) {
+            std::memcpy(key, secret.data(), secret.size());
+        }
+        for (std::size_t i = 0; i < kBlockSize; ++i) {
+            keyed->inner_pad[i] = static_cast<unsigned char>(key[i] ^ 0x36);
+            keyed->outer_pad[i] = static_cast<unsigned char>(key[i] ^ 0x5c);
+        }
+        OPENSSL_cleanse(key, sizeof key);
         return keyed;
     }
 
-    Context keyed;
+    ~KeyedMac() {
+        OPENSSL_cleanse(inner_pad, sizeof inner_pad);
+        OPENSSL_cleanse(outer_pad, sizeof outer_pad);
+    }
+
+    // The MAC of the concatenated parts into digest (32 bytes); false on an OpenSSL failure.
+    template <std::size_t N>
+    bool mac(const std::string_view (&parts)[N], unsigned char* digest) const {
+        Context context(EVP_MD_CTX_new());
+        if (!context || EVP_DigestInit_ex(context.get(), sha256.get(), nullptr) != 1 ||
+            EVP_DigestUpdate(context.get(), inner_pad, kBlockSize) != 1) {
+            return false;
+        }
+        for (const std::string_view part : parts) {
+            if (EVP_DigestUpdate(context.get(), part.data(), part.size()) != 1) return false;
+        }
+        unsigned char inner[EVP_MAX_MD_SIZE];
+        unsigned int inner_length = 0;
+        unsigned int length = 0;
+        return EVP_DigestFinal_ex(context.get(), inner, &inner_length) == 1 &&
+               EVP_DigestInit_ex(context.get(), sha256.get(), nullptr) == 1 &&
+               EVP_DigestUpdate(context.get(), outer_pad, kBlockSize) == 1 &&
+               EVP_DigestUpdate(context.get(), inner, inner_length) == 1 &&
+               EVP_DigestFinal_ex(context.get(), digest, &length) == 1 && length == 32;
+    }
+
+    std::unique_ptr<EVP_MD, DigestFree> sha256;
+    unsigned char inner_pad[kBlockSize] = {};
+    unsigned char outer_pad[kBlockSize] = {};
 };
 
-CursorCodec::CursorCodec(std::string secret) : secret_(std::move(secret)), keyed_mac_(KeyedMac::create(secret_)) {}
+CursorCodec::CursorCodec(std::string secret) : keyed_mac_(KeyedMac::create(secret)) {}
 
 Result<CursorCodec> CursorCodec::create(std::string secret) {
     if (secret.size() < kMinSecretLength) return make_error("cursor: secret shorter than 16 bytes");
@@ -133,28 +170,14 @@ std::string CursorCodec::tag(std::string_view version_and_position, std::string_
                              std::string_view query_fingerprint) const {
     // Length prefixes keep (account, fingerprint) pairs from sliding into
     // each other: ("ab", "c") and ("a", "bc") sign different messages.
-    std::string message(version_and_position);
-    append_varint(message, account.size());
-    message += account;
-    append_varint(message, query_fingerprint.size());
-    message += query_fingerprint;
-
+    std::string account_length;
+    append_varint(account_length, account.size());
+    std::string fingerprint_length;
+    append_varint(fingerprint_length, query_fingerprint.size());
+    const std::string_view parts[] = {version_and_position, account_length, account, fingerprint_length,
+                                      query_fingerprint};
     unsigned char digest[EVP_MAX_MD_SIZE];
-    std::size_t digest_length = 0;
-    const auto* data = reinterpret_cast<const unsigned char*>(message.data());
-    if (keyed_mac_) {
-        KeyedMac::Context context(EVP_MAC_CTX_dup(keyed_mac_->keyed.get()));
-        if (!context || EVP_MAC_update(context.get(), data, message.size()) != 1 ||
-            EVP_MAC_final(context.get(), digest, &digest_length, sizeof digest) != 1) {
-            digest_length = 0;
-        }
-    } else {
-        unsigned int length = 0;
-        if (HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()), data, message.size(), digest, &length)) {
-            digest_length = length;
-        }
-    }
-    if (digest_length < kTagLength) return std::string();  // decode then refuses everything
+    if (!keyed_mac_ || !keyed_mac_->mac(parts, digest)) return std::string();  // decode then refuses everything
     return std::string(reinterpret_cast<const char*>(digest), kTagLength);
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "wallet/base64url.hpp"
 
@@ -41,6 +43,32 @@ TEST(Cursor, RoundTrips) {
                   std::string::npos);
     }
     std::printf("[ cursor   ] a typical cursor: %s\n", codec.encode(sample_position(), kAccount, kFingerprint).c_str());
+}
+
+// The tag is HMAC-SHA256 as OpenSSL's own HMAC() computes it, for secrets
+// shorter than, equal to and longer than SHA-256's 64-byte block: the token
+// is rebuilt here from the documented layout.
+TEST(Cursor, TagIsHmacSha256OfTheDocumentedMessage) {
+    const CursorPosition position = sample_position();
+    for (const std::size_t secret_length : {16u, 32u, 63u, 64u, 65u, 200u}) {
+        std::string secret;
+        for (std::size_t i = 0; i < secret_length; ++i) secret += static_cast<char>('a' + (i * 7 + secret_length) % 26);
+        const std::string cursor = CursorCodec(secret).encode(position, kAccount, kFingerprint);
+        auto bytes = base64url_decode(cursor);
+        ASSERT_TRUE(bytes.ok());
+        ASSERT_GT(bytes->size(), 16u);
+        const std::string body = bytes->substr(0, bytes->size() - 16);
+        // version | position, then length-prefixed account and fingerprint (one-byte varints here).
+        const std::string message = body + static_cast<char>(kAccount.size()) + std::string(kAccount) +
+                                    static_cast<char>(kFingerprint.size()) + std::string(kFingerprint);
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int length = 0;
+        ASSERT_NE(HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length),
+                  nullptr);
+        EXPECT_EQ(bytes->substr(bytes->size() - 16), std::string(reinterpret_cast<const char*>(digest), 16))
+            << "secret of " << secret_length << " bytes";
+    }
 }
 
 TEST(Cursor, IsDeterministicAndBoundToItsInputs) {

@@ -57,9 +57,7 @@ private:
     std::string tag(std::string_view version_and_position, std::string_view account,
                     std::string_view query_fingerprint) const;
 
-    std::string secret_;
-    // HMAC-SHA256 keyed once with the secret (OpenSSL's one-shot HMAC looks
-    // the algorithm up on every call); each tag works on a copy of it.
+    // HMAC-SHA256 keyed once with the secret (its padded key blocks).
     struct KeyedMac;
     std::shared_ptr<const KeyedMac> keyed_mac_;
 };
