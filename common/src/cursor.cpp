@@ -107,8 +107,10 @@ struct CursorCodec::KeyedMac {
     };
     using Context = std::unique_ptr<EVP_MD_CTX, ContextFree>;
 
-    // Null when OpenSSL has no SHA-256 (tag() then gives no tag at all).
+    // Null without a secret or when OpenSSL has no SHA-256: tag() then gives
+    // no tag at all, and decode refuses every cursor.
     static std::shared_ptr<const KeyedMac> create(std::string_view secret) {
+        if (secret.empty()) return nullptr;
         auto keyed = std::make_shared<KeyedMac>();
         keyed->sha256.reset(EVP_MD_fetch(nullptr, "SHA256", nullptr));
         if (!keyed->sha256) return nullptr;
@@ -117,7 +119,7 @@ struct CursorCodec::KeyedMac {
         if (secret.size() > kBlockSize) {
             unsigned int length = 0;
             if (EVP_Digest(secret.data(), secret.size(), key, &length, keyed->sha256.get(), nullptr) != 1) return nullptr;
-        } else if (!secret.empty()) {
+        } else {
             std::memcpy(key, secret.data(), secret.size());
         }
         for (std::size_t i = 0; i < kBlockSize; ++i) {

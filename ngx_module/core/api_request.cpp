@@ -59,8 +59,8 @@ bool is_paged(Method method) {
 using ::jsonrpc::JsonDocument;
 using ::jsonrpc::JsonKind;
 
-// Requests nest three levels (envelope, params, op_types); deeper ones are
-// refused before anything else is read.
+// A request needs three levels (envelope, params, op_types); far deeper
+// nesting is refused while parsing, before any of it is read.
 constexpr std::size_t kMaxRequestDepth = 64;
 
 // The params object of a request; absent (or null) params read as {}.
