@@ -17,7 +17,7 @@
 # further figures, among them big_first_page_pool_ratio: the API against
 # pgbench with as many connections as the API's pool.
 #
-# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 14)
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 12)
 # of BENCH_SECONDS (default 2) each, BENCH_ACCOUNTS / BENCH_EVENTS /
 # BENCH_BIG_EVENTS to scale the data set.
 set -euo pipefail
@@ -25,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
 seconds=${BENCH_SECONDS:-2}
-rounds=${BENCH_ROUNDS:-14}
+rounds=${BENCH_ROUNDS:-12}
 accounts=${BENCH_ACCOUNTS:-100000}
 events=${BENCH_EVENTS:-4000000}      # normal accounts; the big one adds its own
 big_events=${BENCH_BIG_EVENTS:-1000000}
