@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <limits>
 
 #include "jsonrpc_json.hpp"
 #include "jsonrpc_writer.hpp"
@@ -84,19 +82,6 @@ std::optional<RpcError> read_timestamp(const Params& params, const char* key, st
     return std::nullopt;
 }
 
-// A JSON integer (no fraction or exponent) of at least 1; larger than
-// int64 reads as the largest, which the caller clamps anyway.
-std::optional<std::int64_t> positive_integer(const JsonDocument& doc, std::size_t index) {
-    if (doc.kind(index) != JsonKind::Number) return std::nullopt;
-    const std::string_view text = doc.text(index);
-    if (text.find_first_of(".eE") != std::string_view::npos || text.front() == '-') return std::nullopt;
-    std::int64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error == std::errc::result_out_of_range) return std::numeric_limits<std::int64_t>::max();
-    if (error != std::errc() || end != text.data() + text.size() || value < 1) return std::nullopt;
-    return value;
-}
-
 std::optional<RpcError> read_params(Method method, const Params& params, const RequestLimits& limits,
                                     const CursorCodec& cursors, PageQuery& query) {
     const JsonDocument& doc = params.doc;
@@ -126,9 +111,10 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
 
     query.limit = limits.default_limit;
     if (const auto limit = params.member("limit")) {
-        const auto n = positive_integer(doc, *limit);
-        if (!n) return invalid_params("invalid limit");
-        query.limit = std::min<std::int64_t>(*n, limits.max_limit);
+        // Any integer from 1 up is clamped to the maximum, however large.
+        const auto n = doc.unsigned_integer(*limit);
+        if (!n || *n < 1) return invalid_params("invalid limit");
+        query.limit = static_cast<std::int64_t>(std::min<std::uint64_t>(*n, static_cast<std::uint64_t>(limits.max_limit)));
     }
 
     if (const auto types = params.member("op_types")) {
@@ -222,11 +208,12 @@ ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, 
         out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
         return out;
     }
-    const std::string name = doc.string_value(*method);
+    const std::string method_name = doc.string_value(*method);
+    const std::string_view name = method_name;
     std::optional<Method> found;
-    if (std::string_view(name).substr(0, kPrefix.size()) == kPrefix) {
+    if (name.substr(0, kPrefix.size()) == kPrefix) {
         for (const auto& entry : kMethods) {
-            if (std::string_view(name).substr(kPrefix.size()) == entry.name) found = entry.method;
+            if (name.substr(kPrefix.size()) == entry.name) found = entry.method;
         }
     }
     if (!found) {

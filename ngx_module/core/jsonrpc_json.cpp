@@ -4,6 +4,8 @@
 #include "wallet/json_util.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <utility>
 
 namespace jsonrpc {
@@ -318,6 +320,16 @@ std::string JsonDocument::string_value(std::size_t index) const {
     if (nodes_[index].kind != JsonKind::String) return out;
     json_unescape(raw.substr(1, raw.size() - 2), out);  // validated while parsing
     return out;
+}
+
+std::optional<std::uint64_t> JsonDocument::unsigned_integer(std::size_t index) const {
+    if (nodes_[index].kind != JsonKind::Number) return std::nullopt;
+    const std::string_view digits = text(index);
+    if (digits.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (error == std::errc::result_out_of_range) return std::numeric_limits<std::uint64_t>::max();
+    return value;
 }
 
 bool JsonDocument::has_duplicate_keys() const {

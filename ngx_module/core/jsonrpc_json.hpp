@@ -47,6 +47,9 @@ public:
     std::optional<std::size_t> member(std::size_t object, std::string_view key) const;
     // The decoded contents of a string node (escapes resolved).
     std::string string_value(std::size_t index) const;
+    // A number written as plain digits (no sign, fraction or exponent);
+    // one beyond 64 bits reads as the largest. Nothing for anything else.
+    std::optional<std::uint64_t> unsigned_integer(std::size_t index) const;
     // Whether any object of the document names a member twice (keys compared
     // decoded, so "a" and "\u0061" are the same name).
     bool has_duplicate_keys() const;

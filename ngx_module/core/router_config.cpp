@@ -273,12 +273,9 @@ private:
     }
 
     wallet::Result<std::int64_t> seconds(const JsonDocument& doc, std::size_t node, const std::string& key) const {
-        std::string_view text = doc.text(node);
-        if (doc.kind(node) != JsonKind::Number || text.find_first_of(".eE-") != std::string_view::npos ||
-            text.size() > 9) {
-            return fail(key, "must be a non-negative integer number of seconds");
-        }
-        return std::stoll(std::string(text));
+        const auto value = doc.unsigned_integer(node);
+        if (!value || *value > 999'999'999) return fail(key, "must be a non-negative integer number of seconds");
+        return static_cast<std::int64_t>(*value);
     }
 
     wallet::Result<std::int64_t> timeout_ms(const JsonDocument& doc, std::size_t node, const std::string& key) const {
