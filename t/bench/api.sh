@@ -10,24 +10,24 @@
 # shared and noisy (a fixed CPU loop took 80 to 300 ms from one second to the
 # next), so the two alternate in short rounds and each figure is the median
 # of the rounds (a ratio is the median of the per-round ratios). Both sides
-# are measured warm: the API's pool stands, and pgbench's first second, with
-# its fresh backends, is left out (see pgbench_round).
+# are measured warm: the API's pool stands, and pgbench keeps its connections
+# from round to round (see pgbench_window).
 # Ends with `RESULT api page_ratio=<smallest API/pgbench ratio of the paged
 # methods> totals_p99_ms=<p99 of lifetime totals of the big account>` and
 # further figures, among them big_first_page_default_pool_ratio: a second
 # nginx with the pool at its shipped default (10) against the same rounds'
 # pgbench.
 #
-# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 10)
-# of BENCH_SECONDS (default 2) each, BENCH_ACCOUNTS / BENCH_EVENTS /
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 24)
+# of BENCH_SECONDS (default 1) each, BENCH_ACCOUNTS / BENCH_EVENTS /
 # BENCH_BIG_EVENTS to scale the data set, BENCH_API_POOL (the API's
 # WALLET_API_DB_MAX_CONNS; default twice the cores).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
-seconds=${BENCH_SECONDS:-2}
-rounds=${BENCH_ROUNDS:-10}
+seconds=${BENCH_SECONDS:-1}
+rounds=${BENCH_ROUNDS:-24}
 accounts=${BENCH_ACCOUNTS:-100000}
 events=${BENCH_EVENTS:-4000000}      # normal accounts; the big one adds its own
 big_events=${BENCH_BIG_EVENTS:-1000000}
@@ -41,8 +41,10 @@ command -v wrk >/dev/null || { echo "wrk is missing (scripts/install-deps)" >&2;
 
 work=$(mktemp -d /tmp/wallet-bench-api.XXXXXX)
 nginx_pids=()
+pgbench_pid=""
 cleanup() {
   local pid
+  [ -n "$pgbench_pid" ] && kill -CONT "$pgbench_pid" 2>/dev/null && kill "$pgbench_pid" 2>/dev/null || true
   for pid in "${nginx_pids[@]}"; do kill -QUIT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
   bench_pg_stop "$work"
   rm -rf "$work"
@@ -163,18 +165,51 @@ wrk_round() {  # lua-file [port] -> "req/s p99_ms"
   echo "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out") $(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")"
 }
 
-# pgbench's rate once warm, like the API's standing pool: its first second
-# (32 fresh backends connecting, authenticating and preparing) runs about a
-# third slower, so it runs one second longer and only its later per-second
-# figures (-P 1) count; its closing figure would still carry that second.
-pgbench_round() {  # connections sql-file vars... -> tps
-  local connections=$1 file=$2 out tps
+# pgbench in step with wrk, warm: one pgbench per scenario runs all along
+# with a per-transaction log, paused (SIGSTOP) while wrk runs and resumed for
+# a window as long as a wrk round after each. A window's rate counts the
+# transactions that ended in it after its first 0.2 s (answers that arrived
+# while paused come in at once on resuming). Its connections stay open, like
+# the API's pool: a fresh pgbench's first second (32 backends connecting and
+# preparing) ran a third slower. The log costs pgbench about a microsecond of
+# its ~400 per transaction.
+pgbench_start() {  # name sql-file vars...; a warm-up round, then paused
+  local name=$1 file=$2
   shift 2
-  out=$(pgbench -n -M prepared -c "$connections" -j 2 -T "$((seconds + 1))" -P 1 -f "$file" "$@" "$reader" 2>&1)
-  grep -q '^tps = ' <<<"$out" || { echo "pgbench failed: $out" >&2; exit 1; }
-  tps=$(awk '/^progress: / && $2 + 0 > 1.5 { sum += $4; n++ } END { if (n) printf "%.1f", sum / n }' <<<"$out")
-  [ -n "$tps" ] || log "pgbench printed no warm second; round left out"
-  echo "$tps"
+  rm -f "$work/$name.tx".*
+  pgbench -n -M prepared -c 32 -j 2 -T 3600 -l --log-prefix="$work/$name.tx" -f "$file" "$@" "$reader" \
+    > "$work/$name.pgbench" 2>&1 &
+  pgbench_pid=$!
+  pgbench_windows=""
+  sleep "$seconds"
+  pgbench_pause
+}
+pgbench_pause() {
+  kill -0 "$pgbench_pid" 2>/dev/null || { echo "pgbench failed: $(cat "$work"/*.pgbench)" >&2; exit 1; }
+  kill -STOP "$pgbench_pid"
+  sleep 0.05  # its statements in flight finish before wrk starts
+}
+pgbench_window() {
+  local from to
+  kill -CONT "$pgbench_pid"
+  from=$(date +%s.%N)
+  sleep "$seconds"
+  to=$(date +%s.%N)
+  pgbench_pause
+  pgbench_windows+=" $from $to"
+}
+pgbench_finish() {  # name; sets pgbench_rates: the windows' tps, in order
+  kill -CONT "$pgbench_pid"
+  sleep 0.5  # the last window's lines leave pgbench's log buffers
+  kill "$pgbench_pid"  # its unflushed log tail lies after every window
+  wait "$pgbench_pid" 2>/dev/null || true
+  pgbench_pid=""
+  pgbench_rates=$(cat "$work/$1.tx".* | awk -v windows="$pgbench_windows" -v skip=0.2 '
+    BEGIN { n = split(windows, w, " ") / 2; for (i = 1; i <= n; i++) { from[i] = w[2 * i - 1] + skip; to[i] = w[2 * i] } }
+    { t = $5 + $6 / 1e6; for (i = 1; i <= n; i++) if (t >= from[i] && t < to[i]) { count[i]++; break } }
+    END { for (i = 1; i <= n; i++) { if (!count[i]) exit 1; printf "%.1f ", count[i] / (to[i] - from[i]) } }') ||
+    { echo "pgbench ran no transaction in a window: $(cat "$work/$1.pgbench")" >&2; exit 1; }
+  rm -f "$work/$1.tx".*
 }
 
 results=""
@@ -192,17 +227,26 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   for v in "$@"; do dvars+=(-D "$v"); done
   wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$api_port/" >/dev/null  # warm-up
   if [ "$name" = big_first_page ]; then wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$default_pool_port/" >/dev/null; fi
-  local api_all="" p99_all="" pg_all="" ratio_all="" pool_all="" pool_ratio_all="" i api p99 pg pool
+  local api_all="" p99_all="" pg_all="" ratio_all="" pool_all="" pool_ratio_all="" i api p99 pool
+  local -a apis pools pgs
+  pgbench_start "$name" "$work/$name.sql" "${dvars[@]}"
   for i in $(seq "$rounds"); do
     read -r api p99 < <(wrk_round "$work/$name.lua")
-    pg=$(pgbench_round 32 "$work/$name.sql" "${dvars[@]}") || exit 1
-    api_all+=" $api" p99_all+=" $p99" pg_all+=" $pg"
-    [ -n "$pg" ] && ratio_all+=" $(ratio_of "$api" "$pg")"
+    apis[i]=$api
+    api_all+=" $api" p99_all+=" $p99"
     if [ "$name" = big_first_page ] && [ $((i % 2)) = 1 ]; then  # informative: every other round
       read -r pool _ < <(wrk_round "$work/$name.lua" "$default_pool_port")
+      pools[i]=$pool
       pool_all+=" $pool"
-      [ -n "$pg" ] && pool_ratio_all+=" $(ratio_of "$pool" "$pg")"
     fi
+    pgbench_window
+  done
+  pgbench_finish "$name"
+  read -r -a pgs <<<"$pgbench_rates"
+  pg_all=" ${pgs[*]}"
+  for i in $(seq "$rounds"); do
+    ratio_all+=" $(ratio_of "${apis[i]}" "${pgs[i - 1]}")"
+    [ -n "${pools[i]:-}" ] && pool_ratio_all+=" $(ratio_of "${pools[i]}" "${pgs[i - 1]}")"
   done
   local api_rps pg_tps ratio
   api_rps=$(median <<<"$api_all") pg_tps=$(median <<<"$pg_all") ratio=$(median <<<"$ratio_all") p99=$(median <<<"$p99_all")
