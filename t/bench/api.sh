@@ -246,7 +246,7 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   pg_all=" ${pgs[*]}"
   for i in $(seq "$rounds"); do
     ratio_all+=" $(ratio_of "${apis[i]}" "${pgs[i - 1]}")"
-    [ -n "${pools[i]:-}" ] && pool_ratio_all+=" $(ratio_of "${pools[i]}" "${pgs[i - 1]}")"
+    if [ -n "${pools[i]:-}" ]; then pool_ratio_all+=" $(ratio_of "${pools[i]}" "${pgs[i - 1]}")"; fi
   done
   local api_rps pg_tps ratio
   api_rps=$(median <<<"$api_all") pg_tps=$(median <<<"$pg_all") ratio=$(median <<<"$ratio_all") p99=$(median <<<"$p99_all")
