@@ -99,8 +99,8 @@ log "loaded $total_rows rows in ${load_seconds}s ($agg_rows daily aggregate rows
 # The API's pool is sized like a PostgreSQL pool on its host: about twice the
 # cores. Statements beyond what the cores run at once only queue inside
 # PostgreSQL, and their extra backends cost context switches and idle time
-# (on two cores, a pool of 4 served 5-25% more pages than one of 10, the
-# shipped default, which a second nginx measures on the big first page).
+# (on two cores, a pool of 4 served up to a quarter more pages than one of 10,
+# the shipped default, which a second nginx measures on the big first page).
 pool_size=${BENCH_API_POOL:-$((2 * $(nproc)))}
 default_pool_size=10  # the shipped default of WALLET_API_DB_MAX_CONNS (spec 000)
 export WALLET_API_RATE_RPS=0 WALLET_API_MAX_INFLIGHT=0
