@@ -176,7 +176,6 @@ wrk_round() {  # lua-file [port] -> "req/s p99_ms"
 pgbench_start() {  # name sql-file vars...; a warm-up round, then paused
   local name=$1 file=$2
   shift 2
-  rm -f "$work/$name.tx".*
   pgbench -n -M prepared -c 32 -j 2 -T 3600 -l --log-prefix="$work/$name.tx" -f "$file" "$@" "$reader" \
     > "$work/$name.pgbench" 2>&1 &
   pgbench_pid=$!
@@ -225,43 +224,43 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   "$tool" sql "$statement" > "$work/$name.sql"
   local dvars=()
   for v in "$@"; do dvars+=(-D "$v"); done
+  # Informative, on the big first page only: the shipped default pool, every other round.
+  local with_default_pool=0
+  if [ "$name" = big_first_page ]; then with_default_pool=1; fi
   wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$api_port/" >/dev/null  # warm-up
-  if [ "$name" = big_first_page ]; then wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$default_pool_port/" >/dev/null; fi
-  local api_all="" p99_all="" pg_all="" ratio_all="" pool_all="" pool_ratio_all="" i api p99 pool
-  local -a apis pools pgs
+  if [ "$with_default_pool" = 1 ]; then wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$default_pool_port/" >/dev/null; fi
+  local i p99 pg
+  local -a apis=() p99s=() pools=() pgs=() ratios=() pool_ratios=()
   pgbench_start "$name" "$work/$name.sql" "${dvars[@]}"
   for i in $(seq "$rounds"); do
-    read -r api p99 < <(wrk_round "$work/$name.lua")
-    apis[i]=$api
-    api_all+=" $api" p99_all+=" $p99"
-    if [ "$name" = big_first_page ] && [ $((i % 2)) = 1 ]; then  # informative: every other round
-      read -r pool _ < <(wrk_round "$work/$name.lua" "$default_pool_port")
-      pools[i]=$pool
-      pool_all+=" $pool"
+    read -r "apis[i]" p99 < <(wrk_round "$work/$name.lua")
+    p99s+=("$p99")
+    if [ "$with_default_pool" = 1 ] && [ $((i % 2)) = 1 ]; then
+      read -r "pools[i]" _ < <(wrk_round "$work/$name.lua" "$default_pool_port")
     fi
     pgbench_window
   done
   pgbench_finish "$name"
   read -r -a pgs <<<"$pgbench_rates"
-  pg_all=" ${pgs[*]}"
-  for i in $(seq "$rounds"); do
-    ratio_all+=" $(ratio_of "${apis[i]}" "${pgs[i - 1]}")"
-    if [ -n "${pools[i]:-}" ]; then pool_ratio_all+=" $(ratio_of "${pools[i]}" "${pgs[i - 1]}")"; fi
+  for i in $(seq "$rounds"); do  # wrk round i and the pgbench window after it
+    pg=${pgs[i - 1]}
+    ratios+=("$(ratio_of "${apis[i]}" "$pg")")
+    if [ -n "${pools[i]:-}" ]; then pool_ratios+=("$(ratio_of "${pools[i]}" "$pg")"); fi
   done
   local api_rps pg_tps ratio
-  api_rps=$(median <<<"$api_all") pg_tps=$(median <<<"$pg_all") ratio=$(median <<<"$ratio_all") p99=$(median <<<"$p99_all")
-  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio (rounds: api$api_all; p99$p99_all; pgbench$pg_all; ratio$ratio_all)"
+  api_rps=$(median <<<"${apis[*]}") pg_tps=$(median <<<"${pgs[*]}") ratio=$(median <<<"${ratios[*]}") p99=$(median <<<"${p99s[*]}")
+  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio (rounds: api ${apis[*]}; p99 ${p99s[*]}; pgbench ${pgs[*]}; ratio ${ratios[*]})"
   results+=" ${name}_api_rps=${api_rps} ${name}_pg_tps=${pg_tps} ${name}_ratio=${ratio} ${name}_p99_ms=${p99}"
-  if [ -n "$pool_all" ]; then
-    log "$name: API with the default pool ($default_pool_size)$pool_all req/s; ratio$pool_ratio_all"
-    results+=" ${name}_default_pool_api_rps=$(median <<<"$pool_all") ${name}_default_pool_ratio=$(median <<<"$pool_ratio_all")"
+  if [ "$with_default_pool" = 1 ]; then
+    log "$name: API with the default pool ($default_pool_size) ${pools[*]} req/s; ratio ${pool_ratios[*]}"
+    results+=" ${name}_default_pool_api_rps=$(median <<<"${pools[*]}") ${name}_default_pool_ratio=$(median <<<"${pool_ratios[*]}")"
   fi
   if [ "$paged" = 1 ]; then
     if [ -z "$min_ratio" ] || awk -v a="$ratio" -v b="$min_ratio" 'BEGIN { exit !(a < b) }'; then min_ratio=$ratio; fi
   fi
   if [ "$name" = totals ]; then
     totals_p99=$p99
-    results+=" totals_p99_max_ms=$(largest <<<"$p99_all")"
+    results+=" totals_p99_max_ms=$(largest <<<"${p99s[*]}")"
   fi
   return 0
 }
