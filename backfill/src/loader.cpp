@@ -223,7 +223,7 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
                 conn = owned.get();
                 if (conn == nullptr) return false;
             }
-            written = write_batch(conn, shard, state.owner, events, last + 1, lost);
+            written = write_batch(conn, state.account_ids, shard, state.owner, events, last + 1, lost);
             if (written || lost) break;
             // Deadlocks with concurrent writers, a restarted server: try again.
             ++counters_.write_retries;
@@ -250,11 +250,16 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
     return true;
 }
 
-Result<store::WriteCounts> Loader::write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
-                                               const std::vector<WalletEvent>& events, std::int64_t next_block, bool& lost) {
+Result<store::WriteCounts> Loader::write_batch(PGconn* conn, store::AccountIds& account_ids, const Shard& shard,
+                                               const std::string& owner, const std::vector<WalletEvent>& events,
+                                               std::int64_t next_block, bool& lost) {
+    // New accounts get their ids in their own short transaction, so that the
+    // workers never wait for each other's batches.
+    auto resolved = account_ids.resolve(conn, events);
+    if (!resolved) return make_error(resolved.error());
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
-    auto counts = store::insert_events(conn, events, options_.write_method);
+    auto counts = store::insert_events(conn, account_ids, events, options_.write_method);
     if (!counts) return make_error(counts.error());
     // Last, so that the shard row is locked only for the commit.
     auto kept = record_progress(conn, shard, owner, next_block, counts->inserted);

@@ -66,6 +66,7 @@ private:
         std::string owner;
         std::atomic<bool> holds_shard{false};
         std::atomic<std::int64_t> last_activity_ms{0};  // steady clock
+        store::AccountIds account_ids;                  // the worker's cache of account ids
     };
 
     void work(std::size_t index, std::stop_token stop);
@@ -73,8 +74,9 @@ private:
     // Loads one claimed shard; false when the job must end (fatal failure).
     bool load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, PoolClient& client, Shard shard,
                     std::stop_token stop);
-    Result<store::WriteCounts> write_batch(PGconn* conn, const Shard& shard, const std::string& owner,
-                                           const std::vector<WalletEvent>& events, std::int64_t next_block, bool& lost);
+    Result<store::WriteCounts> write_batch(PGconn* conn, store::AccountIds& account_ids, const Shard& shard,
+                                           const std::string& owner, const std::vector<WalletEvent>& events,
+                                           std::int64_t next_block, bool& lost);
     PgConnPtr connect(std::stop_token stop);
     void fail(const std::string& why);
     void touch(WorkerState& state);

@@ -26,7 +26,7 @@ Result<bool> ensure_role(PGconn* conn, const char* role, const std::string& pass
 
 }  // namespace
 
-Result<int> provision_database(const Settings& settings) {
+Result<int> provision_database(const Settings& settings, std::optional<int> up_to_version) {
     const auto& db = settings.db;
     auto admin = pg::connect(db.superuser_url("postgres"));
     if (!admin) return make_error(admin.error());
@@ -70,7 +70,12 @@ Result<int> provision_database(const Settings& settings) {
 
     auto writer = pg::connect(db.indexer_url);
     if (!writer) return make_error(writer.error());
-    return apply_migrations(writer->get());
+    if (!up_to_version) return apply_migrations(writer->get());
+    std::vector<Migration> wanted;
+    for (const auto& m : embedded_migrations()) {
+        if (m.version <= *up_to_version) wanted.push_back(m);
+    }
+    return apply_migrations(writer->get(), wanted);
 }
 
 }  // namespace wallet

@@ -420,6 +420,12 @@ Result<std::string_view> scan_operation_type(std::string_view op_text) {
 
 bool is_wallet_operation(std::string_view op_type) noexcept { return find_rule(op_type) != nullptr; }
 
+std::optional<std::string_view> sole_asset_field(std::string_view op_type) noexcept {
+    const WalletOpRule* rule = find_rule(op_type);
+    if (rule == nullptr || rule->asset_slots.size() != 1 || rule->asset_slots.begin()->size() != 1) return std::nullopt;
+    return *rule->asset_slots.begin()->begin();
+}
+
 std::span<const std::string_view> wallet_operation_types() noexcept {
     static const std::array<std::string_view, kWalletOpCount> types = [] {
         std::array<std::string_view, kWalletOpCount> names;

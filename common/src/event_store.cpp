@@ -1,11 +1,14 @@
 #include "wallet/event_store.hpp"
 
-#include <array>
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
+#include "wallet/decoder.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/migrations.hpp"
+#include "wallet/operation_types.hpp"
 #include "wallet/pg.hpp"
 
 namespace wallet {
@@ -19,15 +22,20 @@ void ignore_notice(void*, const char*) {}
 namespace store {
 namespace {
 
-constexpr std::string_view kColumns =
-    "block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, trx_id, \"timestamp\", "
-    "amount, symbol, vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets, payload";
-constexpr std::size_t kColumnCount = 20;
-using Row = std::array<std::optional<std::string>, kColumnCount>;
+// The columns of the two tables a batch writes (migration 0004).
+constexpr std::string_view kEventColumns =
+    "ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, "
+    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets";
+constexpr std::size_t kEventColumnCount = 18;
+constexpr std::string_view kBlockColumns = "block_num, ts, ops";
+using Row = std::vector<std::optional<std::string>>;
 
-// Rows per multi-row INSERT statement: 20 parameters each, well below
+// Rows per multi-row INSERT statement: 18 parameters each, well below
 // PostgreSQL's 65535-parameter limit.
 constexpr std::size_t kRowsPerInsert = 1000;
+
+// A cache of account ids stops growing here (about 100 MB); it starts over.
+constexpr std::size_t kMaxCachedAccounts = 1'000'000;
 
 // PostgreSQL text cannot hold NUL: a memo with one keeps a visible U+FFFD.
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
@@ -45,7 +53,7 @@ std::string storable_text(std::string_view text) {
     return out;
 }
 
-// jsonb refuses the escape \u0000 for the same reason; it becomes \ufffd.
+// json refuses the escape \u0000 for the same reason; it becomes \ufffd.
 // Other escapes (an escaped backslash before "u0000" included) stay as they are.
 std::string storable_json(std::string text) {
     for (std::size_t i = 0; i + 1 < text.size(); ++i) {
@@ -86,59 +94,106 @@ std::string assets_text(const std::vector<AssetField>& assets) {
     return out + "]";
 }
 
-Result<Row> render_row(const WalletEvent& e, const std::string& payload_text) {
+// Whether the event's `assets` is what the store gives back for a row without
+// them (wallet_derived_assets): the one asset of its op type's sole field,
+// equal to the amount (or else vesting) column and printed at the precision
+// the API prints that symbol with.
+bool assets_are_derived(const WalletEvent& e) {
+    const std::optional<Asset>& column = e.amount ? e.amount : e.vesting;
+    const auto field = sole_asset_field(e.op_type);
+    if (!field || !column) return e.assets.empty() && (!field || !column);
+    if (e.assets.size() != 1) return false;
+    const AssetField& only = e.assets.front();
+    const int printed_precision = only.asset.symbol == "VESTS" ? 6 : 3;
+    return only.field == *field && only.asset == *column && only.asset.precision == printed_precision;
+}
+
+Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     if (!e.block_seq || !e.virtual_op) {
         return make_error("event of block " + std::to_string(e.block_num) + " has no block position (decoded without the block)");
     }
-    Row row;
-    row[0] = std::to_string(e.block_num);
-    row[1] = std::to_string(e.trx_in_block);
-    row[2] = std::to_string(e.op_in_trx);
-    row[3] = std::to_string(*e.virtual_op);
-    row[4] = storable_text(e.account);
-    row[5] = std::string(role_name(e.role));
-    row[6] = std::to_string(*e.block_seq);
-    row[7] = storable_text(e.op_type);
-    if (e.trx_id) row[8] = storable_text(*e.trx_id);
-    row[9] = e.timestamp.to_iso_z();
+    const int op_type = operation_type_id(e.op_type);
+    if (op_type < 0) return make_error("event of block " + std::to_string(e.block_num) + " has an unknown op type");
+    Row row(kEventColumnCount);
+    row[0] = e.timestamp.to_iso_z();
+    row[1] = std::to_string(account_id);
+    row[2] = std::to_string(e.block_num);
+    row[3] = std::to_string(*e.block_seq);
+    row[4] = std::to_string(*e.virtual_op);
+    row[5] = std::to_string(e.op_in_trx);
+    row[6] = std::to_string(op_type);
+    row[7] = std::to_string(role_code(e.role));
     if (e.amount) {
         auto amount = numeric_text(*e.amount, "amount");
         if (!amount) return make_error(amount.error());
-        row[10] = std::move(amount).value();
-        row[11] = e.amount->symbol;
+        row[8] = std::move(amount).value();
+        row[9] = e.amount->symbol;
     }
     if (e.vesting) {
         auto amount = numeric_text(*e.vesting, "vesting_amount");
         if (!amount) return make_error(amount.error());
-        row[12] = std::move(amount).value();
-        row[13] = e.vesting->symbol;
+        row[10] = std::move(amount).value();
+        row[11] = e.vesting->symbol;
     }
-    if (e.counterparty) row[14] = storable_text(*e.counterparty);
-    if (e.memo) row[15] = storable_text(*e.memo);
-    if (e.author) row[16] = storable_text(*e.author);
-    if (e.permlink) row[17] = storable_text(*e.permlink);
-    row[18] = assets_text(e.assets);
-    row[19] = payload_text;
+    if (e.trx_id) row[12] = storable_text(*e.trx_id);
+    if (e.counterparty) row[13] = storable_text(*e.counterparty);
+    if (e.memo) row[14] = storable_text(*e.memo);
+    if (e.author) row[15] = storable_text(*e.author);
+    if (e.permlink) row[16] = storable_text(*e.permlink);
+    if (!assets_are_derived(e)) row[17] = assets_text(e.assets);
     return row;
 }
 
-// Renders every event; the payload of an operation with several events is
-// made storable once.
-Result<std::vector<Row>> render_rows(const std::vector<WalletEvent>& events) {
-    std::vector<Row> rows;
-    rows.reserve(events.size());
-    const std::string* last_payload = nullptr;
-    std::string payload_text;
+// The rows of both tables for a batch of events.
+struct Rendered {
+    std::vector<Row> events;
+    std::vector<Row> blocks;
+};
+
+// Block rows: every operation with events, once, under its block_seq, as
+// [trx_in_block, the entry the node sent]. Events arrive in block order,
+// the events of one operation next to each other.
+Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const AccountIds& ids) {
+    Rendered out;
+    out.events.reserve(events.size());
+    std::int64_t block = -1;
+    std::int64_t last_seq = -1;
+    std::string ops;
+    std::string block_time;
+    auto close_block = [&] {
+        if (block < 0) return;
+        out.blocks.push_back(Row{std::to_string(block), block_time, ops + "}"});
+    };
     for (const auto& event : events) {
-        if (event.payload.get() != last_payload || last_payload == nullptr) {
-            last_payload = event.payload.get();
-            payload_text = last_payload != nullptr ? storable_json(*last_payload) : "{}";
-        }
-        auto row = render_row(event, payload_text);
+        auto id = ids.find(storable_text(event.account));
+        if (!id) return make_error("account " + event.account + " has no id");
+        auto row = render_event_row(event, *id);
         if (!row) return make_error(row.error());
-        rows.push_back(std::move(row).value());
+        out.events.push_back(std::move(row).value());
+        if (event.block_num != block) {
+            close_block();
+            block = event.block_num;
+            block_time = event.timestamp.to_iso_z();
+            last_seq = -1;
+            ops = "{";
+        }
+        if (*event.block_seq != last_seq) {
+            if (ops.size() > 1) ops += ',';
+            ops += '"' + std::to_string(*event.block_seq) + "\":[" + std::to_string(event.trx_in_block) + ',';
+            ops += event.payload ? storable_json(*event.payload) : std::string("{}");
+            ops += ']';
+            last_seq = *event.block_seq;
+        }
     }
-    return rows;
+    close_block();
+    // A block's operations must be together: a batch of events out of block
+    // order would give one block two rows.
+    for (std::size_t i = 1; i < out.blocks.size(); ++i) {
+        if (std::stoll(*out.blocks[i][0]) <= std::stoll(*out.blocks[i - 1][0])) {
+            return make_error("events are not in block order");
+        }
+    }
+    return out;
 }
 
 // COPY text format: backslash escapes for the characters that delimit it.
@@ -169,14 +224,15 @@ struct CopyFailure {
     std::string sqlstate;
 };
 
-std::optional<CopyFailure> copy_rows(PGconn* conn, const std::string& table, const std::vector<Row>& rows) {
-    auto started = pg::exec(conn, "COPY " + table + " (" + std::string(kColumns) + ") FROM STDIN");
+std::optional<CopyFailure> copy_rows(PGconn* conn, const std::string& table, std::string_view columns,
+                                     const std::vector<Row>& rows) {
+    auto started = pg::exec(conn, "COPY " + table + " (" + std::string(columns) + ") FROM STDIN");
     if (!started) return CopyFailure{"COPY: " + started.error(), ""};
     std::string buffer;
     constexpr std::size_t kFlushBytes = 1 << 20;
     bool sent = true;
     for (const auto& row : rows) {
-        for (std::size_t column = 0; column < kColumnCount; ++column) {
+        for (std::size_t column = 0; column < row.size(); ++column) {
             if (column > 0) buffer += '\t';
             append_copy_field(buffer, row[column]);
         }
@@ -203,71 +259,168 @@ std::optional<CopyFailure> copy_rows(PGconn* conn, const std::string& table, con
 
 constexpr const char* kUniqueViolation = "23505";
 
-// COPY straight into the table: the common case, where none of the rows is
-// stored yet. When some are (a block written again, a backfill overlapping),
-// the COPY fails as a whole on the dedup key, is rolled back to a savepoint,
-// and the rows go through the staging table and ON CONFLICT DO NOTHING.
-Result<std::int64_t> copy_merge(PGconn* conn, const std::vector<Row>& rows) {
+// A block already stored keeps its operations; those it lacks are added (a
+// block row is only ever written whole, so this is the rare case of rows
+// written operation by operation through the wallet_operation_events view).
+// Each side's ops is parsed once: a payout block holds thousands of them.
+constexpr const char* kMergeBlocks =
+    " ON CONFLICT (block_num) DO UPDATE SET ops = (EXCLUDED.ops::jsonb || b.ops::jsonb)::json"
+    " WHERE NOT b.ops::jsonb ?& ARRAY(SELECT json_object_keys(EXCLUDED.ops))";
+
+// COPY straight into the tables: the common case, where nothing of the batch
+// is stored yet. When some is (a block written again, a backfill
+// overlapping), the COPY fails on a unique key, is rolled back to a
+// savepoint, and the rows go through staging tables and ON CONFLICT.
+Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
     auto saved = pg::exec(conn, "SAVEPOINT wallet_direct_copy");
     if (!saved) return make_error(saved.error());
-    const auto direct = copy_rows(conn, "wallet_operation_events", rows);
+    auto direct = copy_rows(conn, "wallet_blocks", kBlockColumns, rows.blocks);
+    if (!direct) direct = copy_rows(conn, "wallet_events", kEventColumns, rows.events);
     if (!direct) {
         auto released = pg::exec(conn, "RELEASE SAVEPOINT wallet_direct_copy");
         if (!released) return make_error(released.error());
-        return static_cast<std::int64_t>(rows.size());
+        return static_cast<std::int64_t>(rows.events.size());
     }
     if (direct->sqlstate != kUniqueViolation) return make_error(direct->message);
     auto undone = pg::exec(conn, "ROLLBACK TO SAVEPOINT wallet_direct_copy");
     if (!undone) return make_error(undone.error());
-    if (const auto staged = copy_rows(conn, "wallet_events_incoming", rows)) return make_error(staged->message);
-    // Moving the rows leaves the staging table empty for the next insert; a
+    if (const auto staged = copy_rows(conn, "wallet_blocks_incoming", kBlockColumns, rows.blocks)) {
+        return make_error(staged->message);
+    }
+    if (const auto staged = copy_rows(conn, "wallet_events_incoming", kEventColumns, rows.events)) {
+        return make_error(staged->message);
+    }
+    // Moving the rows leaves the staging tables empty for the next insert; a
     // rollback undoes both the COPY and the move.
+    auto blocks = pg::exec(conn, "WITH moved AS (DELETE FROM wallet_blocks_incoming RETURNING *)"
+                                 " INSERT INTO wallet_blocks AS b (" + std::string(kBlockColumns) + ") SELECT " +
+                                     std::string(kBlockColumns) + " FROM moved" + kMergeBlocks);
+    if (!blocks) return make_error("merge: " + blocks.error());
     auto merged = pg::exec(conn, "WITH moved AS (DELETE FROM wallet_events_incoming RETURNING *)"
-                                 " INSERT INTO wallet_operation_events (" + std::string(kColumns) + ") SELECT " +
-                                     std::string(kColumns) + " FROM moved ON CONFLICT DO NOTHING");
+                                 " INSERT INTO wallet_events (" + std::string(kEventColumns) + ") SELECT " +
+                                     std::string(kEventColumns) + " FROM moved ON CONFLICT DO NOTHING");
     if (!merged) return make_error("merge: " + merged.error());
     return affected_rows(merged->get());
 }
 
-Result<std::int64_t> multi_row_insert(PGconn* conn, const std::vector<Row>& rows) {
+// One multi-row INSERT per kRowsPerInsert rows; returns the rows inserted.
+Result<std::int64_t> insert_rows(PGconn* conn, const std::string& head, const std::vector<Row>& rows,
+                                 const std::string& tail) {
     std::int64_t inserted = 0;
     for (std::size_t first = 0; first < rows.size(); first += kRowsPerInsert) {
         const std::size_t count = std::min(kRowsPerInsert, rows.size() - first);
-        std::string sql = "INSERT INTO wallet_operation_events (" + std::string(kColumns) + ") VALUES ";
+        std::string sql = head + " VALUES ";
         std::vector<std::optional<std::string>> params;
-        params.reserve(count * kColumnCount);
         for (std::size_t r = 0; r < count; ++r) {
+            const Row& row = rows[first + r];
             sql += r == 0 ? "(" : ",(";
-            for (std::size_t column = 0; column < kColumnCount; ++column) {
-                params.push_back(rows[first + r][column]);
+            for (std::size_t column = 0; column < row.size(); ++column) {
+                params.push_back(row[column]);
                 sql += (column == 0 ? "$" : ",$") + std::to_string(params.size());
             }
             sql += ')';
         }
-        sql += " ON CONFLICT DO NOTHING";
-        auto result = pg::exec_params(conn, sql, params);
+        auto result = pg::exec_params(conn, sql + tail, params);
         if (!result) return make_error("insert: " + result.error());
         inserted += affected_rows(result->get());
     }
     return inserted;
 }
 
+Result<std::int64_t> multi_row_insert(PGconn* conn, const Rendered& rows) {
+    auto blocks = insert_rows(conn, "INSERT INTO wallet_blocks AS b (" + std::string(kBlockColumns) + ")", rows.blocks,
+                              kMergeBlocks);
+    if (!blocks) return make_error(blocks.error());
+    return insert_rows(conn, "INSERT INTO wallet_events (" + std::string(kEventColumns) + ")", rows.events,
+                       " ON CONFLICT DO NOTHING");
+}
+
+// {"a","b"} with every element quoted, for a text[] parameter.
+std::string text_array_literal(const std::vector<std::string>& items) {
+    std::string out = "{";
+    for (const auto& item : items) {
+        if (out.size() > 1) out += ',';
+        out += '"';
+        for (const char c : item) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
 }  // namespace
+
+std::optional<std::int32_t> AccountIds::find(const std::string& name) const {
+    const auto it = ids_.find(name);
+    if (it == ids_.end()) return std::nullopt;
+    return it->second;
+}
+
+Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& events) {
+    std::vector<std::string> missing;
+    for (const auto& event : events) {
+        std::string name = storable_text(event.account);
+        if (!ids_.contains(name)) missing.push_back(std::move(name));
+    }
+    if (missing.empty()) return true;
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    if (ids_.size() + missing.size() > kMaxCachedAccounts) ids_.clear();
+    // New names in sorted order, so that writers adding overlapping names
+    // wait for each other instead of deadlocking. The SELECT sees the names
+    // stored before this statement, the INSERT returns the new ones.
+    auto found = pg::exec_params(conn,
+                                 "WITH added AS (INSERT INTO wallet_accounts (name) SELECT unnest($1::text[]) ORDER BY 1"
+                                 "  ON CONFLICT (name) DO NOTHING RETURNING name, id)"
+                                 " SELECT name, id FROM added"
+                                 " UNION ALL SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
+                                 {text_array_literal(missing)});
+    if (!found) return make_error("account ids: " + found.error());
+    auto remember = [this](PGresult* result) {
+        for (int row = 0; row < PQntuples(result); ++row) {
+            ids_[PQgetvalue(result, row, 0)] = static_cast<std::int32_t>(std::strtol(PQgetvalue(result, row, 1), nullptr, 10));
+        }
+    };
+    remember(found->get());
+    // A name another writer added concurrently is neither returned (the
+    // INSERT waited for that writer and did nothing) nor in the statement's
+    // snapshot; a second statement sees it.
+    std::vector<std::string> late;
+    for (const auto& name : missing) {
+        if (!ids_.contains(name)) late.push_back(name);
+    }
+    if (late.empty()) return true;
+    auto again = pg::exec_params(conn, "SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
+                                 {text_array_literal(late)});
+    if (!again) return make_error("account ids: " + again.error());
+    remember(again->get());
+    for (const auto& name : late) {
+        if (!ids_.contains(name)) return make_error("account " + name + " has no id");
+    }
+    return true;
+}
 
 Result<bool> prepare_session(PGconn* conn) {
     PQsetNoticeProcessor(conn, ignore_notice, nullptr);
     auto created = pg::exec(conn,
                             "CREATE TEMP TABLE IF NOT EXISTS wallet_events_incoming "
-                            "(LIKE wallet_operation_events INCLUDING DEFAULTS)");
-    if (!created) return make_error("cannot create the staging table: " + created.error());
+                            "(LIKE wallet_events INCLUDING DEFAULTS);"
+                            "CREATE TEMP TABLE IF NOT EXISTS wallet_blocks_incoming "
+                            "(LIKE wallet_blocks INCLUDING DEFAULTS)");
+    if (!created) return make_error("cannot create the staging tables: " + created.error());
     return true;
 }
 
-Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events, WriteMethod method) {
+Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
+                                  WriteMethod method) {
     WriteCounts counts;
     counts.offered = static_cast<std::int64_t>(events.size());
     if (events.empty()) return counts;
-    auto rows = render_rows(events);
+    auto resolved = ids.resolve(conn, events);
+    if (!resolved) return make_error(resolved.error());
+    auto rows = render_rows(events, ids);
     if (!rows) return make_error(rows.error());
     auto inserted = method == WriteMethod::CopyMerge ? copy_merge(conn, *rows) : multi_row_insert(conn, *rows);
     if (!inserted) return make_error(inserted.error());
@@ -275,10 +428,17 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
     return counts;
 }
 
+Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events, WriteMethod method) {
+    AccountIds ids;
+    return insert_events(conn, ids, events, method);
+}
+
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
-    auto deleted = pg::exec_params(conn, "DELETE FROM wallet_operation_events WHERE block_num > $1::integer",
-                                   {std::to_string(block_num)});
+    const std::string above = std::to_string(block_num);
+    auto deleted = pg::exec_params(conn, "DELETE FROM wallet_events WHERE block_num > $1::integer", {above});
     if (!deleted) return make_error("delete: " + deleted.error());
+    auto blocks = pg::exec_params(conn, "DELETE FROM wallet_blocks WHERE block_num > $1::integer", {above});
+    if (!blocks) return make_error("delete: " + blocks.error());
     return affected_rows(deleted->get());
 }
 
@@ -365,6 +525,10 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
     }
     if (!is_hex_id(batch.checkpoint.id)) return make_error("checkpoint block has a malformed id");
     PGconn* conn = conn_.get();
+    // New accounts get their ids in their own short transaction, so that
+    // concurrent writers never wait for each other's batches.
+    auto resolved = account_ids_.resolve(conn, batch.events);
+    if (!resolved) return make_error(resolved.error());
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
 
@@ -375,7 +539,7 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
                                    {std::to_string(*batch.rewind_above)});
         if (!ids) return make_error(ids.error());
     }
-    auto counts = store::insert_events(conn, batch.events, method);
+    auto counts = store::insert_events(conn, account_ids_, batch.events, method);
     if (!counts) return make_error(counts.error());
 
     // Only the ids fork detection may still compare are kept.

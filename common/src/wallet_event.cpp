@@ -6,15 +6,21 @@
 namespace wallet {
 namespace {
 
-constexpr std::array<std::pair<Role, std::string_view>, 8> kRoleNames{{
-    {Role::Sender, "sender"},
-    {Role::Receiver, "receiver"},
-    {Role::Delegator, "delegator"},
-    {Role::Delegatee, "delegatee"},
-    {Role::Author, "author"},
-    {Role::Curator, "curator"},
-    {Role::Owner, "owner"},
-    {Role::Beneficiary, "beneficiary"},
+struct RoleEntry {
+    Role role;
+    std::string_view name;
+    int code;  // the store's code (migration 0004, wallet_role_code)
+};
+
+constexpr std::array<RoleEntry, 8> kRoleNames{{
+    {Role::Sender, "sender", 80},
+    {Role::Receiver, "receiver", 70},
+    {Role::Delegator, "delegator", 50},
+    {Role::Delegatee, "delegatee", 40},
+    {Role::Author, "author", 10},
+    {Role::Curator, "curator", 30},
+    {Role::Owner, "owner", 60},
+    {Role::Beneficiary, "beneficiary", 20},
 }};
 
 json_t* optional_string_json(const std::optional<std::string>& text) {
@@ -40,15 +46,29 @@ void set_asset_pair(json_t* object, const char* amount_key, const char* symbol_k
 }  // namespace
 
 std::string_view role_name(Role role) noexcept {
-    for (const auto& [known, name] : kRoleNames) {
-        if (known == role) return name;
+    for (const auto& entry : kRoleNames) {
+        if (entry.role == role) return entry.name;
     }
     return "unknown";
 }
 
 std::optional<Role> parse_role(std::string_view name) noexcept {
-    for (const auto& [role, known] : kRoleNames) {
-        if (known == name) return role;
+    for (const auto& entry : kRoleNames) {
+        if (entry.name == name) return entry.role;
+    }
+    return std::nullopt;
+}
+
+int role_code(Role role) noexcept {
+    for (const auto& entry : kRoleNames) {
+        if (entry.role == role) return entry.code;
+    }
+    return 0;
+}
+
+std::optional<Role> role_of_code(int code) noexcept {
+    for (const auto& entry : kRoleNames) {
+        if (entry.code == code) return entry.role;
     }
     return std::nullopt;
 }

@@ -10,6 +10,7 @@
 
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
+#include "wallet/decoder.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet::api {
@@ -172,8 +173,9 @@ private:
 };
 
 // Bytes of an event besides its texts: keys, punctuation, the padding of
-// two amounts and the timestamp.
-constexpr std::size_t kEventOverhead = 512;
+// two amounts, the timestamp, and `assets` when it is derived (an amount and
+// a symbol again).
+constexpr std::size_t kEventOverhead = 640;
 
 // Every text may at most grow sixfold when escaped, plus its quotes.
 std::size_t event_bound(const EventRow& row) {
@@ -206,12 +208,12 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
     w.raw(row.text(c::kVirtualOp));
     w.literal(",\"timestamp\":");
     w.iso_time(memo, integer_in(row.text(c::kEpoch)));
-    const Field& symbol = row[c::kSymbol];
+    const Field& symbol_field = row[c::kSymbol];
     const Field& vesting_symbol = row[c::kVestingSymbol];
     w.literal(",\"amount\":");
-    w.amount_or_null(row[c::kAmount], symbol);
+    w.amount_or_null(row[c::kAmount], symbol_field);
     w.literal(",\"symbol\":");
-    w.quoted_or_null(symbol);
+    w.quoted_or_null(symbol_field);
     w.literal(",\"vesting_amount\":");
     w.amount_or_null(row[c::kVestingAmount], vesting_symbol);
     w.literal(",\"vesting_symbol\":");
@@ -225,12 +227,27 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
     w.literal(",\"permlink\":");
     w.quoted_or_null(row[c::kPermlink]);
     // `assets` is jsonb printed by PostgreSQL: valid JSON, amounts as strings.
+    // NULL: the one asset the amount columns hold, printed as jsonb would.
     w.literal(",\"assets\":");
     const Field& assets = row[c::kAssets];
-    if (assets.null) {
-        w.literal("[]");
-    } else {
+    if (!assets.null) {
         w.raw(assets.text);
+    } else {
+        const bool liquid = !row[c::kAmount].null;
+        const Field& amount = liquid ? row[c::kAmount] : row[c::kVestingAmount];
+        const Field& symbol = liquid ? symbol_field : vesting_symbol;
+        const auto field = sole_asset_field(op_type);
+        if (!field || amount.null) {
+            w.literal("[]");
+        } else {
+            w.literal("[{\"field\": ");
+            w.quoted(*field);
+            w.literal(", \"amount\": ");
+            w.amount_or_null(amount, symbol);
+            w.literal(", \"symbol\": ");
+            w.quoted_or_null(symbol);
+            w.literal("}]");
+        }
     }
     w.literal("}");
 }

@@ -2,26 +2,37 @@
 
 #include <map>
 
+#include "wallet/operation_types.hpp"
+
 namespace wallet::api {
 
 namespace {
 
-// The event columns in page_column order (after indexed_block).
+// The event columns in page_column order (after indexed_block). Codes are
+// named in SQL (inlined immutable functions); `assets` is NULL when the
+// amount columns hold it (wallet_derived_assets), and the writer renders it.
 constexpr const char* kEventColumns =
-    "role, op_type, block_num, block_seq, trx_id, op_in_trx, virtual_op,"
-    " extract(epoch FROM \"timestamp\")::bigint AS epoch, amount::text AS amount, symbol,"
+    "wallet_role_name(role) AS role, wallet_op_type_name(op_type) AS op_type, block_num, block_seq, trx_id,"
+    " op_in_trx, virtual_op, extract(epoch FROM ts)::bigint AS epoch, amount::text AS amount, symbol,"
     " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
     " assets::text AS assets";
 
-// Window ($2 inclusive, $3 exclusive) and keyset position ($4..$7): rows
-// strictly older than the cursor's row. The row comparison matches the
-// keyset indexes, so it is an index condition, not a filter.
-constexpr const char* kWindowAndKeyset =
-    " \"timestamp\" >= $2 AND \"timestamp\" < $3"
-    " AND (\"timestamp\", block_num, block_seq, role) < ($4, $5, $6, $7)"
-    " ORDER BY \"timestamp\" DESC, block_num DESC, block_seq DESC, role DESC LIMIT $8";
+// The account's id; an unknown name matches no row.
+constexpr const char* kAccount = " account_id = (SELECT id FROM wallet_accounts WHERE name = $1)";
 
-constexpr const char* kPageParams = "text, timestamptz, timestamptz, timestamptz, integer, integer, text, integer";
+// Window ($2 inclusive, $3 exclusive) and keyset position ($4..$6): rows
+// strictly older than the cursor's row. Block times never decrease, so the
+// keyset (block_num, block_seq, role) orders rows as (timestamp, block_num,
+// block_seq, role) does, and a window is a block range (looked up only when
+// the window has that bound) plus the exact time test.
+constexpr const char* kWindowAndKeyset =
+    " ts >= $2 AND ts < $3"
+    " AND block_num >= CASE WHEN $2 = '-infinity' THEN 0 ELSE wallet_first_block_at($2) END"
+    " AND block_num < CASE WHEN $3 = 'infinity' THEN 2147483647 ELSE wallet_first_block_at($3) END"
+    " AND (block_num, block_seq, role) < ($4, $5, coalesce(wallet_role_code($6), 0))"
+    " ORDER BY block_num DESC, block_seq DESC, role DESC LIMIT $7";
+
+constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
 
 // One row even for an empty page, so indexed_block always comes back.
 std::string with_indexed_block(const std::string& page_sql) {
@@ -39,33 +50,39 @@ std::string totals_sql(bool with_partial_days) {
     std::string raw_liquid;
     std::string sql;
     if (with_partial_days) {
+        const std::string raw_part =
+            "  SELECT op_type, vesting_amount, assets FROM wallet_events"
+            "   WHERE account_id = (SELECT id FROM account) AND op_type IN (51, 52, 63)"
+            "     AND block_num >= wallet_first_block_at($F) AND block_num < wallet_first_block_at($T)"
+            "     AND ts >= $F AND ts < $T";
+        auto part = [&raw_part](const char* from, const char* to) {
+            std::string text = raw_part;
+            for (std::size_t at = text.find("$F"); at != std::string::npos; at = text.find("$F")) text.replace(at, 2, from);
+            for (std::size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T")) text.replace(at, 2, to);
+            return text;
+        };
         sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
-              "WITH raw AS ("
-              "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
-              "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
-              "     AND \"timestamp\" >= $4 AND \"timestamp\" < $5"
-              "  UNION ALL"
-              "  SELECT op_type, vesting_amount, assets FROM wallet_operation_events"
-              "   WHERE account = $1 AND op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward')"
-              "     AND \"timestamp\" >= $6 AND \"timestamp\" < $7"
-              "), ";
+              "WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), raw AS (" +
+              part("$4", "$5") + "  UNION ALL" + part("$6", "$7") + "), ";
         raw_vesting = "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw";
-        raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r, wallet_reward_liquid_parts(r.assets) l";
+        raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r,"
+                     " wallet_reward_liquid_parts(coalesce(r.assets, '[]')) l";
     } else {
-        sql = "(text, date, date) AS WITH ";
+        sql = "(text, date, date) AS WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), ";
     }
     sql += "vesting AS ("
            "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
-           "   WHERE account = $1 AND day BETWEEN $2 AND $3" +
+           "   WHERE account_id = (SELECT id FROM account) AND day BETWEEN $2 AND $3" +
            raw_vesting +
            "), liquid AS ("
            "  SELECT op_type, symbol, amount_sum FROM wallet_reward_liquid_daily"
-           "   WHERE account = $1 AND day BETWEEN $2 AND $3" +
+           "   WHERE account_id = (SELECT id FROM account) AND day BETWEEN $2 AND $3" +
            raw_liquid +
            ")"
-           " SELECT 0 AS kind, op_type, NULL AS symbol, sum(event_count)::bigint AS n, sum(vesting_sum)::text AS total"
-           "   FROM vesting GROUP BY op_type"
-           " UNION ALL SELECT 1, op_type, symbol, NULL, sum(amount_sum)::text FROM liquid GROUP BY op_type, symbol"
+           " SELECT 0 AS kind, wallet_op_type_name(op_type), NULL AS symbol, sum(event_count)::bigint AS n,"
+           " sum(vesting_sum)::text AS total FROM vesting GROUP BY op_type"
+           " UNION ALL SELECT 1, wallet_op_type_name(op_type), symbol, NULL, sum(amount_sum)::text FROM liquid"
+           " GROUP BY op_type, symbol"
            " UNION ALL SELECT 2, NULL, NULL, (SELECT block_num FROM indexer_checkpoint), NULL";
     return sql;
 }
@@ -74,21 +91,19 @@ const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
         std::map<std::string, std::string> s;
         s["wh_page"] = std::string("(") + kPageParams + ") AS " +
-                       with_indexed_block(std::string("SELECT ") + kEventColumns +
-                                          " FROM wallet_operation_events WHERE account = $1 AND" + kWindowAndKeyset);
-        s["wh_page_type"] = std::string("(") + kPageParams + ", text) AS " +
-                            with_indexed_block(std::string("SELECT ") + kEventColumns +
-                                               " FROM wallet_operation_events WHERE account = $1 AND op_type = $9 AND" +
-                                               kWindowAndKeyset);
+                       with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events WHERE" +
+                                          kAccount + " AND" + kWindowAndKeyset);
+        s["wh_page_type"] = std::string("(") + kPageParams + ", smallint) AS " +
+                            with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events WHERE" +
+                                               kAccount + " AND op_type = $8 AND" + kWindowAndKeyset);
         // Several op types: one index range per type, merged. Each type's scan
         // stops after a page, so rare types never scan the whole account.
         s["wh_page_types"] =
-            std::string("(") + kPageParams + ", text[]) AS " +
-            with_indexed_block(std::string("SELECT x.* FROM unnest($9) AS t(op_type) CROSS JOIN LATERAL (SELECT ") +
-                               kEventColumns +
-                               " FROM wallet_operation_events w WHERE w.account = $1 AND w.op_type = t.op_type AND" +
-                               kWindowAndKeyset +
-                               ") AS x ORDER BY x.epoch DESC, x.block_num DESC, x.block_seq DESC, x.role DESC LIMIT $8");
+            std::string("(") + kPageParams + ", smallint[]) AS " +
+            with_indexed_block(std::string("SELECT x.* FROM unnest($8) AS t(code) CROSS JOIN LATERAL (SELECT ") +
+                               kEventColumns + " FROM wallet_events w WHERE" + kAccount +
+                               " AND w.op_type = t.code AND" + kWindowAndKeyset +
+                               ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
         s["wh_status"] =
@@ -130,13 +145,14 @@ StatementCall page_statement(const PageQuery& query) {
     StatementCall call;
     call.params = {query.account, iso_or(query.from, "-infinity"), iso_or(query.to, "infinity")};
     if (query.after) {
-        call.params.push_back(query.after->timestamp.to_iso_z());
+        // The cursor's timestamp is implied by its block (block times never
+        // decrease); cursors keep it, so that they stay what they were.
         call.params.push_back(std::to_string(query.after->block_num));
         call.params.push_back(std::to_string(query.after->block_seq));
         call.params.push_back(query.after->role);
     } else {
-        // Every stored row is older than +infinity.
-        call.params.insert(call.params.end(), {"infinity", "0", "0", ""});
+        // Every stored block is below the largest integer.
+        call.params.insert(call.params.end(), {"2147483647", "0", ""});
     }
     // One row more than the page tells whether another page exists.
     call.params.push_back(std::to_string(query.limit + 1));
@@ -144,13 +160,13 @@ StatementCall page_statement(const PageQuery& query) {
         call.name = "wh_page";
     } else if (query.op_types.size() == 1) {
         call.name = "wh_page_type";
-        call.params.push_back(query.op_types.front());
+        call.params.push_back(std::to_string(operation_type_id(query.op_types.front())));
     } else {
         call.name = "wh_page_types";
         std::string array = "{";
         for (std::size_t i = 0; i < query.op_types.size(); ++i) {
             if (i > 0) array += ',';
-            array += query.op_types[i];  // validated names: [a-z_] only
+            array += std::to_string(operation_type_id(query.op_types[i]));  // validated names
         }
         array += '}';
         call.params.push_back(array);

@@ -156,9 +156,9 @@ wallet::Settings PostgresServer::settings(wallet::Component component, const std
     return wallet::load_settings(wallet::map_env(env(database)), component);
 }
 
-wallet::Settings PostgresServer::provision(const std::string& database) {
+wallet::Settings PostgresServer::provision(const std::string& database, std::optional<int> schema_version) {
     auto s = settings(wallet::Component::DatabaseSetup, database);
-    auto version = wallet::provision_database(s);
+    auto version = wallet::provision_database(s, schema_version);
     if (!version) throw std::runtime_error("provisioning failed: " + version.error());
     return s;
 }

@@ -28,13 +28,15 @@ protected:
             "FROM wallet_operation_events, LATERAL (VALUES ((\"timestamp\" AT TIME ZONE 'UTC')::date), "
             "('infinity'::date)) AS k(d) "
             "WHERE op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward') GROUP BY 1, 2, 3";
-        const std::string agg_vesting = "SELECT account, op_type, day, event_count, vesting_sum FROM wallet_reward_daily";
+        const std::string agg_vesting = "SELECT a.name, wallet_op_type_name(d.op_type), d.day, d.event_count, d.vesting_sum"
+                                        " FROM wallet_reward_daily d JOIN wallet_accounts a ON a.id = d.account_id";
         const std::string raw_liquid =
             "SELECT r.account, r.op_type, d, l.symbol, sum(l.amount) "
             "FROM wallet_operation_events r, wallet_reward_liquid_parts(r.assets) l, "
             "LATERAL (VALUES ((r.\"timestamp\" AT TIME ZONE 'UTC')::date), ('infinity'::date)) AS k(d) "
             "WHERE r.op_type IN ('author_reward', 'curation_reward', 'comment_benefactor_reward') GROUP BY 1, 2, 3, 4";
-        const std::string agg_liquid = "SELECT account, op_type, day, symbol, amount_sum FROM wallet_reward_liquid_daily";
+        const std::string agg_liquid = "SELECT a.name, wallet_op_type_name(d.op_type), d.day, d.symbol, d.amount_sum"
+                                       " FROM wallet_reward_liquid_daily d JOIN wallet_accounts a ON a.id = d.account_id";
         auto out = stack.pg().query("(" + raw_vesting + " EXCEPT " + agg_vesting + ") UNION ALL (" + agg_vesting +
                                     " EXCEPT " + raw_vesting + ")");
         auto liquid = stack.pg().query("(" + raw_liquid + " EXCEPT " + agg_liquid + ") UNION ALL (" + agg_liquid +
@@ -126,11 +128,13 @@ TEST_F(ApiTotals, AggregatesEqualRawSumsThroughInsertsUpdatesAndDeletes) {
 
     // Emptied days leave no rows behind.
     stack.pg().query("DELETE FROM wallet_operation_events WHERE account = 'other'");
-    EXPECT_EQ(stack.pg().query("SELECT count(*) FROM wallet_reward_daily WHERE account = 'other'"),
+    EXPECT_EQ(stack.pg().query("SELECT count(*) FROM wallet_reward_daily d JOIN wallet_accounts a ON a.id = d.account_id"
+                               " WHERE a.name = 'other'"),
               std::vector<std::string>{"0"});
-    EXPECT_EQ(stack.pg().query("SELECT count(*) FROM wallet_reward_liquid_daily WHERE account = 'other'"),
+    EXPECT_EQ(stack.pg().query("SELECT count(*) FROM wallet_reward_liquid_daily d JOIN wallet_accounts a"
+                               " ON a.id = d.account_id WHERE a.name = 'other'"),
               std::vector<std::string>{"0"});
     EXPECT_EQ(aggregate_differences(), std::vector<std::string>{});
-    stack.pg().query("TRUNCATE wallet_operation_events");
+    stack.pg().query("TRUNCATE wallet_events");
     EXPECT_EQ(stack.pg().query("SELECT count(*) FROM wallet_reward_daily"), std::vector<std::string>{"0"});
 }

@@ -56,7 +56,7 @@ inline void install_insert_tally(const PostgresServer& pg) {
              "GRANT INSERT ON insert_tally TO wallet_writer;"
              "CREATE FUNCTION insert_tally_add() RETURNS trigger LANGUAGE plpgsql AS $$"
              " BEGIN INSERT INTO insert_tally SELECT count(*) FROM added_rows; RETURN NULL; END $$;"
-             "CREATE TRIGGER insert_tally AFTER INSERT ON wallet_operation_events REFERENCING NEW TABLE AS added_rows"
+             "CREATE TRIGGER insert_tally AFTER INSERT ON wallet_events REFERENCING NEW TABLE AS added_rows"
              " FOR EACH STATEMENT EXECUTE FUNCTION insert_tally_add();"
              "SELECT 1");
 }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "wallet/config.hpp"
+#include <optional>
+
 #include "wallet/result.hpp"
 
 namespace wallet {
@@ -13,7 +15,8 @@ inline constexpr const char* kReaderRole = "wallet_api_reader";
 
 // Idempotent: creates or updates both roles (passwords, no superuser rights),
 // creates the database if missing, sets the reader's statement timeout, then
-// applies the migrations as the writer. Returns the schema version.
-Result<int> provision_database(const Settings& settings);
+// applies the migrations as the writer (those up to `up_to_version` only,
+// when given: an upgrade in stages). Returns the schema version.
+Result<int> provision_database(const Settings& settings, std::optional<int> up_to_version = std::nullopt);
 
 }  // namespace wallet

@@ -28,6 +28,11 @@ namespace wallet {
 bool is_wallet_operation(std::string_view op_type) noexcept;
 // The same types as a list (without "_operation"), for those that need them all.
 std::span<const std::string_view> wallet_operation_types() noexcept;
+// The asset field of a type whose operations carry exactly one asset, under
+// one name on every node version ("amount" of a transfer, "reward" of a
+// curation reward); nullopt for every other type. The store leaves `assets`
+// out of rows whose one asset is what their amount columns hold.
+std::optional<std::string_view> sole_asset_field(std::string_view op_type) noexcept;
 
 // Virtual-ness by operation type (decisions.md section 1); the node's own
 // flag decides only for a type this build does not know.

@@ -1,8 +1,11 @@
-// The write side of wallet_operation_events, shared by the indexer and the
-// backfill loader so that live and historical rows have identical shape.
+// The write side of the event store (migration 0004, docs/store-layout.md),
+// shared by the indexer and the backfill loader so that live and historical
+// rows have identical shape.
 //
-// Writes are idempotent on the dedup key (block_num, trx_in_block, op_in_trx,
-// virtual_op, account, role): re-writing any block never duplicates a row.
+// Writes are idempotent: an event is one operation's (block_num, block_seq)
+// for one account and role, unique in wallet_events, and a block's raw
+// operations are stored once, in its wallet_blocks row. Re-writing any block
+// never duplicates a row.
 // The store functions run inside the caller's transaction; EventStore wraps
 // them into the indexer's one-transaction-per-batch commit together with the
 // checkpoint and the ids of the batch's blocks.
@@ -11,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <libpq-fe.h>
@@ -34,13 +38,30 @@ struct WriteCounts {
     std::int64_t inserted = 0;  // rows new to the table (the rest were already there)
 };
 
+// The integer ids of account names (wallet_accounts) of one database, cached:
+// ids are never changed or reused, so a cached id stays right.
+class AccountIds {
+public:
+    // Gives every account of the events an id, adding new names.
+    Result<bool> resolve(PGconn* conn, const std::vector<WalletEvent>& events);
+    std::optional<std::int32_t> find(const std::string& name) const;
+
+private:
+    std::unordered_map<std::string, std::int32_t> ids_;
+};
+
 // Once per connection, before the first write: silences server notices on
 // stderr and creates the session's temporary staging table.
 Result<bool> prepare_session(PGconn* conn);
 
 // Inside an open transaction. Every event must carry its block position
 // (block_seq and virtual_op): events decoded without the whole block are
-// refused. Amounts must fit NUMERIC(30,6) exactly.
+// refused; they come in block order, with all events of a block in the same
+// call. Amounts must fit NUMERIC(30,6) exactly. Writers that run beside
+// others resolve `ids` before opening their transaction.
+Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
+                                  WriteMethod method = WriteMethod::CopyMerge);
+// The same with a cache of its own (for one-off writes).
 Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events,
                                   WriteMethod method = WriteMethod::CopyMerge);
 
@@ -83,6 +104,7 @@ public:
 private:
     explicit EventStore(PgConnPtr conn) : conn_(std::move(conn)) {}
     PgConnPtr conn_;
+    store::AccountIds account_ids_;
 };
 
 }  // namespace wallet

@@ -21,6 +21,10 @@ enum class Role { Sender, Receiver, Delegator, Delegatee, Author, Curator, Owner
 // "sender", "receiver", ... as stored and served.
 std::string_view role_name(Role role) noexcept;
 std::optional<Role> parse_role(std::string_view name) noexcept;
+// The store's small code of a role: codes sort as the names do, so ordering
+// rows by code orders them by name (the keyset's last tiebreaker).
+int role_code(Role role) noexcept;
+std::optional<Role> role_of_code(int code) noexcept;
 
 // hived's trx_in_block for operations outside any transaction (uint32 -1).
 inline constexpr std::int64_t kBlockLevelTrxInBlock = 4294967295;

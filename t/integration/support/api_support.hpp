@@ -129,7 +129,8 @@ inline std::string nginx_http_config() {
 // PostgreSQL provisioned with the schema, and nginx serving the API from it.
 class ApiStack {
 public:
-    ApiStack() { settings_ = pg_.provision(); }
+    // The schema of the given version (an older store, upgrade tests) or the latest.
+    explicit ApiStack(std::optional<int> schema_version = std::nullopt) { settings_ = pg_.provision("wallet", schema_version); }
 
     // Starts (or restarts) nginx; `env` adds to / overrides the database env.
     void start_nginx(const std::map<std::string, std::string>& env = {}, int workers = 1) {

@@ -114,7 +114,8 @@ public:
     std::map<std::string, std::string> env(const std::string& database = "wallet") const;
     wallet::Settings settings(wallet::Component component, const std::string& database = "wallet") const;
     // Provisions roles, database and schema (as wallet-db-setup does).
-    wallet::Settings provision(const std::string& database = "wallet");
+    // Schema migrations up to `schema_version` only, when given (upgrade tests).
+    wallet::Settings provision(const std::string& database = "wallet", std::optional<int> schema_version = std::nullopt);
     void stop();
     void start();
     // Runs SQL as the superuser in the database, returns rows as text (tab-separated columns).
