@@ -76,22 +76,40 @@ Result<std::string> numeric_text(const Asset& asset, const char* column) {
     return asset.amount_string();
 }
 
-// The `assets` list as JSON, written directly: field names and symbols are
-// plain identifiers, amounts exact decimals.
-std::string assets_text(const std::vector<AssetField>& assets) {
-    std::string out = "[";
-    for (const auto& field : assets) {
-        if (out.size() > 1) out += ',';
-        out += "{\"field\":";
-        json::append_quoted(out, field.field);
-        out += ",\"amount\":";
-        const auto amount = field.asset.amount_string();  // the decoder checked that it prints
-        json::append_quoted(out, amount ? *amount : std::string("0"));
-        out += ",\"symbol\":";
-        json::append_quoted(out, field.asset.symbol);
-        out += '}';
+// A field name, amount or symbol the compact `assets` form can hold as it is.
+bool is_asset_token(std::string_view text) {
+    if (text.empty()) return false;
+    for (const char c : text) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                           c == '.' || c == '@' || c == '-';
+        if (!plain) return false;
     }
-    return out + "]";
+    return true;
+}
+
+// The `assets` list as stored (wallet_assets_json, migration 0004): the
+// triples "field amount symbol" separated by spaces, or, when a part is not a
+// plain token, the list as JSON (it starts with '[').
+std::string assets_text(const std::vector<AssetField>& assets) {
+    std::string compact;
+    std::string json = "[";
+    bool plain = true;
+    for (const auto& field : assets) {
+        const auto printed = field.asset.amount_string();  // the decoder checked that it prints
+        const std::string amount = printed ? *printed : std::string("0");
+        plain = plain && is_asset_token(field.field) && is_asset_token(amount) && is_asset_token(field.asset.symbol);
+        if (!compact.empty()) compact += ' ';
+        compact += field.field + ' ' + amount + ' ' + field.asset.symbol;
+        if (json.size() > 1) json += ',';
+        json += "{\"field\":";
+        json::append_quoted(json, field.field);
+        json += ",\"amount\":";
+        json::append_quoted(json, amount);
+        json += ",\"symbol\":";
+        json::append_quoted(json, field.asset.symbol);
+        json += '}';
+    }
+    return plain ? compact : json + "]";
 }
 
 // Whether the event's `assets` is what the store gives back for a row without

@@ -182,6 +182,38 @@ std::size_t event_bound(const EventRow& row) {
     return kEventOverhead + json::quoted_capacity(row.text_bytes()) + 2 * page_column::kCount;
 }
 
+// The compact triples as jsonb prints their list: the tokens need no escapes.
+// The store writes whole triples; a list that is not is printed as none
+// rather than as broken JSON.
+void write_compact_assets(RowWriter& w, std::string_view compact) {
+    std::array<std::string_view, 3> triple;
+    std::size_t count = 0;
+    for (std::string_view rest = compact; !rest.empty();) {
+        const std::size_t end = rest.find(' ');
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        ++count;
+    }
+    w.literal("[");
+    if (count % 3 == 0) {
+        std::size_t index = 0;
+        for (std::string_view rest = compact; !rest.empty(); ++index) {
+            const std::size_t end = rest.find(' ');
+            triple[index % 3] = rest.substr(0, end);
+            rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+            if (index % 3 != 2) continue;
+            if (index > 2) w.literal(", ");
+            w.literal("{\"field\": \"");
+            w.raw(triple[0]);
+            w.literal("\", \"amount\": \"");
+            w.raw(triple[1]);
+            w.literal("\", \"symbol\": \"");
+            w.raw(triple[2]);
+            w.literal("\"}");
+        }
+    }
+    w.literal("]");
+}
+
 // quoted_account: the page's account as a JSON string.
 void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_account, PageMemo& memo) {
     namespace c = page_column;
@@ -226,12 +258,16 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
     w.quoted_or_null(row[c::kAuthor]);
     w.literal(",\"permlink\":");
     w.quoted_or_null(row[c::kPermlink]);
-    // `assets` is jsonb printed by PostgreSQL: valid JSON, amounts as strings.
-    // NULL: the one asset the amount columns hold, printed as jsonb would.
+    // `assets` as stored (migration 0004), printed as the jsonb of 0001 was:
+    // JSON printed by PostgreSQL (it starts with '['), the compact triples
+    // "field amount symbol ..." of plain tokens, or NULL for the one asset
+    // the amount columns hold.
     w.literal(",\"assets\":");
     const Field& assets = row[c::kAssets];
-    if (!assets.null) {
+    if (!assets.null && assets.text.starts_with('[')) {
         w.raw(assets.text);
+    } else if (!assets.null) {
+        write_compact_assets(w, assets.text);
     } else {
         const bool liquid = !row[c::kAmount].null;
         const Field& amount = liquid ? row[c::kAmount] : row[c::kVestingAmount];

@@ -10,12 +10,13 @@ namespace {
 
 // The event columns in page_column order (after indexed_block). Codes are
 // named in SQL (inlined immutable functions); `assets` is NULL when the
-// amount columns hold it (wallet_derived_assets), and the writer renders it.
+// amount columns hold it (wallet_derived_assets), the compact triples of
+// wallet_assets_json, or JSON printed as jsonb; the writer renders it.
 constexpr const char* kEventColumns =
     "wallet_role_name(role) AS role, wallet_op_type_name(op_type) AS op_type, block_num, block_seq, trx_id,"
     " op_in_trx, virtual_op, extract(epoch FROM ts)::bigint AS epoch, amount::text AS amount, symbol,"
     " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
-    " assets::text AS assets";
+    " CASE WHEN assets LIKE '[%' THEN assets::jsonb::text ELSE assets END AS assets";
 
 // The account's id; an unknown name matches no row.
 constexpr const char* kAccount = " account_id = (SELECT id FROM wallet_accounts WHERE name = $1)";
@@ -66,7 +67,7 @@ std::string totals_sql(bool with_partial_days) {
               part("$4", "$5") + "  UNION ALL" + part("$6", "$7") + "), ";
         raw_vesting = "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw";
         raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r,"
-                     " wallet_reward_liquid_parts(coalesce(r.assets, '[]')) l";
+                     " wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l";
     } else {
         sql = "(text, date, date) AS WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), ";
     }

@@ -9,7 +9,9 @@
 --     object per block (wallet_blocks), which is also the unit of idempotency:
 --     a block's events are written together with its row, in one transaction;
 --   * `assets` is NULL when it is exactly the one asset the event's amount
---     columns already hold (wallet_derived_assets gives it back);
+--     columns already hold (wallet_derived_assets gives it back), and
+--     otherwise a compact list "field amount symbol ..." (wallet_assets_json
+--     gives the jsonb of 0001 back; 244 bytes of jsonb were ~70 of text);
 --   * one unique keyset index on integers serves paging and dedup; block
 --     times map time windows to block ranges.
 -- `wallet_operation_events` stays, as a view with the columns of 0001 (spec
@@ -96,6 +98,34 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                     'symbol', CASE WHEN amount IS NULL THEN vesting_symbol ELSE symbol END)) END
 $$;
 
+-- `assets` as stored: NULL (derived, above), '' for none, or the triples
+-- "field amount symbol" separated by spaces, in the event's order. Fields,
+-- amounts and symbols are plain tokens; a list with any other text is kept
+-- as its JSON instead (it starts with '[').
+CREATE FUNCTION wallet_assets_json(assets text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN assets IS NULL THEN NULL
+                WHEN assets LIKE '[%' THEN assets::jsonb
+                ELSE (SELECT coalesce(jsonb_agg(jsonb_build_object('field', t[i], 'amount', t[i + 1], 'symbol', t[i + 2])
+                                                ORDER BY i), '[]'::jsonb)
+                        FROM string_to_array(nullif(assets, ''), ' ') AS t,
+                             generate_series(1, coalesce(array_length(t, 1), 0), 3) AS i) END
+$$;
+CREATE FUNCTION wallet_assets_compact(assets jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN assets IS NULL THEN NULL
+                WHEN jsonb_typeof(assets) = 'array' AND NOT EXISTS (
+                         SELECT FROM jsonb_array_elements(assets) a
+                          WHERE jsonb_typeof(a) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(a)) <> 3
+                             OR coalesce(a ->> 'field', '') !~ '^[A-Za-z0-9_.@-]+$'
+                             OR coalesce(a ->> 'amount', '') !~ '^[A-Za-z0-9_.@-]+$'
+                             OR coalesce(a ->> 'symbol', '') !~ '^[A-Za-z0-9_.@-]+$'
+                             OR jsonb_typeof(a -> 'amount') <> 'string')
+                THEN (SELECT coalesce(string_agg(concat_ws(' ', a ->> 'field', a ->> 'amount', a ->> 'symbol'), ' ' ORDER BY n), '')
+                        FROM jsonb_array_elements(assets) WITH ORDINALITY AS e(a, n))
+                ELSE assets::text END
+$$;
+
 -- ---- the blocks: times and raw payloads ---------------------------------------
 -- One row per block that has wallet events. `ops` maps each operation's
 -- block_seq to [trx_in_block, the operation entry exactly as the node sent
@@ -138,7 +168,7 @@ CREATE TABLE wallet_events (
     memo            text,
     author          text,
     permlink        text,
-    assets          jsonb
+    assets          text
 );
 -- Paging newest first and the dedup key at once. Block times never decrease,
 -- so (block_num, block_seq, role) orders exactly as (timestamp, block_num,
@@ -166,7 +196,8 @@ SELECT o."timestamp", a.id, o.block_num, o.block_seq, o.virtual_op, o.op_in_trx,
        wallet_role_code(o.role), o.amount, o.symbol, o.vesting_amount, o.vesting_symbol, o.trx_id, o.counterparty,
        o.memo, o.author, o.permlink,
        CASE WHEN o.assets = wallet_derived_assets(wallet_op_type_code(o.op_type), o.amount, o.symbol,
-                                                  o.vesting_amount, o.vesting_symbol) THEN NULL ELSE o.assets END
+                                                  o.vesting_amount, o.vesting_symbol) THEN NULL
+            ELSE wallet_assets_compact(o.assets) END
   FROM wallet_operation_events o JOIN wallet_accounts a ON a.name = o.account
  ORDER BY o.block_num, o.block_seq, a.id, wallet_role_code(o.role);
 
@@ -222,7 +253,7 @@ BEGIN
            vesting_sum = d.vesting_sum + EXCLUDED.vesting_sum;
     INSERT INTO wallet_reward_liquid_daily AS d (account_id, day, op_type, symbol, amount_sum)
     SELECT r.account_id, k.day, r.op_type, l.symbol, sum(l.amount)
-      FROM changed_rows r, wallet_reward_day_keys(r.ts) k, wallet_reward_liquid_parts(coalesce(r.assets, '[]')) l
+      FROM changed_rows r, wallet_reward_day_keys(r.ts) k, wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l
      WHERE wallet_is_reward_type(r.op_type)
      GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
     ON CONFLICT (account_id, day, op_type, symbol) DO UPDATE
@@ -244,7 +275,7 @@ BEGIN
      WHERE d.account_id = g.account_id AND d.day = g.day AND d.op_type = g.op_type;
     WITH gone AS (
         SELECT r.account_id, k.day, r.op_type, l.symbol, sum(l.amount) AS a
-          FROM changed_rows r, wallet_reward_day_keys(r.ts) k, wallet_reward_liquid_parts(coalesce(r.assets, '[]')) l
+          FROM changed_rows r, wallet_reward_day_keys(r.ts) k, wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l
          WHERE wallet_is_reward_type(r.op_type)
          GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4)
     UPDATE wallet_reward_liquid_daily d
@@ -296,7 +327,7 @@ BEGIN
      GROUP BY 1, 2, 3;
     INSERT INTO wallet_reward_liquid_daily (account_id, day, op_type, symbol, amount_sum)
     SELECT r.account_id, k.day, r.op_type, l.symbol, sum(l.amount)
-      FROM wallet_events r, wallet_reward_day_keys(r.ts) k, wallet_reward_liquid_parts(coalesce(r.assets, '[]')) l
+      FROM wallet_events r, wallet_reward_day_keys(r.ts) k, wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l
      WHERE wallet_is_reward_type(r.op_type)
      GROUP BY 1, 2, 3, 4;
 END $$;
@@ -320,7 +351,7 @@ SELECT e.block_num,
        e.op_in_trx, e.virtual_op, a.name AS account, wallet_role_name(e.role) AS role,
        e.block_seq, wallet_op_type_name(e.op_type) AS op_type, e.trx_id, e.ts AS "timestamp",
        e.amount, e.symbol, e.vesting_amount, e.vesting_symbol, e.counterparty, e.memo, e.author, e.permlink,
-       coalesce(e.assets, wallet_derived_assets(e.op_type, e.amount, e.symbol, e.vesting_amount, e.vesting_symbol)) AS assets,
+       coalesce(wallet_assets_json(e.assets), wallet_derived_assets(e.op_type, e.amount, e.symbol, e.vesting_amount, e.vesting_symbol)) AS assets,
        (o.entry -> 1)::jsonb AS payload
   FROM wallet_events e
   JOIN wallet_accounts a ON a.id = e.account_id
@@ -356,7 +387,7 @@ BEGIN
             NEW.permlink,
             CASE WHEN NEW.assets = wallet_derived_assets(wallet_op_type_code(NEW.op_type), NEW.amount, NEW.symbol,
                                                          NEW.vesting_amount, NEW.vesting_symbol)
-                 THEN NULL ELSE NEW.assets END)
+                 THEN NULL ELSE wallet_assets_compact(NEW.assets) END)
     ON CONFLICT DO NOTHING;
     RETURN NEW;
 END $$;
