@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "jsonrpc_json.hpp"
@@ -25,6 +26,11 @@ namespace {
 std::int64_t wall_clock_ms() {
     ngx_time_t* tp = ngx_timeofday();
     return static_cast<std::int64_t>(tp->sec) * 1000 + static_cast<std::int64_t>(tp->msec);
+}
+
+// A stored expiry of 0 means none (a final answer about an irreversible block).
+std::int64_t memory_expiry(std::int64_t stored_expiry) {
+    return stored_expiry == 0 ? std::numeric_limits<std::int64_t>::max() : stored_expiry;
 }
 
 ngx_str_t view_str(const std::string& s) {
@@ -703,9 +709,10 @@ public:
         write(resp_command({"GET", key}));
     }
 
+    // ttl 0: without expiry.
     void set(const std::string& key, const std::string& value, std::int64_t ttl) {
         fifo_.push_back(nullptr);
-        write(resp_command({"SET", key, value, "EX", std::to_string(ttl)}));
+        write(ttl == 0 ? resp_command({"SET", key, value}) : resp_command({"SET", key, value, "EX", std::to_string(ttl)}));
     }
 
     void cancel(Call& call) {
@@ -827,15 +834,113 @@ private:
     std::unordered_map<std::string, Entry> entries_;
 };
 
+// ---- coalesced misses ---------------------------------------------------------------
+
+// Identical cacheable misses of one worker: the first (the leader) asks the
+// target, the others wait for its answer. A call leaves its group when it
+// is destroyed (client gone) or times out on its own; a leader that leaves
+// hands the upstream request to the next member.
+struct MissGroup : std::enable_shared_from_this<MissGroup> {
+    std::string key;
+    std::vector<Call*> members;  // in joining order; leavers become nullptr
+    Call* leader = nullptr;      // the member whose request is with the target
+    std::unordered_map<std::string, MissGroup*>* index = nullptr;  // the worker's open groups
+
+    ~MissGroup() { close(); }
+    // Late identical misses start a group of their own from now on.
+    void close() {
+        if (index == nullptr) return;
+        auto it = index->find(key);
+        if (it != index->end() && it->second == this) index->erase(it);
+        index = nullptr;
+    }
+};
+
+// What the leader's upstream request gave: an answer (every member gets it
+// with its own id) or a failure (every member fails with it).
+struct MissOutcome {
+    std::string answer_head;  // the response up to the id; empty for a failure
+    int code = 0;
+    std::string message;
+    std::string detail;
+};
+
+// ---- chain-node polling -----------------------------------------------------------
+
+// Polls one chain-node target with get_dynamic_global_properties. Every
+// worker runs one per target; a poll is due when the shared next_poll_ms
+// passed, and the worker that moves it forward polls.
+class ChainPoller final : public ExchangeOwner {
+public:
+    ChainPoller(const RouterInstance& instance, std::size_t target, ChainSlot& slot)
+        : instance_(instance), target_(instance.table.targets[target]), target_index_(target), slot_(slot) {
+        timer_.handler = on_timer;
+        timer_.data = this;
+        timer_.log = ngx_cycle->log;
+        timer_.cancelable = 1;  // never holds up a graceful shutdown
+        ngx_add_timer(&timer_, 1);
+    }
+    ~ChainPoller() {
+        if (timer_.timer_set) ngx_del_timer(&timer_);
+    }
+    ChainPoller(const ChainPoller&) = delete;
+    ChainPoller& operator=(const ChainPoller&) = delete;
+
+    void exchange_done(Exchange& exchange) override {
+        std::string response = exchange.take_response();
+        auto head = router::chain_head(response);
+        std::int64_t now = wall_clock_ms();
+        if (head) {
+            slot_.head.store(head->head);
+            slot_.lib.store(head->lib);
+            slot_.answered_ms.store(now);
+            if (slot_.failures.exchange(0) != 0) {
+                ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                              "jsonrpc_router: chain node %s answers again: head %uL, last irreversible %uL",
+                              target_.name.c_str(), head->head, head->lib);
+            }
+        } else if (slot_.failures.fetch_add(1) == 0) {
+            // Once per outage; the last irreversible block learned stays valid.
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "jsonrpc_router: chain node %s: get_dynamic_global_properties failed: %s",
+                          target_.name.c_str(), response.substr(0, 300).c_str());
+        }
+        inflight_.reset();  // destroys `exchange`: nothing after this
+    }
+
+private:
+    static void on_timer(ngx_event_t* ev) { static_cast<ChainPoller*>(ev->data)->tick(); }
+
+    void tick() {
+        ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target_.poll_ms));
+        if (inflight_ || ngx_exiting || ngx_terminate || ngx_quit) return;
+        std::int64_t now = wall_clock_ms();
+        std::int64_t due = slot_.next_poll_ms.load();
+        if (now < due || !slot_.next_poll_ms.compare_exchange_strong(due, now + target_.poll_ms)) return;
+        inflight_ = std::make_unique<Exchange>(instance_, ngx_cycle->log, *this);
+        inflight_->start_poll(target_index_);
+    }
+
+    const RouterInstance& instance_;
+    const router::Target& target_;
+    std::size_t target_index_;
+    ChainSlot& slot_;
+    ngx_event_t timer_{};
+    std::unique_ptr<Exchange> inflight_;
+};
+
 // ---- Worker -----------------------------------------------------------------------
 
 struct Worker::Impl {
     struct InstanceState {
         std::vector<std::unique_ptr<Upstream>> upstreams;
         std::unique_ptr<RedisClient> redis;
+        std::unordered_map<std::string, MissGroup*> misses;  // open miss groups by cache key
     };
     std::unordered_map<const RouterInstance*, InstanceState> instances;
     MemoryCache memory;
+    // Destroyed first (declared last): their calls still use the upstreams.
+    std::vector<std::unique_ptr<ChainPoller>> pollers;
 
     InstanceState& state(const RouterInstance& instance) {
         InstanceState& s = instances[&instance];
@@ -887,6 +992,31 @@ Upstream& Worker::upstream(const RouterInstance& instance, std::size_t target) {
     return *slot;
 }
 
+void Worker::start_chain_polls(const RouterInstance& instance) {
+    for (std::size_t i = 0; i < instance.table.targets.size(); ++i) {
+        if (ChainSlot* slot = instance.chain_slot(i)) impl_->pollers.push_back(std::make_unique<ChainPoller>(instance, i, *slot));
+    }
+}
+
+bool Worker::join_miss(Call& call) {
+    auto& misses = impl_->state(call.exchange().instance()).misses;
+    const std::string& key = call.plan().cache_key;
+    auto it = misses.find(key);
+    if (it != misses.end()) {
+        it->second->members.push_back(&call);
+        call.miss_group = it->second->shared_from_this();
+        return true;
+    }
+    auto group = std::make_shared<MissGroup>();
+    group->key = key;
+    group->members.push_back(&call);
+    group->leader = &call;
+    group->index = &misses;
+    misses.emplace(key, group.get());
+    call.miss_group = std::move(group);
+    return false;
+}
+
 void Worker::cache_lookup(Call& call) {
     const RouterInstance& instance = call.exchange().instance();
     std::string key = instance.cache_prefix + call.plan().cache_key;
@@ -922,18 +1052,18 @@ void Worker::cache_trip(Call& call) {
     if (redis) redis->trip();
 }
 
-void Worker::cache_store(const Call& call, const std::string& result) {
+void Worker::cache_store(const Call& call, const std::string& result, std::int64_t lifetime) {
     const RouterInstance& instance = const_cast<Call&>(call).exchange().instance();
     std::string key = instance.cache_prefix + call.plan().cache_key;
-    std::int64_t expires = wall_clock_ms() + call.plan().ttl * 1000;
-    // The stored value carries its expiry, so that a worker's memory copy of
-    // an entry read from Redis never outlives the Redis entry.
+    // The stored value carries its expiry (0: none), so that a worker's
+    // memory copy of an entry read from Redis never outlives the Redis entry.
+    std::int64_t expires = lifetime == 0 ? 0 : wall_clock_ms() + lifetime * 1000;
     std::string value = std::to_string(expires) + " " + result;
-    if (instance.memory_cache_bytes > 0) impl_->memory.store(key, value, expires);
+    if (instance.memory_cache_bytes > 0) impl_->memory.store(key, value, memory_expiry(expires));
     if (!instance.redis_enabled) return;
     auto& redis = impl_->state(instance).redis;
     if (!redis) redis = std::make_unique<RedisClient>(instance, ngx_cycle->log);
-    if (redis->usable()) redis->set(key, value, call.plan().ttl);
+    if (redis->usable()) redis->set(key, value, lifetime);
 }
 
 void Worker::remember(const Call& call, std::string_view stored) {
@@ -942,7 +1072,7 @@ void Worker::remember(const Call& call, std::string_view stored) {
     auto space = stored.find(' ');
     if (space == std::string_view::npos) return;
     std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
-    impl_->memory.store(instance.cache_prefix + call.plan().cache_key, std::string(stored), expires);
+    impl_->memory.store(instance.cache_prefix + call.plan().cache_key, std::string(stored), memory_expiry(expires));
 }
 
 // ---- Call ---------------------------------------------------------------------------
@@ -958,6 +1088,7 @@ Call::~Call() {
     unpost_event(&timer_);
     if (waiting_cache) Worker::get().cache_cancel(*this);
     if (upstream != nullptr) upstream->cancel(*this);
+    leave_group();
 }
 
 const router::CallPlan& Call::plan() const { return exchange_.plan().calls[index_]; }
@@ -987,11 +1118,11 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
     waiting_cache = false;
     if (timer_.timer_set) ngx_del_timer(&timer_);
     if (source != CacheSource::None) {
-        // "<expiry ms> <result>"; anything else is not ours and is a miss.
+        // "<expiry ms, 0 = none> <result>"; anything else is not ours and is a miss.
         auto space = stored.find(' ');
         if (space != std::string_view::npos && space > 0) {
             std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
-            if (expires > wall_clock_ms()) {
+            if (expires == 0 || expires > wall_clock_ms()) {
                 if (source == CacheSource::Redis) Worker::get().remember(*this, stored);
                 cache_status = "HIT";
                 finish(router::render_cached(stored.substr(space + 1), plan().id));
@@ -1003,10 +1134,72 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
 }
 
 void Call::go_upstream() {
+    if (!plan().cache_key.empty() && Worker::get().join_miss(*this)) {
+        // An identical miss is already with the target: wait for its answer.
+        cache_status = "COALESCED";
+        const router::Target& target = exchange_.instance().table.targets[plan().route->target];
+        ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+        return;
+    }
+    send_upstream();
+}
+
+void Call::send_upstream() {
     const router::Route& route = *plan().route;
     const router::Target& target = exchange_.instance().table.targets[route.target];
     ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
     Worker::get().upstream(exchange_.instance(), route.target).submit(*this);
+}
+
+void Call::lead() {
+    cache_status = "MISS";
+    send_upstream();
+}
+
+void Call::leave_group() {
+    if (!miss_group) return;
+    std::shared_ptr<MissGroup> group = std::move(miss_group);
+    miss_group.reset();
+    for (Call*& member : group->members) {
+        if (member == this) member = nullptr;
+    }
+    if (group->leader != this) return;
+    // The leader's client went away: the next member asks the target.
+    group->leader = nullptr;
+    for (Call* member : group->members) {
+        if (member != nullptr) {
+            group->leader = member;
+            member->lead();
+            return;
+        }
+    }
+}
+
+void Call::answer_group(const MissOutcome& outcome) {
+    std::shared_ptr<MissGroup> group = std::move(miss_group);
+    miss_group.reset();
+    group->close();
+    group->leader = nullptr;
+    // Each member is detached before it is answered: an answer may end an
+    // exchange and destroy its calls (this one too); members still waiting
+    // leave the group on their own then. Only locals are used here.
+    for (std::size_t i = 0; i < group->members.size(); ++i) {
+        Call* member = group->members[i];
+        if (member == nullptr) continue;
+        group->members[i] = nullptr;
+        member->miss_group.reset();
+        member->deliver(outcome);
+    }
+}
+
+void Call::deliver(const MissOutcome& outcome) {
+    if (done_) return;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    if (outcome.code == 0) {
+        finish(outcome.answer_head + plan().id + "}");
+    } else {
+        fail(outcome.code, outcome.message, outcome.detail);
+    }
 }
 
 void Call::fail_later(int code, std::string reason) {
@@ -1035,22 +1228,42 @@ void Call::on_timer(ngx_event_t* ev) {
     }
     if (call->upstream != nullptr) call->upstream->cancel(*call);
     const router::Target& target = call->exchange_.instance().table.targets[call->plan().route->target];
-    call->fail(jsonrpc::code::upstream_timeout,
-               "Request Timeout: target " + target.name + " did not answer within " +
-                   std::to_string(target.timeout_ms) + " ms",
-               "timeout");
+    MissOutcome outcome;
+    outcome.code = jsonrpc::code::upstream_timeout;
+    outcome.message = "Request Timeout: target " + target.name + " did not answer within " +
+                      std::to_string(target.timeout_ms) + " ms";
+    outcome.detail = "timeout";
+    // A waiting member times out alone; the leader's timeout is the group's.
+    if (call->miss_group && call->miss_group->leader != call) call->leave_group();
+    call->answer(outcome);
 }
 
 void Call::upstream_replied(int status, std::string body) {
     if (done_) return;
     if (timer_.timer_set) ngx_del_timer(&timer_);
-    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, exchange_.instance().limits);
+    const RouterInstance& instance = exchange_.instance();
+    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
     if (!reply.valid) {
-        fail(jsonrpc::code::bad_upstream_response,
-             "Upstream response error: " + reply.problem + " (HTTP " + std::to_string(status) + ")", reply.problem);
+        MissOutcome outcome;
+        outcome.code = jsonrpc::code::bad_upstream_response;
+        outcome.message = "Upstream response error: " + reply.problem + " (HTTP " + std::to_string(status) + ")";
+        outcome.detail = reply.problem;
+        answer(outcome);
         return;
     }
-    if (reply.cacheable && !plan().cache_key.empty()) Worker::get().cache_store(*this, reply.result);
+    if (reply.cacheable && !plan().cache_key.empty()) {
+        const ChainSlot* chain = instance.chain_slot(plan().route->target);
+        std::uint64_t lib = chain != nullptr ? chain->lib.load(std::memory_order_relaxed) : 0;
+        if (auto lifetime = router::cache_lifetime(plan(), reply.result, lib)) {
+            Worker::get().cache_store(*this, reply.result, *lifetime);
+        }
+    }
+    if (miss_group) {
+        MissOutcome outcome;
+        outcome.answer_head = reply.response.substr(0, reply.id_offset);
+        answer_group(outcome);
+        return;
+    }
     finish(std::move(reply.response));
 }
 
@@ -1058,16 +1271,28 @@ void Call::upstream_failed(int code, const std::string& reason) {
     if (done_) return;
     if (timer_.timer_set) ngx_del_timer(&timer_);
     const router::Target& target = exchange_.instance().table.targets[plan().route->target];
-    std::string message = code == jsonrpc::code::upstream_unavailable
-                              ? "Upstream unavailable: target " + target.name
-                              : "Upstream response error: target " + target.name;
-    fail(code, message, reason);
+    MissOutcome outcome;
+    outcome.code = code;
+    outcome.message = code == jsonrpc::code::upstream_unavailable ? "Upstream unavailable: target " + target.name
+                                                                  : "Upstream response error: target " + target.name;
+    outcome.detail = reason;
+    answer(outcome);
+}
+
+void Call::answer(const MissOutcome& outcome) {
+    if (miss_group) {
+        answer_group(outcome);
+    } else {
+        deliver(outcome);
+    }
 }
 
 void Call::fail(int code, const std::string& message, const std::string& detail) {
     const std::string& request_id = exchange_.request_id();
     std::string path = plan().path.empty() ? std::string("-") : plan().path;
-    if (code >= 1000) {
+    if (exchange_.quiet()) {
+        // A chain-node poll: its poller reports the target's state.
+    } else if (code >= 1000) {
         ngx_log_error(NGX_LOG_ERR, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s (%s)",
                       request_id.c_str(), code, path.c_str(), message.c_str(), detail.c_str());
     } else {
@@ -1113,6 +1338,15 @@ void Exchange::start(std::string body) {
         done_ = true;
         owner_.exchange_done(*this);  // may destroy this Exchange
     }
+}
+
+void Exchange::start_poll(std::size_t target) {
+    quiet_ = true;
+    plan_.calls.push_back(router::chain_poll_plan(instance_.probe_routes[target]));
+    calls_.push_back(std::make_unique<Call>(*this, 0));
+    pending_ = 1;
+    calls_[0]->start();  // a transport never answers from inside start()
+    started_ = true;
 }
 
 void Exchange::call_finished() {

@@ -6,6 +6,7 @@
 // loop; nothing here blocks and no exception leaves these classes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -33,6 +34,19 @@ inline void unpost_event(ngx_event_t* ev) {
     }
 }
 
+// What the poller learned about one chain-node target, in shared memory so
+// that every worker reads it: one worker polls at a time (the one that moves
+// next_poll_ms forward), never on a request's path.
+struct ChainSlot {
+    std::atomic<std::int64_t> next_poll_ms{0};   // wall clock; claimed by compare-exchange
+    std::atomic<std::uint64_t> head{0};          // head block number last reported
+    std::atomic<std::uint64_t> lib{0};           // last irreversible block last reported (0 = unknown)
+    std::atomic<std::int64_t> answered_ms{0};    // wall clock of the last good answer
+    std::atomic<std::uint64_t> failures{0};      // polls failed since the last good answer
+};
+static_assert(std::atomic<std::int64_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free,
+              "shared-memory counters must be lock-free");
+
 // Settings of one `jsonrpc_router` location, fixed at configuration time.
 struct RouterInstance {
     router::RoutingTable table;
@@ -51,10 +65,21 @@ struct RouterInstance {
     std::size_t max_response = 64 << 20;     // upstream body limit
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
+    ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to
+    ngx_shm_zone_t* chain_zone = nullptr;    // ChainSlot per target; null without chain-nodes
+    std::vector<router::Route> probe_routes; // per target: how a poll reaches it
+
+    // The chain state of a target (nullptr when it is no chain node).
+    ChainSlot* chain_slot(std::size_t target) const {
+        if (chain_zone == nullptr || chain_zone->data == nullptr || !table.targets[target].chain_node) return nullptr;
+        return static_cast<ChainSlot*>(chain_zone->data) + target;
+    }
 };
 
 class Call;
 class Exchange;
+struct MissGroup;
+struct MissOutcome;
 
 enum class CacheSource { None, Memory, Redis };
 class Worker;
@@ -90,6 +115,10 @@ public:
     void fail_later(int code, std::string reason);
     // Cache lookup outcome: the stored value, or a miss (source None).
     void cache_answered(CacheSource source, std::string_view stored);
+    // The answer of a coalesced miss (the group's upstream reply or failure).
+    void deliver(const MissOutcome& outcome);
+    // Becomes the one call of its miss group that asks the target.
+    void lead();
 
     // Transport bookkeeping.
     Upstream* upstream = nullptr;   // set while the call is with a transport
@@ -101,8 +130,16 @@ public:
     std::string response;           // the answer for this call
     const char* cache_status = "BYPASS";
 
+    // The identical misses this call shares an upstream request with.
+    std::shared_ptr<MissGroup> miss_group;
+
 private:
     void go_upstream();
+    void send_upstream();
+    // The end of this call's upstream request: its answer, or its group's.
+    void answer(const MissOutcome& outcome);
+    void answer_group(const MissOutcome& outcome);
+    void leave_group();
     void finish(std::string response);
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
@@ -133,6 +170,10 @@ public:
 
     // Plans and starts every call; may complete (call exchange_done) before returning.
     void start(std::string body);
+    // One get_dynamic_global_properties call to `target` (a chain-node
+    // poll): never cached, coalesced or logged as a client's error.
+    void start_poll(std::size_t target);
+    bool quiet() const { return quiet_; }
     bool done() const { return done_; }
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
@@ -159,6 +200,7 @@ private:
     std::size_t pending_ = 0;
     bool started_ = false;
     bool done_ = false;
+    bool quiet_ = false;
     std::string request_id_;
 };
 
@@ -169,9 +211,16 @@ public:
     static void shutdown();  // exit_process
 
     Upstream& upstream(const RouterInstance& instance, std::size_t target);
+    // Starts polling the chain-node targets of an instance (init_process).
+    void start_chain_polls(const RouterInstance& instance);
     // Cache: lookup (answers through Call::cache_answered, maybe synchronously).
     void cache_lookup(Call& call);
-    void cache_store(const Call& call, const std::string& result);
+    // Stores a result for `lifetime` seconds (0: without expiry).
+    void cache_store(const Call& call, const std::string& result, std::int64_t lifetime);
+    // A cache miss about to go upstream joins the identical miss already in
+    // flight in this worker (true: it waits for that one's answer) or
+    // starts a group that later identical misses join (false).
+    bool join_miss(Call& call);
     void cache_cancel(Call& call);
     // A lookup timed out: stop waiting for Redis for a while.
     void cache_trip(Call& call);

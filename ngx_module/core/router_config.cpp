@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -168,8 +169,9 @@ public:
         auto top = doc.children(0);
         for (std::size_t i = 0; i < top.size(); i += 2) {
             std::string key = doc.string_value(top[i]);
-            if (key != "targets" && key != "timeouts" && key != "routes" && key != "default-cache") {
-                return fail(key, "unknown key (expected targets, timeouts, routes, default-cache)");
+            if (key != "targets" && key != "timeouts" && key != "routes" && key != "default-cache" &&
+                key != "chain-nodes") {
+                return fail(key, "unknown key (expected targets, timeouts, routes, default-cache, chain-nodes)");
             }
             for (std::size_t j = 0; j < i; j += 2) {
                 if (doc.string_value(top[j]) == key) return fail(key, "duplicate key");
@@ -212,6 +214,11 @@ public:
             }
         }
 
+        if (auto chain = doc.member(0, "chain-nodes")) {
+            auto loaded = load_chain_nodes(doc, *chain, table);
+            if (!loaded) return wallet::make_error(loaded.error());
+        }
+
         if (auto default_cache = doc.member(0, "default-cache")) {
             auto ttl = seconds(doc, *default_cache, "default-cache");
             if (!ttl) return wallet::make_error(ttl.error());
@@ -236,8 +243,10 @@ public:
             auto members = doc.children(value);
             for (std::size_t m = 0; m < members.size(); m += 2) {
                 std::string name = doc.string_value(members[m]);
-                if (name != "target" && name != "cache" && name != "translate_to_app_base") {
-                    return fail(key + "." + name, "unknown key (expected target, cache, translate_to_app_base)");
+                if (name != "target" && name != "cache" && name != "translate_to_app_base" &&
+                    name != "expire_if_reversible") {
+                    return fail(key + "." + name,
+                                "unknown key (expected target, cache, translate_to_app_base, expire_if_reversible)");
                 }
             }
             auto target = doc.member(value, "target");
@@ -259,6 +268,18 @@ public:
                 }
                 route.translate = k == JsonKind::True;
             }
+            if (auto final_at_lib = doc.member(value, "expire_if_reversible")) {
+                JsonKind k = doc.kind(*final_at_lib);
+                if (k != JsonKind::True && k != JsonKind::False) {
+                    return fail(key + ".expire_if_reversible", "must be true or false");
+                }
+                route.expire_if_reversible = k == JsonKind::True;
+                if (route.expire_if_reversible && !table.targets[route.target].chain_node) {
+                    return fail(key + ".expire_if_reversible",
+                                "target '" + target_name + "' is not listed in chain-nodes (its last irreversible block "
+                                "would be unknown)");
+                }
+            }
             table.routes.push_back(std::move(route));
         }
         for (Route& r : table.routes) r.ttl = r.cache.value_or(table.default_cache);
@@ -266,6 +287,36 @@ public:
     }
 
 private:
+    // "chain-nodes": {"<target>": {"poll_interval": seconds}}
+    wallet::Result<bool> load_chain_nodes(const JsonDocument& doc, std::size_t node, RoutingTable& table) const {
+        if (doc.kind(node) != JsonKind::Object) return fail("chain-nodes", "must be an object of target -> settings");
+        auto nodes = doc.children(node);
+        for (std::size_t i = 0; i < nodes.size(); i += 2) {
+            std::string name = doc.string_value(nodes[i]);
+            std::string key = "chain-nodes." + name;
+            auto index = table.find_target(name);
+            if (!index) return fail(key, "unknown target '" + name + "'");
+            Target& target = table.targets[*index];
+            if (target.chain_node) return fail(key, "duplicate target");
+            std::size_t settings = nodes[i + 1];
+            if (doc.kind(settings) != JsonKind::Object) return fail(key, "must be an object");
+            auto members = doc.children(settings);
+            for (std::size_t m = 0; m < members.size(); m += 2) {
+                std::string member = doc.string_value(members[m]);
+                if (member != "poll_interval") {
+                    return fail(key + "." + member, "unknown key (expected poll_interval)");
+                }
+            }
+            target.chain_node = true;
+            if (auto poll = doc.member(settings, "poll_interval")) {
+                auto ms = timeout_ms(doc, *poll, key + ".poll_interval");
+                if (!ms) return wallet::make_error(ms.error());
+                target.poll_ms = std::max<std::int64_t>(*ms, 100);
+            }
+        }
+        return true;
+    }
+
     wallet::Error fail(const std::string& key, const std::string& reason) const {
         std::string where = source_;
         if (!key.empty()) where += ": " + key;

@@ -28,6 +28,10 @@ struct Target {
     std::string path = "/";    // request path on the target
     std::string host_header;   // Host: value sent upstream
     std::int64_t timeout_ms = 10000;
+    // A chain node (routing-file key `chain-nodes`): polled for its head and
+    // last irreversible block every poll_ms.
+    bool chain_node = false;
+    std::int64_t poll_ms = 3000;
     bool tls() const { return transport == Transport::Https || transport == Transport::Wss; }
     bool websocket() const { return transport == Transport::Ws || transport == Transport::Wss; }
 };
@@ -56,6 +60,9 @@ struct Route {
     std::optional<std::int64_t> cache;
     std::int64_t ttl = 0;       // cache, or default-cache when cache is absent
     bool translate = false;     // translate_to_app_base
+    // Answers about a block at or below the last irreversible block are
+    // final: cached without expiry (the target must be a chain node).
+    bool expire_if_reversible = false;
 };
 
 struct RoutingTable {
