@@ -198,20 +198,29 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
     }
 }
 
-// The status answer with what the chain-node polls learned (jussi's /health
-// gives the last irreversible block too).
-static std::string chain_status(const RouterInstance& instance) {
-    std::string out = R"({"status":"OK","service":"jsonrpc_router","chain_nodes":{)";
+// The status answer with the health of every URL of the chain nodes and
+// pools, and what their polls learned (jussi's /health gives the LIB too).
+static std::string health_status(const RouterInstance& instance) {
+    std::string out = R"({"status":"OK","service":"jsonrpc_router","targets":{)";
     bool first = true;
-    for (std::size_t i = 0; i < instance.table.targets.size(); ++i) {
-        const jsonrpc_router::ChainSlot* slot = instance.chain_slot(i);
-        if (slot == nullptr) continue;
+    for (std::size_t t = 0; t < instance.table.targets.size(); ++t) {
+        const router::Target& target = instance.table.targets[t];
+        if (instance.url_health(t, 0) == nullptr) continue;
         if (!first) out += ',';
         first = false;
-        wallet::json::append_quoted(out, instance.table.targets[i].name);
-        out += R"(:{"head_block_number":)" + std::to_string(slot->head.load()) +
-               R"(,"last_irreversible_block_num":)" + std::to_string(slot->lib.load()) +
-               R"(,"failed_polls":)" + std::to_string(slot->failures.load()) + "}";
+        wallet::json::append_quoted(out, target.name);
+        out += ":[";
+        for (std::size_t u = 0; u < target.urls.size(); ++u) {
+            const jsonrpc_router::UrlHealth& h = *instance.url_health(t, u);
+            if (u > 0) out += ',';
+            out += R"({"url":)";
+            wallet::json::append_quoted(out, target.urls[u].url);
+            out += R"(,"in":)" + std::string(h.down.load() == 0 ? "true" : "false") +
+                   R"(,"failures":)" + std::to_string(h.failures.load()) +
+                   R"(,"head_block_number":)" + std::to_string(h.head.load()) +
+                   R"(,"last_irreversible_block_num":)" + std::to_string(h.lib.load()) + "}";
+        }
+        out += ']';
     }
     return out + "}}";
 }
@@ -227,11 +236,11 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
         static const std::string status_body = R"({"status":"OK","service":"jsonrpc_router"})";
-        if (conf->instance == nullptr || conf->instance->chain_zone == nullptr) {
+        if (conf->instance == nullptr || conf->instance->health_zone == nullptr) {
             return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
         }
         try {
-            return wallet::ngx::send_json(r, NGX_HTTP_OK, chain_status(*conf->instance));
+            return wallet::ngx::send_json(r, NGX_HTTP_OK, health_status(*conf->instance));
         } catch (...) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -278,42 +287,46 @@ static void delete_instance(void* data) {
     std::erase(instances(), owned.get());
 }
 
-// The chain-node state zone: a ChainSlot per target. A reload with the same
-// targets (same zone name) keeps what the old workers learned.
-static ngx_int_t init_chain_zone(ngx_shm_zone_t* zone, void* old_data) {
+// The URL health zone: a UrlHealth per URL. A reload with the same targets
+// (same zone name) keeps what the old workers learned.
+static ngx_int_t init_health_zone(ngx_shm_zone_t* zone, void* old_data) {
     if (old_data != nullptr) {
         zone->data = old_data;
         return NGX_OK;
     }
     auto* instance = static_cast<RouterInstance*>(zone->data);
     auto* pool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
-    std::size_t count = instance->table.targets.size();
-    void* memory = ngx_slab_calloc(pool, sizeof(jsonrpc_router::ChainSlot) * count);
+    std::size_t count = instance->url_count();
+    void* memory = ngx_slab_calloc(pool, sizeof(jsonrpc_router::UrlHealth) * count);
     if (memory == nullptr) return NGX_ERROR;
-    auto* slots = static_cast<jsonrpc_router::ChainSlot*>(memory);
-    for (std::size_t i = 0; i < count; ++i) new (slots + i) jsonrpc_router::ChainSlot();
+    auto* slots = static_cast<jsonrpc_router::UrlHealth*>(memory);
+    for (std::size_t i = 0; i < count; ++i) new (slots + i) jsonrpc_router::UrlHealth();
     zone->data = slots;
     return NGX_OK;
 }
 
 // Named after the targets: a location with other targets gets other state.
-static bool add_chain_zone(ngx_conf_t* cf, RouterInstance& instance) {
+static bool add_health_zone(ngx_conf_t* cf, RouterInstance& instance) {
     std::string identity;
-    for (const router::Target& t : instance.table.targets) identity += t.name + "=" + t.url + (t.chain_node ? "*;" : ";");
-    std::string name = "jsonrpc_router_chain_" + std::to_string(std::hash<std::string>{}(identity));
+    for (const router::Target& t : instance.table.targets) {
+        identity += t.name + (t.chain_node ? "*=" : "=");
+        for (const router::Endpoint& e : t.urls) identity += e.url + " ";
+        identity += ";";
+    }
+    std::string name = "jsonrpc_router_health_" + std::to_string(std::hash<std::string>{}(identity));
     auto* copy = static_cast<u_char*>(ngx_pnalloc(cf->pool, name.size()));
     if (copy == nullptr) return false;
     ngx_memcpy(copy, name.data(), name.size());
     ngx_str_t zone_name{name.size(), copy};
     // A slab pool needs a few pages besides the slots.
-    std::size_t size = 8 * ngx_pagesize + sizeof(jsonrpc_router::ChainSlot) * instance.table.targets.size();
+    std::size_t size = 8 * ngx_pagesize + sizeof(jsonrpc_router::UrlHealth) * instance.url_count();
     ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &zone_name, size, &ngx_http_jsonrpc_router_module);
     if (zone == nullptr) return false;
     if (zone->init == nullptr) {
-        zone->init = init_chain_zone;
+        zone->init = init_health_zone;
         zone->data = &instance;
     }
-    instance.chain_zone = zone;
+    instance.health_zone = zone;
     return true;
 }
 
@@ -336,12 +349,16 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
         auto instance = std::make_unique<RouterInstance>();
         instance->table = std::move(table).value();
         instance->cycle = cf->cycle;
-        bool chain = false;
+        bool watched = false;  // chain nodes or pools: their URLs have a health
+        std::size_t urls = 0;
         for (std::size_t i = 0; i < instance->table.targets.size(); ++i) {
+            const router::Target& target = instance->table.targets[i];
             instance->probe_routes.push_back(router::Route{router::RoutePattern{}, i, std::nullopt, 0, false, false});
-            chain = chain || instance->table.targets[i].chain_node;
+            instance->first_url.push_back(urls);
+            urls += target.urls.size();
+            watched = watched || target.chain_node || target.pool();
         }
-        if (chain && !add_chain_zone(cf, *instance)) return static_cast<char*>(NGX_CONF_ERROR);
+        if (watched && !add_health_zone(cf, *instance)) return static_cast<char*>(NGX_CONF_ERROR);
         conf->instance = instance.get();
         instances().push_back(instance.get());
         cleanup->handler = delete_instance;
@@ -462,16 +479,20 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         instance.target_addrs.resize(instance.table.targets.size());
         for (std::size_t i = 0; i < instance.table.targets.size(); ++i) {
             const router::Target& t = instance.table.targets[i];
-            std::string address = t.transport == router::Transport::Unix
-                                      ? "unix:" + t.socket_path
-                                      : (t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host) + ":" +
-                                            std::to_string(t.port);
-            if (!resolve_address(cf, address, instance.target_addrs[i], error)) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %V: targets.%s: %s", &conf->routes_file,
-                                   t.name.c_str(), error.c_str());
-                return static_cast<char*>(NGX_CONF_ERROR);
+            instance.target_addrs[i].resize(t.urls.size());
+            for (std::size_t u = 0; u < t.urls.size(); ++u) {
+                const router::Endpoint& e = t.urls[u];
+                std::string address = e.transport == router::Transport::Unix
+                                          ? "unix:" + e.socket_path
+                                          : (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" +
+                                                std::to_string(e.port);
+                if (!resolve_address(cf, address, instance.target_addrs[i][u], error)) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %V: targets.%s: %s: %s",
+                                       &conf->routes_file, t.name.c_str(), e.url.c_str(), error.c_str());
+                    return static_cast<char*>(NGX_CONF_ERROR);
+                }
+                needs_tls = needs_tls || e.tls();
             }
-            needs_tls = needs_tls || t.tls();
         }
         if (needs_tls) {
             char* rc = setup_tls(cf, conf, instance);
@@ -494,7 +515,7 @@ static ngx_int_t ngx_http_jsonrpc_router_init_process(ngx_cycle_t* cycle) {
     if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE) return NGX_OK;
     try {
         for (RouterInstance* instance : instances()) {
-            if (instance->cycle == cycle) jsonrpc_router::Worker::get().start_chain_polls(*instance);
+            if (instance->cycle == cycle) jsonrpc_router::Worker::get().start_polls(*instance);
         }
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "jsonrpc_router: cannot start chain-node polls: %s", e.what());

@@ -73,8 +73,13 @@ bool RoutePattern::matches(std::string_view subject) const {
 
 // ---- targets -----------------------------------------------------------------
 
-wallet::Result<Target> parse_target_url(const std::string& url) {
-    Target t;
+bool is_write(std::string_view path) {
+    return path.find("broadcast") != std::string_view::npos || path.starts_with("network_broadcast_api.") ||
+           path.starts_with("chain_api.push_");
+}
+
+wallet::Result<Endpoint> parse_target_url(const std::string& url) {
+    Endpoint t;
     t.url = url;
     auto scheme_end = url.find("://");
     if (scheme_end == std::string::npos) return wallet::make_error("not a URL (expected scheme://...)");
@@ -185,11 +190,27 @@ public:
             std::string name = doc.string_value(target_nodes[i]);
             std::string key = "targets." + name;
             if (table.find_target(name)) return fail(key, "duplicate target");
-            if (doc.kind(target_nodes[i + 1]) != JsonKind::String) return fail(key, "must be a URL string");
-            auto target = parse_target_url(doc.string_value(target_nodes[i + 1]));
-            if (!target) return fail(key, target.error());
-            Target t = std::move(target).value();
+            Target t;
             t.name = name;
+            std::size_t value = target_nodes[i + 1];
+            std::vector<std::size_t> urls;
+            if (doc.kind(value) == JsonKind::String) {
+                urls.push_back(value);
+            } else if (doc.kind(value) == JsonKind::Array && doc.node(value).count > 0 && doc.node(value).count <= 64) {
+                urls = doc.children(value);
+            } else {
+                return fail(key, "must be a URL string or a list of 1 to 64 URL strings");
+            }
+            for (std::size_t u = 0; u < urls.size(); ++u) {
+                std::string url_key = doc.kind(value) == JsonKind::Array ? key + "[" + std::to_string(u) + "]" : key;
+                if (doc.kind(urls[u]) != JsonKind::String) return fail(url_key, "must be a URL string");
+                auto endpoint = parse_target_url(doc.string_value(urls[u]));
+                if (!endpoint) return fail(url_key, endpoint.error());
+                for (const Endpoint& other : t.urls) {
+                    if (other.url == endpoint->url) return fail(url_key, "duplicate URL");
+                }
+                t.urls.push_back(std::move(endpoint).value());
+            }
             table.targets.push_back(std::move(t));
         }
 
@@ -287,7 +308,7 @@ public:
     }
 
 private:
-    // "chain-nodes": {"<target>": {"poll_interval": seconds}}
+    // "chain-nodes": {"<target>": {"poll_interval": seconds, "max_lag": blocks}}
     wallet::Result<bool> load_chain_nodes(const JsonDocument& doc, std::size_t node, RoutingTable& table) const {
         if (doc.kind(node) != JsonKind::Object) return fail("chain-nodes", "must be an object of target -> settings");
         auto nodes = doc.children(node);
@@ -303,8 +324,8 @@ private:
             auto members = doc.children(settings);
             for (std::size_t m = 0; m < members.size(); m += 2) {
                 std::string member = doc.string_value(members[m]);
-                if (member != "poll_interval") {
-                    return fail(key + "." + member, "unknown key (expected poll_interval)");
+                if (member != "poll_interval" && member != "max_lag") {
+                    return fail(key + "." + member, "unknown key (expected poll_interval, max_lag)");
                 }
             }
             target.chain_node = true;
@@ -312,6 +333,11 @@ private:
                 auto ms = timeout_ms(doc, *poll, key + ".poll_interval");
                 if (!ms) return wallet::make_error(ms.error());
                 target.poll_ms = std::max<std::int64_t>(*ms, 100);
+            }
+            if (auto lag = doc.member(settings, "max_lag")) {
+                auto blocks = doc.unsigned_integer(*lag);
+                if (!blocks || *blocks > 1'000'000'000) return fail(key + ".max_lag", "must be a non-negative integer");
+                target.max_lag = *blocks;
             }
         }
         return true;

@@ -93,10 +93,11 @@ TEST(RouterConfig, LoadsTargetsTimeoutsAndOrder) {
     EXPECT_EQ(t.targets[0].timeout_ms, 3000);
     EXPECT_EQ(t.targets[1].timeout_ms, 500);
     EXPECT_EQ(t.targets[2].timeout_ms, 10000);
-    EXPECT_EQ(t.targets[1].transport, Transport::Ws);
-    EXPECT_EQ(t.targets[1].path, "/ws");
-    EXPECT_EQ(t.targets[2].transport, Transport::Unix);
-    EXPECT_EQ(t.targets[2].socket_path, "/run/hived.sock");
+    EXPECT_EQ(t.targets[1].urls.at(0).transport, Transport::Ws);
+    EXPECT_EQ(t.targets[1].urls.at(0).path, "/ws");
+    EXPECT_EQ(t.targets[2].urls.at(0).transport, Transport::Unix);
+    EXPECT_EQ(t.targets[2].urls.at(0).socket_path, "/run/hived.sock");
+    for (const Target& target : t.targets) EXPECT_FALSE(target.pool());
     ASSERT_EQ(t.routes.size(), 5u);
     EXPECT_EQ(t.routes[0].ttl, 3);
     EXPECT_EQ(t.routes[1].ttl, 7);
@@ -112,7 +113,7 @@ TEST(RouterConfig, IntTimeoutAppliesToEveryTarget) {
     ASSERT_TRUE(t.ok()) << t.error();
     EXPECT_EQ(t->targets[0].timeout_ms, 4000);
     EXPECT_EQ(t->targets[1].timeout_ms, 4000);
-    EXPECT_EQ(t->targets[1].port, 443);
+    EXPECT_EQ(t->targets[1].urls.at(0).port, 443);
 }
 
 TEST(RouterConfig, PredecessorFileLoadsUnchanged) {
@@ -170,11 +171,12 @@ TEST(RouterConfig, ChainNodesAndExpireIfReversibleAreOptional) {
     auto defaults = parse_routing_table(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{}},"routes":{}})", "d.json");
     ASSERT_TRUE(defaults.ok());
     EXPECT_EQ(defaults->targets[0].poll_ms, 3000);
+    EXPECT_EQ(defaults->targets[0].max_lag, 20u);
 
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"b":{}},"routes":{}})"),
               "bad.json: chain-nodes.b: unknown target 'b'");
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{"poll":1}},"routes":{}})"),
-              "bad.json: chain-nodes.a.poll: unknown key (expected poll_interval)");
+              "bad.json: chain-nodes.a.poll: unknown key (expected poll_interval, max_lag)");
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":["a"],"routes":{}})"),
               "bad.json: chain-nodes: must be an object of target -> settings");
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":{"^x":{"target":"a","expire_if_reversible":true}}})"),
@@ -183,6 +185,38 @@ TEST(RouterConfig, ChainNodesAndExpireIfReversibleAreOptional) {
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{}},)"
                          R"("routes":{"^x":{"target":"a","expire_if_reversible":1}}})"),
               R"(bad.json: routes."^x".expire_if_reversible: must be true or false)");
+}
+
+TEST(RouterConfig, ATargetMayListSeveralUrls) {
+    auto t = parse_routing_table(R"({
+      "targets": {"node": ["http://10.0.0.1:8091", "sock:///run/hived.sock", "ws://10.0.0.3:8090/"], "one": ["http://h"]},
+      "chain-nodes": {"node": {"max_lag": 5}},
+      "routes": {"^": {"target": "node"}}})", "pool.json");
+    ASSERT_TRUE(t.ok()) << t.error();
+    ASSERT_EQ(t->targets[0].urls.size(), 3u);
+    EXPECT_TRUE(t->targets[0].pool());
+    EXPECT_EQ(t->targets[0].urls[0].port, 8091);
+    EXPECT_EQ(t->targets[0].urls[1].transport, Transport::Unix);
+    EXPECT_EQ(t->targets[0].urls[2].transport, Transport::Ws);
+    EXPECT_EQ(t->targets[0].max_lag, 5u);
+    EXPECT_FALSE(t->targets[1].pool());  // a list of one URL is one URL
+    EXPECT_EQ(load_error(R"({"targets":{"a":[]},"routes":{}})"),
+              "bad.json: targets.a: must be a URL string or a list of 1 to 64 URL strings");
+    EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", 5]},"routes":{}})"), "bad.json: targets.a[1]: must be a URL string");
+    EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", "ftp://h"]},"routes":{}})"),
+              "bad.json: targets.a[1]: bad scheme 'ftp' (expected http, https, ws, wss or sock)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", "http://h"]},"routes":{}})"), "bad.json: targets.a[1]: duplicate URL");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{"max_lag":-1}},"routes":{}})"),
+              "bad.json: chain-nodes.a.max_lag: must be a non-negative integer");
+}
+
+TEST(RouterConfig, BroadcastsAreWrites) {
+    EXPECT_TRUE(is_write("network_broadcast_api.broadcast_transaction"));
+    EXPECT_TRUE(is_write("condenser_api.broadcast_transaction_synchronous"));
+    EXPECT_TRUE(is_write("condenser_api.broadcast_block"));
+    EXPECT_TRUE(is_write("chain_api.push_transaction"));
+    EXPECT_FALSE(is_write("condenser_api.get_block"));
+    EXPECT_FALSE(is_write("database_api.get_dynamic_global_properties"));
 }
 
 TEST(RouterRequest, IrreversibleBlocksAreCachedWithoutExpiry) {

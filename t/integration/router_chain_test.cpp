@@ -31,7 +31,7 @@ protected:
     // What GET / says the router learned about the node.
     json_t* chain_state(JsonPtr& holder) const {
         holder = router_test::parse_json(http_request("GET", nginx->url()).body);
-        return at(holder.get(), "chain_nodes.node");
+        return at(holder.get(), "targets.node.0");
     }
     std::uint64_t router_lib() const {
         JsonPtr holder;
@@ -61,7 +61,8 @@ protected:
 TEST_F(RouterChain, IrreversibleAnswersOutliveEveryTtlReversibleOnesExpire) {
     const std::uint64_t lib = node_lib();
     ASSERT_GT(lib, 1000u);
-    ASSERT_TRUE(wait_until([&] { return router_lib() == lib; })) << "the router never learned the LIB " << lib;
+    ASSERT_TRUE(wait_until([&] { return router_lib() == lib; }))
+        << "the router never learned the LIB " << lib << ": " << http_request("GET", nginx->url()).body;
     const std::uint64_t final_block = lib - 1000;
     const std::uint64_t reversible_block = lib + 5;
 
@@ -94,7 +95,7 @@ TEST_F(RouterChain, ThePollSurvivesANodeOutage) {
     node->stop();
     ASSERT_TRUE(wait_until([&] {
         JsonPtr holder;
-        return json_integer_value(at(chain_state(holder), "failed_polls")) >= 3;
+        return json_integer_value(at(chain_state(holder), "failures")) >= 3;
     })) << "the poll stopped while the node was down";
     // What was learned stays (irreversible is forever), and final answers are still served.
     EXPECT_EQ(router_lib(), lib);
@@ -111,7 +112,7 @@ TEST_F(RouterChain, ThePollSurvivesANodeOutage) {
     ASSERT_EQ(later, lib + 50);
     ASSERT_TRUE(wait_until([&] { return router_lib() == later; })) << "the poll did not pick the node up again";
     JsonPtr holder;
-    EXPECT_EQ(json_integer_value(at(chain_state(holder), "failed_polls")), 0);
+    EXPECT_EQ(json_integer_value(at(chain_state(holder), "failures")), 0);
     // The newly irreversible blocks are final now.
     EXPECT_EQ(header("block_api.get_block_header", lib + 1, "4").headers["x-jsonrpc-cache"], "MISS");
     EXPECT_EQ(redis_ttl(lib + 1).substr(0, 2), "-1");
