@@ -186,8 +186,9 @@ public:
 
     // Plans and starts every call; may complete (call exchange_done) before returning.
     void start(std::string body);
-    // One get_dynamic_global_properties call to `target` (a chain-node
-    // poll): never cached, coalesced or logged as a client's error.
+    // One get_dynamic_global_properties call to one URL of `target` (the
+    // poll of a chain node or of a pool's URL that is out): never cached,
+    // coalesced, retried or logged as a client's error.
     void start_poll(std::size_t target, std::size_t url);
     bool quiet() const { return quiet_; }
     // Whether the first call got a JSON-RPC answer from its target.
