@@ -564,16 +564,16 @@ private:
     std::vector<std::unique_ptr<WsConn>> conns_;
 };
 
-bool WsConn::start(const ngx_addr_t& addr, const router::Endpoint& target, std::int64_t timeout_ms,
+bool WsConn::start(const ngx_addr_t& addr, const router::Endpoint& endpoint, std::int64_t timeout_ms,
                    const RouterInstance& instance) {
     state_ = State::Handshake;
     handshake_ = router::HttpMessageParser(router::HttpMessageParser::Kind::Response, 0);
     decoder_ = router::ws::Decoder(router::ws::Decoder::Role::Client, max_message_);
     queued_.clear();
     key_ = router::ws::make_client_key();
-    path_ = target.path;
-    host_header_ = target.host_header;
-    if (!open(addr, target.tls() ? instance.ssl : nullptr, target.host, instance.ssl_verify,
+    path_ = endpoint.path;
+    host_header_ = endpoint.host_header;
+    if (!open(addr, endpoint.tls() ? instance.ssl : nullptr, endpoint.host, instance.ssl_verify,
               static_cast<ngx_msec_t>(timeout_ms))) {
         state_ = State::Closed;
         return false;
