@@ -122,8 +122,19 @@ TEST(RouterPool, AChainNodeThatLagsIsAvoidedAndADeadOneLosesNoRead) {
     };
     for (const std::string& head : read_heads(9, 1)) EXPECT_EQ(head, "5000100") << "the lagging node answered";
 
-    // Node 1 dies: reads that meet it go to node 0 (node 2 still lags).
+    // Node 1 dies. Broadcasts that meet it fail (the simulator answers the
+    // others with its unknown-API error): none is sent to node 0 instead.
     nodes[1]->stop();
+    int unavailable = 0;
+    for (int i = 0; i < 4; ++i) {
+        auto r = json_of(http_post_json(nginx->url(), rpc("network_broadcast_api.broadcast_transaction",
+                                                          R"({"trx":{}})", std::to_string(50 + i))).body);
+        const std::string code = text_at(r.get(), "error.code");
+        EXPECT_NE(code, "<absent>");
+        unavailable += code == "1500" ? 1 : 0;
+    }
+    EXPECT_GE(unavailable, 1) << "a broadcast that met the dead node was sent to another one";
+    // Reads that meet it go to node 0 (node 2 still lags).
     for (const std::string& head : read_heads(12, 100)) EXPECT_EQ(head, "5000100");
     EXPECT_TRUE(nginx->fatal_log_lines().empty());
 }
