@@ -3,7 +3,8 @@
 // the node by a periodic get_dynamic_global_properties; a route with
 // expire_if_reversible keeps answers about irreversible blocks past every
 // TTL, while answers about reversible blocks (and routes without the key)
-// expire; the poll survives a node outage and picks the node up again.
+// expire; the poll survives a node outage and picks the node up again; a
+// reload keeps what the poll learned (the shared zone is reused).
 #include "harness/node_sim.hpp"
 #include "router_support.hpp"
 
@@ -116,4 +117,22 @@ TEST_F(RouterChain, ThePollSurvivesANodeOutage) {
     // The newly irreversible blocks are final now.
     EXPECT_EQ(header("block_api.get_block_header", lib + 1, "4").headers["x-jsonrpc-cache"], "MISS");
     EXPECT_TRUE(wait_until([&] { return redis_ttl(lib + 1).substr(0, 2) == "-1"; })) << redis_ttl(lib + 1);
+}
+
+TEST_F(RouterChain, AReloadKeepsWhatThePollLearned) {
+    const std::uint64_t lib = node_lib();
+    ASSERT_TRUE(wait_until([&] { return router_lib() == lib; }));
+    node->stop();  // the new workers cannot learn it themselves
+    auto count = [&](const std::string& what) {
+        std::string log = read_file(nginx->error_log());
+        std::size_t n = 0;
+        for (std::size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+        return n;
+    };
+    const std::size_t shutdowns = count("gracefully shutting down");
+    nginx->reload();
+    ASSERT_TRUE(wait_until([&] { return count("gracefully shutting down") >= shutdowns + 2; }))
+        << "the old workers did not stop";
+    EXPECT_EQ(router_lib(), lib);
+    EXPECT_TRUE(nginx->fatal_log_lines().empty());
 }
