@@ -110,6 +110,36 @@ std::vector<json_t*> batch_results(json_t* batch, const std::vector<std::string>
     return results;
 }
 
+// The mainnet recordings of the calls hive_clients.js makes, in one call style.
+struct Recordings {
+    std::string dynamic_global_properties, block_header, ops_in_block, account_history;
+};
+const Recordings kCondenser{"condenser_api_patterns/get_dynamic_global_properties/get.pat.json",
+                            "condenser_api_patterns/get_block_header/milion.pat.json",
+                            "condenser_api_patterns/get_ops_in_block/random04.pat.json",
+                            "condenser_api_patterns/get_account_history/transfer_operation.pat.json"};
+const Recordings kAppbase{"database_api_patterns/get_dynamic_global_properties/get.pat.json",
+                          "block_api_patterns/get_block_header/milion.pat.json",
+                          "account_history_api_patterns/get_ops_in_block/random04.pat.json",
+                          "account_history_api_patterns/get_account_history/transfer_operation.pat.json"};
+
+// One transport's answers: the single calls in `singles`' style, the batch
+// (global properties, wallet_history, block header) in `batch_style`'s.
+void expect_transport(json_t* answers, const std::string& what, const Recordings& singles, const Recordings& batch_style,
+                      const std::vector<std::string>& batch_ids, json_t* direct_page) {
+    SCOPED_TRACE(what);
+    expect_fixture(at(answers, "dynamic_global_properties"), singles.dynamic_global_properties);
+    expect_fixture(at(answers, "block_header"), singles.block_header);
+    expect_fixture(at(answers, "ops_in_block"), singles.ops_in_block);
+    expect_fixture(at(answers, "account_history"), singles.account_history);
+    expect_camilla_payout(at(answers, "wallet_history"), "wallet_history");
+    EXPECT_TRUE(json_equal(at(answers, "wallet_history"), direct_page));
+    auto batch = batch_results(at(answers, "batch"), batch_ids);
+    expect_fixture(batch[0], batch_style.dynamic_global_properties);
+    expect_camilla_payout(batch[1], "batch element 2");
+    expect_fixture(batch[2], batch_style.block_header);
+}
+
 }  // namespace
 
 TEST(RouterClients, DhiveOverHttpAndWsOverWebSocketGetTheChainsAndTheWalletApisAnswers) {
@@ -163,34 +193,11 @@ TEST(RouterClients, DhiveOverHttpAndWsOverWebSocketGetTheChainsAndTheWalletApisA
     json_t* direct_page = json_object_get(direct.get(), "result");
     expect_camilla_payout(direct_page, "straight from the API");
 
-    {
-        SCOPED_TRACE("@hiveio/dhive over HTTP");
-        json_t* http = json_object_get(answers.get(), "http");
-        expect_fixture(at(http, "dynamic_global_properties"), "condenser_api_patterns/get_dynamic_global_properties/get.pat.json");
-        expect_fixture(at(http, "block_header"), "condenser_api_patterns/get_block_header/milion.pat.json");
-        expect_fixture(at(http, "ops_in_block"), "condenser_api_patterns/get_ops_in_block/random04.pat.json");
-        expect_fixture(at(http, "account_history"), "condenser_api_patterns/get_account_history/transfer_operation.pat.json");
-        expect_camilla_payout(at(http, "wallet_history"), "dhive: wallet_history");
-        EXPECT_TRUE(json_equal(at(http, "wallet_history"), direct_page));
-        auto batch = batch_results(at(http, "batch"), {"1", "2", "3"});
-        expect_fixture(batch[0], "database_api_patterns/get_dynamic_global_properties/get.pat.json");
-        expect_camilla_payout(batch[1], "fetch: batch element 2");
-        expect_fixture(batch[2], "block_api_patterns/get_block_header/milion.pat.json");
-    }
-    {
-        SCOPED_TRACE("ws over WebSocket");
-        json_t* ws = json_object_get(answers.get(), "ws");
-        expect_fixture(at(ws, "dynamic_global_properties"), "database_api_patterns/get_dynamic_global_properties/get.pat.json");
-        expect_fixture(at(ws, "block_header"), "block_api_patterns/get_block_header/milion.pat.json");
-        expect_fixture(at(ws, "ops_in_block"), "account_history_api_patterns/get_ops_in_block/random04.pat.json");
-        expect_fixture(at(ws, "account_history"), "account_history_api_patterns/get_account_history/transfer_operation.pat.json");
-        expect_camilla_payout(at(ws, "wallet_history"), "ws: wallet_history");
-        EXPECT_TRUE(json_equal(at(ws, "wallet_history"), direct_page));
-        auto batch = batch_results(at(ws, "batch"), {"21", "22", "23"});
-        expect_fixture(batch[0], "condenser_api_patterns/get_dynamic_global_properties/get.pat.json");
-        expect_camilla_payout(batch[1], "ws: batch element 2");
-        expect_fixture(batch[2], "condenser_api_patterns/get_block_header/milion.pat.json");
-    }
+    // dhive calls condenser_api, the WebSocket client the appbase APIs; each batch mixes in the other style.
+    expect_transport(json_object_get(answers.get(), "http"), "@hiveio/dhive over HTTP (batch: fetch)", kCondenser, kAppbase,
+                     {"1", "2", "3"}, direct_page);
+    expect_transport(json_object_get(answers.get(), "ws"), "ws over WebSocket", kAppbase, kCondenser, {"21", "22", "23"},
+                     direct_page);
     EXPECT_TRUE(router.fatal_log_lines().empty());
     EXPECT_TRUE(api.fatal_log_lines().empty());
 }
