@@ -14,15 +14,26 @@ Checked and reported:
   - every answer: a success of the expected shape, the expected JSON-RPC error
     for a bad request, or (only while a component is down, plus a grace
     period) a proper JSON-RPC error object; anything else is unexpected;
-  - RSS and open descriptors of the nginx workers and the indexer, idle after a
-    warm-up and idle at the end;
+  - RSS of the nginx workers under load every 30 s of the faulted phase
+    (worker_rss_growth_kb: last sample minus first; the warm-up ends with the
+    run's largest answers on every client, so the buffers' high-water mark is
+    reached before), and idle: after the warm-up, at the end, and after one
+    more cycle of load (a leak grows again, a high-water mark does not);
+  - open descriptors of the workers and the indexer, idle after the warm-up
+    and idle at the end, after a last 30 s of load without faults, so that
+    both follow the same load (fd_growth; the workers' TCP connections are
+    also counted by peer: idle keepalive pools may hold a few more or fewer),
+    and the indexer's RSS;
   - the indexed rows equal a clean index of the same (forked) chain by a second
     indexer, compared through the SQL view wallet_operation_events with a query
     that does not depend on the store's physical layout.
 
 Ends with: RESULT soak requests=.. unexpected_errors=.. worker_rss_growth_kb=..
 fd_growth=.. table_equal=.. ...
-Environment: SOAK_SECONDS (faulted phase, default 330), SOAK_SEED, SOAK_KEEP=1.
+Environment: SOAK_SECONDS (faulted phase, default 300), SOAK_WARMUP_SECONDS (90),
+SOAK_SEED, SOAK_KEEP=1,
+SOAK_FAULTS (comma list of postgres-kill, postgres-restart, redis-kill,
+redis-restart, node-kill, social-kill; default each once, node-kill twice).
 """
 import asyncio
 import json
@@ -41,14 +52,19 @@ import websockets
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("WALLET_BUILD_DIR", os.path.join(ROOT, "build"))
-SECONDS = int(os.environ.get("SOAK_SECONDS", "330"))
-WARMUP_SECONDS = 30
+SECONDS = int(os.environ.get("SOAK_SECONDS", "300"))
+WARMUP_SECONDS = int(os.environ.get("SOAK_WARMUP_SECONDS", "90"))  # the workers' RSS levels off in about that
+RECOVERY_SECONDS = 30
 SEED = int(os.environ.get("SOAK_SEED", str(int(time.time()))))
+FAULTS = os.environ.get("SOAK_FAULTS", "postgres-kill,postgres-restart,redis-kill,redis-restart,node-kill,node-kill,"
+                        "social-kill").split(",")
 GRACE = 5.0            # seconds after a component is back during which its errors still count as the outage's
 HTTP_CLIENTS = 6
 WS_CLIENTS = 4
 BLOCK_EVERY = 0.5      # the chain advances one block per BLOCK_EVERY seconds
 CHAIN_START = 100000   # the simulator's initial head; the indexer starts 200 blocks before it
+PATHOLOGICAL_EVERY = 300
+BIG_BLOCK = CHAIN_START - PATHOLOGICAL_EVERY // 2  # N % every == every / 2: hundreds of payouts
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PASSWORDS = {"DB_PASSWORD": "soak-superuser-password-1", "WALLET_WRITER_PASSWORD": "soak-writer-password-1",
              "WALLET_API_READER_PASSWORD": "soak-reader-password-1"}
@@ -171,7 +187,7 @@ pg = Service("postgres", drop + [f"{PG_BIN}/postgres", "-D", os.path.join(work, 
 redis = Service("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--save", "",
                           "--appendonly", "no", "--dir", work], port=redis_port)
 sim = Service("sim", [os.path.join(BUILD, "t/sim/hive-node-sim"), "--synthetic", "--seed", "7", "--length",
-                      str(CHAIN_START), "--block-interval-ms", "0", "--lib-lag", "5", "--pathological-every", "300",
+                      str(CHAIN_START), "--block-interval-ms", "0", "--lib-lag", "5", "--pathological-every", str(PATHOLOGICAL_EVERY),
                       "--port", str(sim_port)], port=sim_port)
 social = Service("social", [os.path.join(BUILD, "t/backends/router-test-backend"), "--name", "social", "--port",
                             str(social_port)], port=social_port)
@@ -343,13 +359,13 @@ async def faults(phase_start, stop):
         await restore_chain()
         chain_lock.release()
 
-    plan = [("postgres", "killed (SIGKILL to the postmaster and its backends)", stopping(pg), starting(pg)),
-            ("postgres", "restarted (fast shutdown)", stopping(pg, signal.SIGINT, False), starting(pg)),
-            ("redis", "killed", stopping(redis), starting(redis)),
-            ("node", "killed", sim_down, sim_up),
-            ("social", "killed (the router's upstream target)", stopping(social), starting(social)),
-            ("redis", "restarted", stopping(redis, signal.SIGTERM), starting(redis)),
-            ("node", "killed", sim_down, sim_up)]
+    kinds = {"postgres-kill": ("postgres", "killed (SIGKILL to the postmaster and its backends)", stopping(pg), starting(pg)),
+             "postgres-restart": ("postgres", "restarted (fast shutdown)", stopping(pg, signal.SIGINT, False), starting(pg)),
+             "redis-kill": ("redis", "killed", stopping(redis), starting(redis)),
+             "redis-restart": ("redis", "restarted", stopping(redis, signal.SIGTERM), starting(redis)),
+             "node-kill": ("node", "killed", sim_down, sim_up),
+             "social-kill": ("social", "killed (the router's upstream target)", stopping(social), starting(social))}
+    plan = [kinds[name] for name in FAULTS]
     rng.shuffle(plan)
     # Moments spread over the phase (one per slot, random within it), the last
     # well before the end so that recovery is seen.
@@ -385,9 +401,11 @@ def envelope(method, params, rid):
 
 
 def proper_error(answer, rid):
+    """A JSON-RPC 2.0 error object answering the request with id `rid` (None
+    for a request whose id cannot be read)."""
     e = answer.get("error") if isinstance(answer, dict) else None
     return (isinstance(e, dict) and isinstance(e.get("code"), int) and isinstance(e.get("message"), str)
-            and answer.get("jsonrpc") == "2.0" and "id" in answer and (answer["id"] == rid or answer["id"] is None))
+            and answer.get("jsonrpc") == "2.0" and "id" in answer and answer["id"] == rid and "result" not in answer)
 
 
 def result_ok(kind, result):
@@ -395,7 +413,7 @@ def result_ok(kind, result):
         return isinstance(result, dict) and isinstance(result.get("head_block_number"), int)
     if kind == "node_header":
         return isinstance(result, dict)
-    if kind == "node_ops":
+    if kind in ("node_ops", "node_big"):
         return isinstance(result, list)
     if kind.startswith("social"):
         return isinstance(result, dict) and result.get("backend") == "social"
@@ -413,6 +431,8 @@ def single(kind):
         return envelope("block_api.get_block_header", {"block_num": head - rng.randint(0, 100)}, rid), ("ok", kind, rid)
     if kind == "node_ops":
         return envelope("condenser_api.get_ops_in_block", [head - rng.randint(5, 200), False], rid), ("ok", kind, rid)
+    if kind == "node_big":     # a pathological payout block: about 2.8 MB of JSON
+        return envelope("condenser_api.get_ops_in_block", [BIG_BLOCK, False], rid), ("ok", kind, rid)
     if kind == "social_hit":   # a handful of keys: cache hits after the first
         return envelope("bridge.get_ranked_posts", {"sort": "trending", "tag": f"t{rng.randint(0, 4)}"}, rid), ("ok", kind, rid)
     if kind == "social_miss":  # a new key every time
@@ -434,8 +454,8 @@ MIX = [("node_dgp", 3), ("node_header", 3), ("node_ops", 2), ("social_hit", 4), 
 KINDS = [k for k, w in MIX for _ in range(w)]
 
 
-def build_request():
-    kind = rng.choice(KINDS)
+def build_request(kind=None):
+    kind = kind or rng.choice(KINDS)
     if kind in BAD:
         body, code, rid = BAD[kind]
         return kind, body, [("bad", code, rid)]
@@ -468,14 +488,14 @@ def judge(kind, expects, status, text, t0, t1):
         return
     answers = answer if isinstance(answer, list) and kind == "batch" else [answer]
     if kind == "batch" and (not isinstance(answer, list) or len(answer) != len(expects)):
-        if proper_error(answer, None):
+        if proper_error(answer, None):  # refused as a whole: no element's id applies
             note_failure(kind, f"batch refused: {answer['error']}", t0, t1, proper=True, code=answer["error"]["code"])
         else:
             note_failure(kind, f"batch answer of the wrong shape: {text[:200]}", t0, t1, proper=False)
         return
     for (what, sub, expected), got in zip(expects, answers):
         if what == "bad":
-            if proper_error(got, expected) and got.get("id") == expected and got["error"]["code"] == sub:
+            if proper_error(got, expected) and got["error"]["code"] == sub:
                 stats["bad_request_refused_properly"] += 1
             else:
                 stats["unexpected"] += 1
@@ -502,11 +522,13 @@ def note_failure(kind, detail, t0, t1, proper, code=None):
         unexpected.append((kind, detail + (f" during {sorted(set(components))}" if components else "")))
 
 
-async def http_client(stop):
-    """Keep-alive connections to the router and the API, reopened when closed."""
+async def http_client(stop, script=None):
+    """Keep-alive connections to the router and the API, reopened when closed.
+    Requests of the mix, or of the kinds in `script` and then returns."""
     connections = {}
-    while not stop.is_set():
-        kind, body, expects = build_request()
+    script = list(script) if script else None
+    while not stop.is_set() and script != []:
+        kind, body, expects = build_request(script.pop() if script else None)
         port = api_port if kind == "wallet_direct" else router_port
         t0 = time.time()
         try:
@@ -526,6 +548,8 @@ async def http_client(stop):
                 text = (await asyncio.wait_for(reader.read(), 20)).decode()
                 headers["connection"] = "close"
             judge(kind, expects, status, text, t0, time.time())
+            if "x-jsonrpc-cache" in headers:
+                stats["cache_" + headers["x-jsonrpc-cache"].lower()] += 1
             if headers.get("connection", "").lower() == "close":
                 connections.pop(port)[1].close()
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError) as e:
@@ -537,13 +561,14 @@ async def http_client(stop):
         writer.close()
 
 
-async def ws_client(stop):
-    while not stop.is_set():
+async def ws_client(stop, script=None):
+    script = list(script) if script else None
+    while not stop.is_set() and script != []:
         try:
             async with websockets.connect(f"ws://127.0.0.1:{router_port}/", ping_interval=None,
                                           max_size=64 << 20, open_timeout=10) as ws:
-                while not stop.is_set():
-                    kind, body, expects = build_request()
+                while not stop.is_set() and script != []:
+                    kind, body, expects = build_request(script.pop() if script else None)
                     if kind == "wallet_direct":
                         continue  # the API itself is HTTP only
                     t0 = time.time()
@@ -594,7 +619,7 @@ def snapshot():
 
 
 async def sample_memory(stop):
-    """Worker RSS every 30 s, to tell a plateau from a leak."""
+    """Worker RSS under load every 30 s, to tell a plateau from a leak."""
     while not stop.is_set():
         try:
             await asyncio.wait_for(stop.wait(), 30)
@@ -636,12 +661,19 @@ async def main():
 
     log(f"warm-up: {WARMUP_SECONDS} s of load, no faults")
     await load(WARMUP_SECONDS, with_faults=False)
+    # The largest answers of the run (pathological blocks, which the mix
+    # meets as the head passes them), on every client at once: the workers'
+    # buffers reach their high-water mark before the start figures.
+    no_stop = asyncio.Event()
+    await asyncio.gather(*(http_client(no_stop, ["node_big"] * 3) for _ in range(HTTP_CLIENTS)),
+                         *(ws_client(no_stop, ["node_big"] * 3) for _ in range(WS_CLIENTS)))
     warm_unexpected = stats["unexpected"]
     await asyncio.sleep(3)
     start = snapshot()
     log("idle after warm-up:", start)
 
     log(f"faulted phase: {SECONDS} s")
+    rss_samples.clear()
     t0 = time.time()
     await load(SECONDS, with_faults=True)
     phase = time.time() - t0
@@ -651,6 +683,13 @@ async def main():
     end = snapshot()
     log("idle at the end:", end)
     indexer_alive = indexer.running()
+    # One more cycle of load without faults, then idle again: an allocator's
+    # high-water mark stays where it is, a leak grows again.
+    loaded = rss_samples[:]
+    await load(RECOVERY_SECONDS, with_faults=False)
+    await asyncio.sleep(3)
+    again = snapshot()
+    log("idle after one more cycle of load:", again)
 
     # The indexer reaches the head; then a second indexer makes a clean index
     # of the same chain into "reference".
@@ -679,29 +718,32 @@ async def main():
             log("unexpected:", kind, detail)
     for key, detail in sorted(outage_samples.items()):
         log(f"during an outage, {key} x{outage_errors[key]}: {detail}")
-    worker_restarts = len(set(end["workers"]) - set(start["workers"]))
-    peers = sorted(set(start["worker_tcp"]) | set(end["worker_tcp"]))
-    tcp_growth = {p: end["worker_tcp"].get(p, 0) - start["worker_tcp"].get(p, 0) for p in peers}
-    non_tcp_growth = end["worker_fds"] - start["worker_fds"] - sum(tcp_growth.values())
+    worker_restarts = len(set(again["workers"]) - set(start["workers"]))
+    peers = sorted(set(start["worker_tcp"]) | set(again["worker_tcp"]))
+    tcp_growth = {p: again["worker_tcp"].get(p, 0) - start["worker_tcp"].get(p, 0) for p in peers}
+    non_tcp_growth = again["worker_fds"] - start["worker_fds"] - sum(tcp_growth.values())
     forks_total = len(forks)
     print(f"RESULT soak requests={stats['requests']} unexpected_errors={stats['unexpected']}"
-          f" worker_rss_growth_kb={end['worker_rss_kb'] - start['worker_rss_kb']}"
-          f" fd_growth={end['worker_fds'] - start['worker_fds'] + end['indexer_fds'] - start['indexer_fds']}"
-          f" table_equal={int(equal)} ok={stats['ok']} bad_requests_refused={stats['bad_request_refused_properly']}"
+          f" worker_rss_growth_kb={loaded[-1] - loaded[0] if len(loaded) > 1 else 'n/a'}"
+          f" fd_growth={again['worker_fds'] - start['worker_fds'] + again['indexer_fds'] - start['indexer_fds']}"
+          f" table_equal={int(equal)} ok={stats['ok']} http_cache_hits={stats['cache_hit']} http_cache_misses={stats['cache_miss']} bad_requests_refused={stats['bad_request_refused_properly']}"
           f" outage_errors={stats['outage_errors']} outage_errors_by_kind={','.join(f'{k}={v}' for k, v in sorted(outage_errors.items())) or 'none'}"
           f" unexpected_by_kind={','.join(f'{k}={v}' for k, v in sorted(kinds.items())) or 'none'}"
           f" warmup_unexpected={warm_unexpected}"
-          f" worker_rss_kb_start={start['worker_rss_kb']} worker_rss_kb_end={end['worker_rss_kb']}"
-          f" worker_fds_start={start['worker_fds']} worker_fds_end={end['worker_fds']}"
-          f" indexer_rss_kb_start={start['indexer_rss_kb']} indexer_rss_kb_end={end['indexer_rss_kb']}"
-          f" indexer_fds_start={start['indexer_fds']} indexer_fds_end={end['indexer_fds']}"
-          f" nginx_master_rss_kb_start={start['master_rss_kb']} nginx_master_rss_kb_end={end['master_rss_kb']}"
+          f" worker_rss_kb_loaded_first={loaded[0] if loaded else 'n/a'} worker_rss_kb_loaded_last={loaded[-1] if loaded else 'n/a'}"
+          f" worker_idle_rss_kb_start={start['worker_rss_kb']} worker_idle_rss_kb_after_faults={end['worker_rss_kb']}"
+          f" worker_idle_rss_kb_end={again['worker_rss_kb']}"
+          f" worker_fds_start={start['worker_fds']} worker_fds_after_faults={end['worker_fds']}"
+          f" worker_fds_end={again['worker_fds']}"
+          f" indexer_rss_kb_start={start['indexer_rss_kb']} indexer_rss_kb_end={again['indexer_rss_kb']}"
+          f" indexer_fds_start={start['indexer_fds']} indexer_fds_end={again['indexer_fds']}"
+          f" nginx_master_rss_kb_start={start['master_rss_kb']} nginx_master_rss_kb_end={again['master_rss_kb']}"
           f" worker_fd_growth_by_peer={','.join(f'{p}:{g:+d}' for p, g in tcp_growth.items() if g) or 'none'}"
           f" worker_fd_growth_not_tcp={non_tcp_growth}"
           f" worker_restarts={worker_restarts} nginx_alerts={len(alerts)} indexer_alive={int(indexer_alive)}"
           f" rows={rows} reference_rows={reference_rows} head={final_head} forks={forks_total}"
-          f" outages={len(outages)} seconds={phase:.0f} rps={stats['requests'] / (phase + WARMUP_SECONDS):.0f}"
-          f" worker_rss_kb_samples={'/'.join(map(str, rss_samples)) or 'none'} seed={SEED}")
+          f" outages={len(outages)} seconds={phase:.0f} rps={stats['requests'] / (phase + WARMUP_SECONDS + RECOVERY_SECONDS):.0f}"
+          f" worker_rss_kb_loaded_samples={'/'.join(map(str, loaded)) or 'none'} seed={SEED}")
 
 
 def cleanup():

@@ -2,7 +2,7 @@
 # Soak with faults (t/bench/run soak): the whole stack under mixed HTTP and
 # WebSocket load while PostgreSQL, Redis, the node and the router's upstream
 # are killed or restarted at random moments; t/bench/soak.py does the work and
-# says what is checked. About 7 minutes (SOAK_SECONDS=330 of faults after 30 s
+# says what is checked. About 8 minutes (SOAK_SECONDS=300 of faults after 90 s
 # of warm-up; SOAK_SEED=N repeats a run's fault moments).
 #
 # Ends with one line:
