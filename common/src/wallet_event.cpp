@@ -6,7 +6,7 @@
 namespace wallet {
 namespace {
 
-constexpr std::array<std::pair<Role, std::string_view>, 8> kRoleNames{{
+constexpr std::array<std::pair<Role, std::string_view>, 10> kRoleNames{{
     {Role::Sender, "sender"},
     {Role::Receiver, "receiver"},
     {Role::Delegator, "delegator"},
@@ -15,6 +15,8 @@ constexpr std::array<std::pair<Role, std::string_view>, 8> kRoleNames{{
     {Role::Curator, "curator"},
     {Role::Owner, "owner"},
     {Role::Beneficiary, "beneficiary"},
+    {Role::Taker, "taker"},
+    {Role::Maker, "maker"},
 }};
 
 json_t* optional_string_json(const std::optional<std::string>& text) {
