@@ -255,6 +255,94 @@ INSTANTIATE_TEST_SUITE_P(
            "vesting_symbol":"VESTS","counterparty":null,"memo":null,"author":null,"permlink":null,
            "assets":[{"field":"vesting_shares","amount":"0.000001","symbol":"VESTS"}]}])"}));
 
+// Operations beyond the spec's 15 (docs/operations.md), testnet pairs in
+// both forms: the cases whose mapping is a choice.
+INSTANTIATE_TEST_SUITE_P(
+    BeyondSpec, DecoderTestnetExamples,
+    ::testing::Values(
+        // A market fill: each side gets what it received, in its own role.
+        TestnetExample{"get_ops_in_block_pairs.json", 7, R"([
+          {"account":"hf8ben","role":"taker","op_type":"fill_order","block_num":65,"block_seq":null,
+           "trx_id":null,"trx_in_block":0,"op_in_trx":2,"virtual_op":null,
+           "timestamp":"2016-01-01T00:03:15Z","amount":"0.625","symbol":"TESTS","vesting_amount":null,"vesting_symbol":null,
+           "counterparty":"hf8alice","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"current_pays","amount":"0.650","symbol":"TBD"},{"field":"open_pays","amount":"0.625","symbol":"TESTS"}]},
+          {"account":"hf8alice","role":"maker","op_type":"fill_order","block_num":65,"block_seq":null,
+           "trx_id":null,"trx_in_block":0,"op_in_trx":2,"virtual_op":null,
+           "timestamp":"2016-01-01T00:03:15Z","amount":"0.650","symbol":"TBD","vesting_amount":null,"vesting_symbol":null,
+           "counterparty":"hf8ben","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"current_pays","amount":"0.650","symbol":"TBD"},{"field":"open_pays","amount":"0.625","symbol":"TESTS"}]}])"},
+        // HF24: the op names no account; a list of amounts, each in assets.
+        TestnetExample{"get_ops_in_block_pairs.json", 42, R"([
+          {"account":"steem.dao","role":"sender","op_type":"consolidate_treasury_balance","block_num":6,"block_seq":null,
+           "trx_id":null,"trx_in_block":4294967295,"op_in_trx":4,"virtual_op":null,
+           "timestamp":"2016-01-01T00:00:18Z","amount":"0.132","symbol":"TESTS","vesting_amount":null,"vesting_symbol":null,
+           "counterparty":"hive.fund","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"total_moved","amount":"0.132","symbol":"TESTS"},{"field":"total_moved","amount":"0.390","symbol":"TBD"}]},
+          {"account":"hive.fund","role":"receiver","op_type":"consolidate_treasury_balance","block_num":6,"block_seq":null,
+           "trx_id":null,"trx_in_block":4294967295,"op_in_trx":4,"virtual_op":null,
+           "timestamp":"2016-01-01T00:00:18Z","amount":"0.132","symbol":"TESTS","vesting_amount":null,"vesting_symbol":null,
+           "counterparty":"steem.dao","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"total_moved","amount":"0.132","symbol":"TESTS"},{"field":"total_moved","amount":"0.390","symbol":"TBD"}]}])"},
+        // HF23's exclusion: HIVE is zero, so HBD is the amount.
+        TestnetExample{"get_ops_in_block_pairs.json", 38, R"([
+          {"account":"steemflower","role":"sender","op_type":"hardfork_hive","block_num":5,"block_seq":null,
+           "trx_id":null,"trx_in_block":4294967295,"op_in_trx":5,"virtual_op":null,
+           "timestamp":"2016-01-01T00:00:15Z","amount":"123456789.000","symbol":"TBD","vesting_amount":"98716.683119",
+           "vesting_symbol":"VESTS","counterparty":"steem.dao","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"hbd_transferred","amount":"123456789.000","symbol":"TBD"},
+                     {"field":"hive_transferred","amount":"0.000","symbol":"TESTS"},
+                     {"field":"vests_converted","amount":"98716.683119","symbol":"VESTS"},
+                     {"field":"total_hive_from_vests","amount":"0.132","symbol":"TESTS"}]},
+          {"account":"steem.dao","role":"receiver","op_type":"hardfork_hive","block_num":5,"block_seq":null,
+           "trx_id":null,"trx_in_block":4294967295,"op_in_trx":5,"virtual_op":null,
+           "timestamp":"2016-01-01T00:00:15Z","amount":"123456789.000","symbol":"TBD","vesting_amount":"98716.683119",
+           "vesting_symbol":"VESTS","counterparty":"steemflower","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"hbd_transferred","amount":"123456789.000","symbol":"TBD"},
+                     {"field":"hive_transferred","amount":"0.000","symbol":"TESTS"},
+                     {"field":"vests_converted","amount":"98716.683119","symbol":"VESTS"},
+                     {"field":"total_hive_from_vests","amount":"0.132","symbol":"TESTS"}]}])"},
+        // A rejected escrow returns to `from`: a payment with no counterparty.
+        TestnetExample{"get_ops_in_block_pairs.json", 95, R"([
+          {"account":"alice6ah","role":"owner","op_type":"escrow_rejected","block_num":5,"block_seq":null,
+           "trx_id":null,"trx_in_block":6,"op_in_trx":1,"virtual_op":null,
+           "timestamp":"2016-01-01T00:00:15Z","amount":"0.007","symbol":"TBD","vesting_amount":null,"vesting_symbol":null,
+           "counterparty":null,"memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"hbd_amount","amount":"0.007","symbol":"TBD"},{"field":"hive_amount","amount":"0.000","symbol":"TESTS"},
+                     {"field":"fee","amount":"0.001","symbol":"TESTS"}]}])"},
+        // Account creation: the creator pays the fee and delegates; the new
+        // account's side is account_created.
+        TestnetExample{"get_ops_in_block_pairs.json", 20, R"([
+          {"account":"initminer","role":"sender","op_type":"account_create_with_delegation","block_num":3,"block_seq":null,
+           "trx_id":"14509bc4811afed8b9d5a277ca17223d3e9f8c87","trx_in_block":1,"op_in_trx":0,"virtual_op":0,
+           "timestamp":"2016-01-01T00:00:09Z","amount":"0.000","symbol":"TESTS","vesting_amount":"100000000.000000",
+           "vesting_symbol":"VESTS","counterparty":"edgar0ah","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"fee","amount":"0.000","symbol":"TESTS"},
+                     {"field":"delegation","amount":"100000000.000000","symbol":"VESTS"}]}])"},
+        TestnetExample{"get_ops_in_block_pairs.json", 21, R"([
+          {"account":"edgar0ah","role":"receiver","op_type":"account_created","block_num":3,"block_seq":null,
+           "trx_id":null,"trx_in_block":1,"op_in_trx":1,"virtual_op":null,
+           "timestamp":"2016-01-01T00:00:09Z","amount":null,"symbol":null,"vesting_amount":"0.000000",
+           "vesting_symbol":"VESTS","counterparty":"initminer","memo":null,"author":null,"permlink":null,
+           "assets":[{"field":"initial_vesting_shares","amount":"0.000000","symbol":"VESTS"},
+                     {"field":"initial_delegation","amount":"100000000.000000","symbol":"VESTS"}]}])"}));
+
+TEST(DecoderExamples, AMarketFillAgainstOnesOwnOrderGivesBothRoles) {
+    // The dedup key keeps the two sides of a self-fill apart by role.
+    JsonPtr entry = test::parse_json(R"({"trx_id":"ab00000000000000000000000000000000000001","block":100,"trx_in_block":1,
+        "op_in_trx":1,"virtual_op":true,"timestamp":"2016-03-24T16:05:00",
+        "op":["fill_order",{"current_owner":"alice","current_orderid":2,"current_pays":"1.000 HBD",
+                            "open_owner":"alice","open_orderid":1,"open_pays":"4.000 HIVE"}]})");
+    auto events = decode_entry_ok(entry.get(), AssetTable::mainnet());
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[0].account, "alice");
+    EXPECT_EQ(events[0].role, Role::Taker);
+    EXPECT_EQ(events[1].account, "alice");
+    EXPECT_EQ(events[1].role, Role::Maker);
+    EXPECT_EQ(role_name(Role::Taker), "taker");
+    EXPECT_EQ(parse_role("maker"), Role::Maker);
+}
+
 // Steem-era data served by steemd 0.19: STEEM/SBD symbols, old field names,
 // virtual_op 0 on every entry and real-looking trx_in_block on virtual ops.
 struct SteemExample {
