@@ -393,13 +393,6 @@ void decode_beyond_spec(std::string_view type, const OpFields& f, const Add& add
             e.amount = hive;
             e.vesting = vests;
         });
-    } else if (type == "fill_recurrent_transfer") {
-        const Asset amount = f.asset("amount");
-        const auto memo = f.optional_text("memo");
-        add_both(f.account("from"), Role::Sender, f.account("to"), Role::Receiver, [&](WalletEvent& e) {
-            e.amount = amount;
-            e.memo = memo;
-        });
     } else if (type == "escrow_transfer" || type == "escrow_release") {
         // Into escrow from `from` (naming `to`, as transfer_from_savings
         // names its receiver), or out of it to `receiver`.
@@ -491,7 +484,9 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
     };
     const std::string_view type = rule.type;
 
-    if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings") {
+    // A recurrent transfer's execution is a transfer (beyond the spec's 15).
+    if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings" ||
+        type == "fill_recurrent_transfer") {
         const Asset amount = f.asset("amount");
         const auto memo = f.optional_text("memo");
         add_both(f.account("from"), Role::Sender, f.account("to"), Role::Receiver, [&](WalletEvent& e) {

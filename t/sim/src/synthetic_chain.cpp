@@ -888,6 +888,11 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
         account_field("{\"from_account\":", op.a);
         account_field(",\"to_account\":", op.b);
     };
+    // ,"orderid": / ,"requestid": ... (an order's or a request's number)
+    auto number_field = [&]<std::size_t N>(const char (&key)[N], std::uint64_t number) {
+        p = lit(p, key);
+        p = put_uint(p, number);
+    };
     auto request_id = [&] {
         p = lit(p, ",\"request_id\":");
         p = put_int(p, op.y);
@@ -1057,8 +1062,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return vesting_shares_and_close();
         case Kind::limit_order_create:
             account_field("{\"owner\":", op.a);
-            p = lit(p, ",\"orderid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"orderid\":", op.r);
             asset_field(",\"amount_to_sell\":", op.x, liquid);
             asset_field(",\"min_to_receive\":", op.y, other_liquid);
             p = lit(p, ",\"fill_or_kill\":false,\"expiration\":\"");
@@ -1068,12 +1072,10 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::fill_order:
             account_field("{\"current_owner\":", op.a);
-            p = lit(p, ",\"current_orderid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"current_orderid\":", op.r);
             asset_field(",\"current_pays\":", op.x, liquid);
             account_field(",\"open_owner\":", op.b);
-            p = lit(p, ",\"open_orderid\":");
-            p = put_uint(p, op.r2);
+            number_field(",\"open_orderid\":", op.r2);
             asset_field(",\"open_pays\":", op.y, other_liquid);
             return close();
         case Kind::feed_publish:
@@ -1136,25 +1138,21 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return close();
         case Kind::limit_order_cancel:
             account_field("{\"owner\":", op.a);
-            p = lit(p, ",\"orderid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"orderid\":", op.r);
             return close();
         case Kind::limit_order_cancelled:
             account_field("{\"seller\":", op.a);
-            p = lit(p, ",\"orderid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"orderid\":", op.r);
             asset_field(",\"amount_back\":", op.x, liquid);
             return close();
         case Kind::convert:
             account_field("{\"owner\":", op.a);
-            p = lit(p, ",\"requestid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"requestid\":", op.r);
             asset_field(",\"amount\":", op.x, kHbd);
             return close();
         case Kind::fill_convert_request:
             account_field("{\"owner\":", op.a);
-            p = lit(p, ",\"requestid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"requestid\":", op.r);
             asset_field(",\"amount_in\":", op.x, kHbd);
             asset_field(",\"amount_out\":", op.y, kHive);
             return close();
@@ -1189,26 +1187,20 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             asset_field(",\"initial_delegation\":", op.x, kVests);
             return close();
         case Kind::recurrent_transfer:
-            from_to_amount(liquid);
-            p = lit(p, ",\"memo\":");
-            p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
-            p = lit(p, ",\"recurrence\":");
-            p = put_int(p, op.y);
-            p = lit(p, ",\"executions\":");
-            p = put_int(p, op.z);
-            p = lit(p, ",\"extensions\":[]}");
-            return p;
         case Kind::fill_recurrent_transfer:
             from_to_amount(liquid);
             p = lit(p, ",\"memo\":");
             p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
-            p = lit(p, ",\"remaining_executions\":");
-            p = put_int(p, op.z);
+            if (op.kind == Kind::recurrent_transfer) {
+                number_field(",\"recurrence\":", static_cast<std::uint64_t>(op.y));
+                number_field(",\"executions\":", static_cast<std::uint64_t>(op.z));
+            } else {
+                number_field(",\"remaining_executions\":", static_cast<std::uint64_t>(op.z));
+            }
             p = lit(p, ",\"extensions\":[]}");
             return p;
         case Kind::proposal_pay:
-            p = lit(p, "{\"proposal_id\":");
-            p = put_uint(p, op.r);
+            number_field("{\"proposal_id\":", op.r);
             account_field(",\"receiver\":", op.a);
             account_field(",\"payer\":", op.b);
             asset_field(",\"payment\":", op.x, kHbd);
