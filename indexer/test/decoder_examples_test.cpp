@@ -343,6 +343,29 @@ TEST(DecoderExamples, AMarketFillAgainstOnesOwnOrderGivesBothRoles) {
     EXPECT_EQ(parse_role("maker"), Role::Maker);
 }
 
+TEST(DecoderExamples, SteemEraEscrowNamesGiveTheSameAmounts) {
+    // steemd printed sbd_amount / steem_amount where hived prints hbd_amount / hive_amount.
+    JsonPtr steem = test::parse_json(R"({"trx_id":"ab00000000000000000000000000000000000001","block":100,"trx_in_block":1,
+        "op_in_trx":0,"virtual_op":0,"timestamp":"2017-10-24T11:54:24",
+        "op":["escrow_transfer",{"from":"alice","to":"bob","sbd_amount":"0.000 SBD","steem_amount":"5.000 STEEM","escrow_id":7,
+              "agent":"carol","fee":"0.010 STEEM","json_meta":"","ratification_deadline":"2017-10-25T00:00:00",
+              "escrow_expiration":"2017-10-26T00:00:00"}]})");
+    auto events = decode_entry_ok(steem.get(), AssetTable::mainnet());
+    expect_events(events, R"([
+      {"account":"alice","role":"sender","op_type":"escrow_transfer","block_num":100,"block_seq":null,
+       "trx_id":"ab00000000000000000000000000000000000001","trx_in_block":1,"op_in_trx":0,"virtual_op":0,
+       "timestamp":"2017-10-24T11:54:24Z","amount":"5.000","symbol":"STEEM","vesting_amount":null,"vesting_symbol":null,
+       "counterparty":"bob","memo":null,"author":null,"permlink":null,
+       "assets":[{"field":"sbd_amount","amount":"0.000","symbol":"SBD"},{"field":"steem_amount","amount":"5.000","symbol":"STEEM"},
+                 {"field":"fee","amount":"0.010","symbol":"STEEM"}]},
+      {"account":"bob","role":"receiver","op_type":"escrow_transfer","block_num":100,"block_seq":null,
+       "trx_id":"ab00000000000000000000000000000000000001","trx_in_block":1,"op_in_trx":0,"virtual_op":0,
+       "timestamp":"2017-10-24T11:54:24Z","amount":"5.000","symbol":"STEEM","vesting_amount":null,"vesting_symbol":null,
+       "counterparty":"alice","memo":null,"author":null,"permlink":null,
+       "assets":[{"field":"sbd_amount","amount":"0.000","symbol":"SBD"},{"field":"steem_amount","amount":"5.000","symbol":"STEEM"},
+                 {"field":"fee","amount":"0.010","symbol":"STEEM"}]}])");
+}
+
 // Steem-era data served by steemd 0.19: STEEM/SBD symbols, old field names,
 // virtual_op 0 on every entry and real-looking trx_in_block on virtual ops.
 struct SteemExample {
