@@ -35,10 +35,15 @@ struct WalletOpRule {
     std::initializer_list<AssetSlot> asset_slots;
 };
 
-constexpr std::size_t kWalletOpCount = 15;
+// The 15 types of spec 000's Events table come first; the rest are the other
+// operations that move a balance (docs/operations.md gives the reason for
+// each choice, and for the types left out).
+constexpr std::size_t kSpecWalletOpCount = 15;
 
-const std::array<WalletOpRule, kWalletOpCount>& wallet_op_rules() {
-    static const std::array<WalletOpRule, kWalletOpCount> rules{{
+// A C array of static storage: the slot lists' backing arrays live as long
+// as it does (a vector would copy the rules and leave them dangling).
+std::span<const WalletOpRule> wallet_op_rules() {
+    static const WalletOpRule rules[] = {
         {"transfer", false, {{"amount"}}},
         {"transfer_to_vesting", false, {{"amount"}}},
         {"withdraw_vesting", false, {{"vesting_shares"}}},
@@ -56,15 +61,53 @@ const std::array<WalletOpRule, kWalletOpCount>& wallet_op_rules() {
         {"return_vesting_delegation", true, {{"vesting_shares"}}},
         // Before Steem 0.20 the op had a single `reward` (VESTS).
         {"comment_benefactor_reward", true, {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"reward"}}},
-    }};
+        // Beyond the spec: every other balance-moving operation, real ones first.
+        {"limit_order_create", false, {{"amount_to_sell"}, {"min_to_receive"}}},
+        {"convert", false, {{"amount"}}},
+        {"account_create", false, {{"fee"}}},
+        {"escrow_transfer", false, {{"hbd_amount", "sbd_amount"}, {"hive_amount", "steem_amount"}, {"fee"}}},
+        {"escrow_release", false, {{"hbd_amount", "sbd_amount"}, {"hive_amount", "steem_amount"}}},
+        {"limit_order_create2", false, {{"amount_to_sell"}}},
+        {"claim_account", false, {{"fee"}}},
+        {"account_create_with_delegation", false, {{"fee"}, {"delegation"}}},
+        {"collateralized_convert", false, {{"amount"}}},
+        {"fill_convert_request", true, {{"amount_in"}, {"amount_out"}}},
+        {"liquidity_reward", true, {{"payout"}}},
+        {"fill_order", true, {{"current_pays"}, {"open_pays"}}},
+        {"producer_reward", true, {{"vesting_shares"}}},
+        {"clear_null_account_balance", true, {{"total_cleared"}}},
+        {"proposal_pay", true, {{"payment"}}},
+        {"dhf_funding", true, {{"additional_funds"}}},
+        {"hardfork_hive", true,
+         {{"hbd_transferred", "sbd_transferred"}, {"hive_transferred", "steem_transferred"}, {"vests_converted"},
+          {"total_hive_from_vests", "total_steem_from_vests"}}},
+        {"hardfork_hive_restore", true, {{"hbd_transferred", "sbd_transferred"}, {"hive_transferred", "steem_transferred"}}},
+        {"consolidate_treasury_balance", true, {{"total_moved"}}},
+        {"dhf_conversion", true, {{"hive_amount_in"}, {"hbd_amount_out"}}},
+        {"transfer_to_vesting_completed", true, {{"hive_vested"}, {"vesting_shares_received"}}},
+        {"pow_reward", true, {{"reward"}}},
+        {"vesting_shares_split", true, {{"vesting_shares_before_split"}, {"vesting_shares_after_split"}}},
+        {"account_created", true, {{"initial_vesting_shares"}, {"initial_delegation"}}},
+        {"fill_collateralized_convert_request", true, {{"amount_in"}, {"amount_out"}, {"excess_collateral"}}},
+        {"fill_recurrent_transfer", true, {{"amount"}}},
+        {"limit_order_cancelled", true, {{"amount_back"}}},
+        {"proposal_fee", true, {{"fee"}}},
+        {"collateralized_convert_immediate_conversion", true, {{"hbd_out"}}},
+        {"escrow_approved", true, {{"fee"}}},
+        {"escrow_rejected", true, {{"hbd_amount", "sbd_amount"}, {"hive_amount", "steem_amount"}, {"fee"}}},
+    };
     return rules;
 }
 
+// Looked up for every operation of every block: a hash table.
 const WalletOpRule* find_rule(std::string_view type) noexcept {
-    for (const auto& rule : wallet_op_rules()) {
-        if (rule.type == type) return &rule;
-    }
-    return nullptr;
+    static const std::unordered_map<std::string_view, const WalletOpRule*> by_type = [] {
+        std::unordered_map<std::string_view, const WalletOpRule*> table;
+        for (const auto& rule : wallet_op_rules()) table.emplace(rule.type, &rule);
+        return table;
+    }();
+    const auto found = by_type.find(type);
+    return found != by_type.end() ? found->second : nullptr;
 }
 
 std::string_view strip_operation_suffix(std::string_view type) noexcept {
@@ -197,6 +240,20 @@ public:
         return std::move(parsed).value();
     }
 
+    // A field holding a list of amounts.
+    std::vector<Asset> asset_list(std::string_view name) const {
+        const json_t* list = field(name);
+        if (!json_is_array(list)) fail(name, "missing list of amounts");
+        std::vector<Asset> amounts;
+        for (std::size_t index = 0; index < json_array_size(list); ++index) {
+            auto parsed = parse_asset(json_array_get(list, index), table_);
+            if (!parsed) fail(name, parsed.error());
+            if (!parsed->amount_string()) fail(name, "amount does not fit its precision");
+            amounts.push_back(std::move(parsed).value());
+        }
+        return amounts;
+    }
+
     // The asset under whichever of the slot's names the node printed.
     Asset asset_of(AssetSlot names) const {
         const auto name = present_name(names);
@@ -217,7 +274,14 @@ public:
         std::vector<std::string_view> known;
         for (const auto& slot : rule.asset_slots) {
             known.insert(known.end(), slot.begin(), slot.end());
-            if (const auto name = present_name(slot)) fields.push_back({std::string(*name), asset(*name)});
+            const auto name = present_name(slot);
+            if (!name) continue;
+            if (json_is_array(field(*name))) {
+                // A list of amounts (total_cleared, total_moved): each under the list's name.
+                for (auto& element : asset_list(*name)) fields.push_back({std::string(*name), std::move(element)});
+            } else {
+                fields.push_back({std::string(*name), asset(*name)});
+            }
         }
         std::vector<std::string> extra;
         const char* key = nullptr;
@@ -246,11 +310,137 @@ private:
 
 bool is_vesting_asset(const Asset& asset) { return asset.symbol == "VESTS"; }
 
+// Accounts the protocol names without the operation naming them (hived's
+// HIVE_NULL_ACCOUNT, the pre-HF24 treasury and the treasury since).
+constexpr std::string_view kNullAccount = "null";
+constexpr std::string_view kObsoleteTreasury = "steem.dao";
+constexpr std::string_view kTreasury = "hive.fund";
+
+// A payout that is VESTS on most of the chain but liquid HIVE on its first
+// days (producer_reward, pow_reward) goes where its symbol says.
+void set_liquid_or_vesting(WalletEvent& event, Asset asset) {
+    if (is_vesting_asset(asset)) {
+        event.vesting = std::move(asset);
+    } else {
+        event.amount = std::move(asset);
+    }
+}
+
 // The first non-zero of two competing liquid amounts (decisions.md section 2).
 std::optional<Asset> first_non_zero(const std::optional<Asset>& first, const std::optional<Asset>& second) {
     if (first && !first->amount.is_zero()) return first;
     if (second && !second->amount.is_zero()) return second;
     return std::nullopt;
+}
+
+// The operations beyond spec 000's 15 (docs/operations.md, one row each).
+// `add` and `add_both` are decode_wallet_op's.
+template <typename Add, typename AddBoth>
+void decode_beyond_spec(std::string_view type, const OpFields& f, const Add& add, const AddBoth& add_both) {
+    // Two competing liquid amounts: HIVE if non-zero, else HBD if non-zero.
+    auto hive_else_hbd = [&](AssetSlot hive, AssetSlot hbd) {
+        return first_non_zero(f.optional_asset_of(hive), f.optional_asset_of(hbd));
+    };
+    // A list of amounts: the first non-zero liquid one, and the VESTS one.
+    auto from_list = [&](std::string_view name, WalletEvent& event) {
+        for (auto& asset : f.asset_list(name)) {
+            if (is_vesting_asset(asset)) {
+                if (!event.vesting) event.vesting = asset;
+            } else if (!event.amount && !asset.amount.is_zero()) {
+                event.amount = asset;
+            }
+        }
+    };
+
+    if (type == "limit_order_create" || type == "limit_order_create2") {
+        add(f.account("owner"), Role::Owner).amount = f.asset("amount_to_sell");
+    } else if (type == "limit_order_cancelled") {
+        add(f.account("seller"), Role::Owner).amount = f.asset("amount_back");
+    } else if (type == "fill_order") {
+        // Each side gets what it received; what it paid left its balance
+        // when its order was created.
+        const Asset current_pays = f.asset("current_pays");
+        const Asset open_pays = f.asset("open_pays");
+        const std::string open_owner = f.account("open_owner");
+        WalletEvent& taker = add(f.account("current_owner"), Role::Taker);
+        taker.amount = open_pays;
+        taker.counterparty = open_owner;
+        const std::string current_owner = taker.account;
+        WalletEvent& maker = add(open_owner, Role::Maker);
+        maker.amount = current_pays;
+        maker.counterparty = current_owner;
+    } else if (type == "convert" || type == "collateralized_convert") {
+        add(f.account("owner"), Role::Owner).amount = f.asset("amount");
+    } else if (type == "collateralized_convert_immediate_conversion") {
+        add(f.account("owner"), Role::Owner).amount = f.asset("hbd_out");
+    } else if (type == "fill_convert_request" || type == "fill_collateralized_convert_request") {
+        add(f.account("owner"), Role::Owner).amount = f.asset("amount_out");
+    } else if (type == "account_create" || type == "account_create_with_delegation") {
+        WalletEvent& creator = add(f.account("creator"), Role::Sender);
+        creator.counterparty = f.account("new_account_name");
+        creator.amount = f.asset("fee");
+        if (f.has("delegation")) creator.vesting = f.asset("delegation");
+    } else if (type == "claim_account") {
+        add(f.account("creator"), Role::Owner).amount = f.asset("fee");
+    } else if (type == "account_created") {
+        WalletEvent& created = add(f.account("new_account_name"), Role::Receiver);
+        created.counterparty = f.account("creator");
+        created.vesting = f.asset("initial_vesting_shares");
+    } else if (type == "transfer_to_vesting_completed") {
+        const Asset hive = f.asset("hive_vested");
+        const Asset vests = f.asset("vesting_shares_received");
+        add_both(f.account("from_account"), Role::Sender, f.account("to_account"), Role::Receiver, [&](WalletEvent& e) {
+            e.amount = hive;
+            e.vesting = vests;
+        });
+    } else if (type == "escrow_transfer" || type == "escrow_release") {
+        // Into escrow from `from` (naming `to`, as transfer_from_savings
+        // names its receiver), or out of it to `receiver`.
+        const auto amount = hive_else_hbd({"hive_amount", "steem_amount"}, {"hbd_amount", "sbd_amount"});
+        const std::string to = f.account(type == "escrow_transfer" ? "to" : "receiver");
+        add_both(f.account("from"), Role::Sender, to, Role::Receiver, [&](WalletEvent& e) { e.amount = amount; });
+    } else if (type == "escrow_approved") {
+        const Asset fee = f.asset("fee");
+        add_both(f.account("from"), Role::Sender, f.account("agent"), Role::Receiver, [&](WalletEvent& e) { e.amount = fee; });
+    } else if (type == "escrow_rejected") {
+        add(f.account("from"), Role::Owner).amount = hive_else_hbd({"hive_amount", "steem_amount"}, {"hbd_amount", "sbd_amount"});
+    } else if (type == "producer_reward") {
+        set_liquid_or_vesting(add(f.account("producer"), Role::Owner), f.asset("vesting_shares"));
+    } else if (type == "pow_reward") {
+        set_liquid_or_vesting(add(f.account("worker"), Role::Owner), f.asset("reward"));
+    } else if (type == "liquidity_reward") {
+        add(f.account("owner"), Role::Owner).amount = f.asset("payout");
+    } else if (type == "vesting_shares_split") {
+        add(f.account("owner"), Role::Owner).vesting = f.asset("vesting_shares_after_split");
+    } else if (type == "proposal_pay") {
+        const Asset payment = f.asset("payment");
+        add_both(f.account("payer"), Role::Sender, f.account("receiver"), Role::Receiver,
+                 [&](WalletEvent& e) { e.amount = payment; });
+    } else if (type == "proposal_fee") {
+        const Asset fee = f.asset("fee");
+        add_both(f.account("creator"), Role::Sender, f.account("treasury"), Role::Receiver, [&](WalletEvent& e) { e.amount = fee; });
+    } else if (type == "dhf_funding") {
+        add(f.account("treasury"), Role::Owner).amount = f.asset("additional_funds");
+    } else if (type == "dhf_conversion") {
+        add(f.account("treasury"), Role::Owner).amount = f.asset("hbd_amount_out");
+    } else if (type == "hardfork_hive" || type == "hardfork_hive_restore") {
+        // HF23's airdrop exclusion moves the account's balances to the
+        // treasury; the restore moves them back.
+        const auto amount = hive_else_hbd({"hive_transferred", "steem_transferred"}, {"hbd_transferred", "sbd_transferred"});
+        const auto vests = f.optional_asset_of({"vests_converted"});
+        const bool restore = type == "hardfork_hive_restore";
+        const std::string account = f.account("account");
+        const std::string treasury = f.account("treasury");
+        add_both(restore ? treasury : account, Role::Sender, restore ? account : treasury, Role::Receiver, [&](WalletEvent& e) {
+            e.amount = amount;
+            e.vesting = vests;
+        });
+    } else if (type == "clear_null_account_balance") {
+        from_list("total_cleared", add(std::string(kNullAccount), Role::Owner));
+    } else if (type == "consolidate_treasury_balance") {
+        add_both(std::string(kObsoleteTreasury), Role::Sender, std::string(kTreasury), Role::Receiver,
+                 [&](WalletEvent& e) { from_list("total_moved", e); });
+    }
 }
 
 std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOperation& op, const OpEnvelope& envelope,
@@ -294,7 +484,9 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
     };
     const std::string_view type = rule.type;
 
-    if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings") {
+    // A recurrent transfer's execution is a transfer (beyond the spec's 15).
+    if (type == "transfer" || type == "transfer_to_savings" || type == "transfer_from_savings" ||
+        type == "fill_recurrent_transfer") {
         const Asset amount = f.asset("amount");
         const auto memo = f.optional_text("memo");
         add_both(f.account("from"), Role::Sender, f.account("to"), Role::Receiver, [&](WalletEvent& e) {
@@ -364,6 +556,8 @@ std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOp
                                            f.optional_asset_of({"hbd_payout", "sbd_payout"}));
             reward.vesting = f.asset("vesting_payout");
         }
+    } else {
+        decode_beyond_spec(type, f, add, add_both);
     }
     return events;
 }
@@ -427,13 +621,21 @@ std::optional<std::string_view> sole_asset_field(std::string_view op_type) noexc
 }
 
 std::span<const std::string_view> wallet_operation_types() noexcept {
-    static const std::array<std::string_view, kWalletOpCount> types = [] {
-        std::array<std::string_view, kWalletOpCount> names;
-        std::transform(wallet_op_rules().begin(), wallet_op_rules().end(), names.begin(),
-                       [](const WalletOpRule& rule) { return rule.type; });
+    static const std::vector<std::string_view> types = [] {
+        std::vector<std::string_view> names;
+        for (const auto& rule : wallet_op_rules()) names.push_back(rule.type);
         return names;
     }();
     return types;
+}
+
+std::span<const std::string_view> spec_wallet_operation_types() noexcept {
+    return wallet_operation_types().first(kSpecWalletOpCount);
+}
+
+bool is_spec_wallet_operation(std::string_view op_type) noexcept {
+    const auto spec = spec_wallet_operation_types();
+    return std::find(spec.begin(), spec.end(), op_type) != spec.end();
 }
 
 bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noexcept {

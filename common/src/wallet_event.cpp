@@ -12,7 +12,7 @@ struct RoleEntry {
     int code;  // the store's code (migration 0004, wallet_role_code)
 };
 
-constexpr std::array<RoleEntry, 8> kRoleNames{{
+constexpr std::array<RoleEntry, 10> kRoleNames{{
     {Role::Sender, "sender", 80},
     {Role::Receiver, "receiver", 70},
     {Role::Delegator, "delegator", 50},
@@ -21,6 +21,8 @@ constexpr std::array<RoleEntry, 8> kRoleNames{{
     {Role::Curator, "curator", 30},
     {Role::Owner, "owner", 60},
     {Role::Beneficiary, "beneficiary", 20},
+    {Role::Taker, "taker", 90},
+    {Role::Maker, "maker", 55},
 }};
 
 json_t* optional_string_json(const std::optional<std::string>& text) {

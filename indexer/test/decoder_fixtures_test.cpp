@@ -22,12 +22,18 @@ using test::hive_fixtures_dir;
 using test::json_string_of;
 using test::load_json_file;
 
-// The test's own statement of decisions.md section 2, independent of the
-// decoder's tables: who gets an event, in which role, with which counterparty.
+// The test's own statement of decisions.md section 2 and docs/operations.md,
+// independent of the decoder's tables: who gets an event, in which role,
+// with which counterparty, and where its amount and vesting amount come from.
 struct Party {
-    const char* account_field;
+    const char* account_field;       // "=name": an account the protocol names, not the op
     Role role;
     const char* counterparty_field;  // nullptr: no counterparty
+    // Candidate fields, '|'-separated: several compete (the first non-zero
+    // liquid one wins), a single one is taken as it is. A list field gives
+    // its first non-zero liquid element, or its VESTS element. "" = none.
+    const char* amount_fields;
+    const char* vesting_fields;      // the first candidate present that is VESTS
 };
 
 struct OpExpectation {
@@ -36,40 +42,111 @@ struct OpExpectation {
     std::vector<std::vector<std::string>> asset_order;  // protocol order, alternative names per slot
     bool has_memo;
     bool reward_ref;         // carries author and permlink
-    bool amount_required;    // the event always has a liquid amount
-    bool vesting_required;   // the event always has a vesting amount
 };
 
+const char* const kHiveElseHbd = "hive_amount|steem_amount|hbd_amount|sbd_amount";
+const char* const kTransferredHiveElseHbd = "hive_transferred|steem_transferred|hbd_transferred|sbd_transferred";
+
 const std::map<std::string, OpExpectation>& expectations() {
+    using Slots = std::vector<std::vector<std::string>>;
+    const Slots payouts{{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}};
+    const Slots escrow{{"hbd_amount", "sbd_amount"}, {"hive_amount", "steem_amount"}, {"fee"}};
+    const Slots transferred{{"hbd_transferred", "sbd_transferred"}, {"hive_transferred", "steem_transferred"}};
     static const std::map<std::string, OpExpectation> table{
-        {"transfer", {{{"from", Role::Sender, "to"}, {"to", Role::Receiver, "from"}}, false, {{"amount"}}, true, false, true, false}},
+        // The spec's 15.
+        {"transfer", {{{"from", Role::Sender, "to", "amount", ""}, {"to", Role::Receiver, "from", "amount", ""}}, false, {{"amount"}}, true, false}},
         {"transfer_to_savings",
-         {{{"from", Role::Sender, "to"}, {"to", Role::Receiver, "from"}}, false, {{"amount"}}, true, false, true, false}},
+         {{{"from", Role::Sender, "to", "amount", ""}, {"to", Role::Receiver, "from", "amount", ""}}, false, {{"amount"}}, true, false}},
         {"transfer_from_savings",
-         {{{"from", Role::Sender, "to"}, {"to", Role::Receiver, "from"}}, false, {{"amount"}}, true, false, true, false}},
-        {"cancel_transfer_from_savings", {{{"from", Role::Sender, nullptr}}, false, {}, false, false, false, false}},
-        {"fill_transfer_from_savings", {{{"to", Role::Receiver, "from"}}, true, {{"amount"}}, true, false, true, false}},
+         {{{"from", Role::Sender, "to", "amount", ""}, {"to", Role::Receiver, "from", "amount", ""}}, false, {{"amount"}}, true, false}},
+        {"cancel_transfer_from_savings", {{{"from", Role::Sender, nullptr, "", ""}}, false, {}, false, false}},
+        {"fill_transfer_from_savings", {{{"to", Role::Receiver, "from", "amount", ""}}, true, {{"amount"}}, true, false}},
         {"transfer_to_vesting",
-         {{{"from", Role::Sender, "to"}, {"to", Role::Receiver, "from"}}, false, {{"amount"}}, false, false, true, false}},
-        {"withdraw_vesting", {{{"account", Role::Owner, nullptr}}, false, {{"vesting_shares"}}, false, false, false, true}},
+         {{{"from", Role::Sender, "to", "amount", ""}, {"to", Role::Receiver, "from", "amount", ""}}, false, {{"amount"}}, false, false}},
+        {"withdraw_vesting", {{{"account", Role::Owner, nullptr, "", "vesting_shares"}}, false, {{"vesting_shares"}}, false, false}},
         {"fill_vesting_withdraw",
-         {{{"to_account", Role::Receiver, "from_account"}}, true, {{"withdrawn"}, {"deposited"}}, false, false, false, true}},
+         {{{"to_account", Role::Receiver, "from_account", "deposited", "deposited|withdrawn"}}, true, {{"withdrawn"}, {"deposited"}}, false, false}},
         {"delegate_vesting_shares",
-         {{{"delegator", Role::Delegator, "delegatee"}, {"delegatee", Role::Delegatee, "delegator"}},
-          false, {{"vesting_shares"}}, false, false, false, true}},
-        {"return_vesting_delegation", {{{"account", Role::Owner, nullptr}}, true, {{"vesting_shares"}}, false, false, false, true}},
+         {{{"delegator", Role::Delegator, "delegatee", "", "vesting_shares"}, {"delegatee", Role::Delegatee, "delegator", "", "vesting_shares"}},
+          false, {{"vesting_shares"}}, false, false}},
+        {"return_vesting_delegation", {{{"account", Role::Owner, nullptr, "", "vesting_shares"}}, true, {{"vesting_shares"}}, false, false}},
         {"claim_reward_balance",
-         {{{"account", Role::Owner, nullptr}}, false,
-          {{"reward_hive", "reward_steem"}, {"reward_hbd", "reward_sbd"}, {"reward_vests"}}, false, false, false, true}},
-        {"interest", {{{"owner", Role::Owner, nullptr}}, true, {{"interest"}}, false, false, true, false}},
+         {{{"account", Role::Owner, nullptr, "reward_hive|reward_steem|reward_hbd|reward_sbd", "reward_vests"}}, false,
+          {{"reward_hive", "reward_steem"}, {"reward_hbd", "reward_sbd"}, {"reward_vests"}}, false, false}},
+        {"interest", {{{"owner", Role::Owner, nullptr, "interest", ""}}, true, {{"interest"}}, false, false}},
         {"author_reward",
-         {{{"author", Role::Author, nullptr}}, true,
-          {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"curators_vesting_payout"}},
-          false, true, false, true}},
-        {"curation_reward", {{{"curator", Role::Curator, nullptr}}, true, {{"reward"}}, false, true, false, true}},
+         {{{"author", Role::Author, nullptr, "", "vesting_payout"}}, true,
+          {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"curators_vesting_payout"}}, false, true}},
+        {"curation_reward", {{{"curator", Role::Curator, nullptr, "", "reward"}}, true, {{"reward"}}, false, true}},
         {"comment_benefactor_reward",
-         {{{"benefactor", Role::Beneficiary, nullptr}}, true,
-          {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"reward"}}, false, true, false, true}},
+         {{{"benefactor", Role::Beneficiary, nullptr, "hive_payout|steem_payout|hbd_payout|sbd_payout", "vesting_payout|reward"}}, true,
+          {{"hbd_payout", "sbd_payout"}, {"hive_payout", "steem_payout"}, {"vesting_payout"}, {"reward"}}, false, true}},
+        // Every other balance-moving operation (docs/operations.md).
+        {"limit_order_create",
+         {{{"owner", Role::Owner, nullptr, "amount_to_sell", ""}}, false, {{"amount_to_sell"}, {"min_to_receive"}}, false, false}},
+        {"limit_order_create2", {{{"owner", Role::Owner, nullptr, "amount_to_sell", ""}}, false, {{"amount_to_sell"}}, false, false}},
+        {"limit_order_cancelled", {{{"seller", Role::Owner, nullptr, "amount_back", ""}}, true, {{"amount_back"}}, false, false}},
+        {"fill_order",
+         {{{"current_owner", Role::Taker, "open_owner", "open_pays", ""}, {"open_owner", Role::Maker, "current_owner", "current_pays", ""}},
+          true, {{"current_pays"}, {"open_pays"}}, false, false}},
+        {"convert", {{{"owner", Role::Owner, nullptr, "amount", ""}}, false, {{"amount"}}, false, false}},
+        {"collateralized_convert", {{{"owner", Role::Owner, nullptr, "amount", ""}}, false, {{"amount"}}, false, false}},
+        {"collateralized_convert_immediate_conversion",
+         {{{"owner", Role::Owner, nullptr, "hbd_out", ""}}, true, {{"hbd_out"}}, false, false}},
+        {"fill_convert_request",
+         {{{"owner", Role::Owner, nullptr, "amount_out", ""}}, true, {{"amount_in"}, {"amount_out"}}, false, false}},
+        {"fill_collateralized_convert_request",
+         {{{"owner", Role::Owner, nullptr, "amount_out", ""}}, true, {{"amount_in"}, {"amount_out"}, {"excess_collateral"}}, false, false}},
+        {"account_create", {{{"creator", Role::Sender, "new_account_name", "fee", ""}}, false, {{"fee"}}, false, false}},
+        {"account_create_with_delegation",
+         {{{"creator", Role::Sender, "new_account_name", "fee", "delegation"}}, false, {{"fee"}, {"delegation"}}, false, false}},
+        {"claim_account", {{{"creator", Role::Owner, nullptr, "fee", ""}}, false, {{"fee"}}, false, false}},
+        {"account_created",
+         {{{"new_account_name", Role::Receiver, "creator", "", "initial_vesting_shares"}}, true,
+          {{"initial_vesting_shares"}, {"initial_delegation"}}, false, false}},
+        {"transfer_to_vesting_completed",
+         {{{"from_account", Role::Sender, "to_account", "hive_vested", "vesting_shares_received"},
+           {"to_account", Role::Receiver, "from_account", "hive_vested", "vesting_shares_received"}},
+          true, {{"hive_vested"}, {"vesting_shares_received"}}, false, false}},
+        {"fill_recurrent_transfer",
+         {{{"from", Role::Sender, "to", "amount", ""}, {"to", Role::Receiver, "from", "amount", ""}}, true, {{"amount"}}, true, false}},
+        {"escrow_transfer",
+         {{{"from", Role::Sender, "to", kHiveElseHbd, ""}, {"to", Role::Receiver, "from", kHiveElseHbd, ""}}, false, escrow, false, false}},
+        {"escrow_release",
+         {{{"from", Role::Sender, "receiver", kHiveElseHbd, ""}, {"receiver", Role::Receiver, "from", kHiveElseHbd, ""}},
+          false, {escrow[0], escrow[1]}, false, false}},
+        {"escrow_approved",
+         {{{"from", Role::Sender, "agent", "fee", ""}, {"agent", Role::Receiver, "from", "fee", ""}}, true, {{"fee"}}, false, false}},
+        {"escrow_rejected", {{{"from", Role::Owner, nullptr, kHiveElseHbd, ""}}, true, escrow, false, false}},
+        {"producer_reward",
+         {{{"producer", Role::Owner, nullptr, "vesting_shares", "vesting_shares"}}, true, {{"vesting_shares"}}, false, false}},
+        {"pow_reward", {{{"worker", Role::Owner, nullptr, "reward", "reward"}}, true, {{"reward"}}, false, false}},
+        {"liquidity_reward", {{{"owner", Role::Owner, nullptr, "payout", ""}}, true, {{"payout"}}, false, false}},
+        {"vesting_shares_split",
+         {{{"owner", Role::Owner, nullptr, "", "vesting_shares_after_split"}}, true,
+          {{"vesting_shares_before_split"}, {"vesting_shares_after_split"}}, false, false}},
+        {"proposal_pay",
+         {{{"payer", Role::Sender, "receiver", "payment", ""}, {"receiver", Role::Receiver, "payer", "payment", ""}}, true, {{"payment"}},
+          false, false}},
+        {"proposal_fee",
+         {{{"creator", Role::Sender, "treasury", "fee", ""}, {"treasury", Role::Receiver, "creator", "fee", ""}}, true, {{"fee"}}, false,
+          false}},
+        {"dhf_funding", {{{"treasury", Role::Owner, nullptr, "additional_funds", ""}}, true, {{"additional_funds"}}, false, false}},
+        {"dhf_conversion",
+         {{{"treasury", Role::Owner, nullptr, "hbd_amount_out", ""}}, true, {{"hive_amount_in"}, {"hbd_amount_out"}}, false, false}},
+        {"hardfork_hive",
+         {{{"account", Role::Sender, "treasury", kTransferredHiveElseHbd, "vests_converted"},
+           {"treasury", Role::Receiver, "account", kTransferredHiveElseHbd, "vests_converted"}},
+          true, {transferred[0], transferred[1], {"vests_converted"}, {"total_hive_from_vests", "total_steem_from_vests"}}, false, false}},
+        {"hardfork_hive_restore",
+         {{{"treasury", Role::Sender, "account", kTransferredHiveElseHbd, ""}, {"account", Role::Receiver, "treasury", kTransferredHiveElseHbd, ""}},
+          true, transferred, false, false}},
+        {"clear_null_account_balance",
+         {{{"=null", Role::Owner, nullptr, "total_cleared", "total_cleared"}}, true, {{"total_cleared"}}, false, false}},
+        {"consolidate_treasury_balance",
+         {{{"=steem.dao", Role::Sender, "=hive.fund", "total_moved", "total_moved"},
+           {"=hive.fund", Role::Receiver, "=steem.dao", "total_moved", "total_moved"}},
+          true, {{"total_moved"}}, false, false}},
     };
     return table;
 }
@@ -88,7 +165,21 @@ const json_t* op_body_of(const json_t* op) {
     return json_is_array(op) ? json_array_get(op, 1) : json_object_get(op, "value");
 }
 
+std::vector<std::string> split_fields(const char* fields) {
+    std::vector<std::string> names;
+    std::string text = fields;
+    std::size_t from = 0;
+    while (from < text.size()) {
+        const auto bar = text.find('|', from);
+        names.push_back(text.substr(from, bar == std::string::npos ? std::string::npos : bar - from));
+        if (bar == std::string::npos) break;
+        from = bar + 1;
+    }
+    return names;
+}
+
 std::optional<std::string> body_text(const json_t* body, const char* field) {
+    if (field[0] == '=') return std::string(field + 1);  // an account the protocol names
     const json_t* value = json_object_get(body, field);
     if (!json_is_string(value)) return std::nullopt;
     return json_string_of(value);
@@ -118,22 +209,64 @@ void check_structure(const Sighting& s, const std::vector<WalletEvent>& events, 
     const OpExpectation& expected = expectations().at(s.type);
     ASSERT_EQ(events.size(), expected.parties.size());
 
-    // Asset-shaped fields of the body, and the protocol order they must follow.
-    std::set<std::string> asset_fields;
+    // Asset-shaped fields of the body (each element of a list of amounts
+    // under the list's name), and the protocol order they must follow.
+    std::map<std::string, std::vector<const json_t*>> asset_fields;
     const char* key = nullptr;
     json_t* value = nullptr;
     json_object_foreach(const_cast<json_t*>(s.body), key, value) {
-        if (is_asset_json(value)) asset_fields.insert(key);
-    }
-    std::vector<std::string> ordered;
-    for (const auto& slot : expected.asset_order) {
-        for (const auto& name : slot) {
-            if (asset_fields.count(name) != 0) ordered.push_back(name);
+        if (is_asset_json(value)) asset_fields[key].push_back(value);
+        if (json_is_array(value) && json_array_size(value) > 0 && is_asset_json(json_array_get(value, 0))) {
+            for (std::size_t k = 0; k < json_array_size(value); ++k) asset_fields[key].push_back(json_array_get(value, k));
         }
     }
-    for (const auto& name : asset_fields) {
-        if (std::find(ordered.begin(), ordered.end(), name) == ordered.end()) ordered.push_back(name);  // unknown: sorted after
+    std::vector<std::string> ordered_names;
+    for (const auto& slot : expected.asset_order) {
+        for (const auto& name : slot) {
+            if (asset_fields.count(name) != 0) ordered_names.push_back(name);
+        }
     }
+    for (const auto& [name, values] : asset_fields) {
+        if (std::find(ordered_names.begin(), ordered_names.end(), name) == ordered_names.end()) {
+            ordered_names.push_back(name);  // unknown: sorted after
+        }
+    }
+    std::vector<std::pair<std::string, const json_t*>> ordered;
+    for (const auto& name : ordered_names) {
+        for (const json_t* amount : asset_fields[name]) ordered.emplace_back(name, amount);
+    }
+    auto parsed_assets = [&](const std::string& name) {
+        std::vector<Asset> amounts;
+        for (const json_t* amount : asset_fields[name]) amounts.push_back(parse_asset(amount, table).value());
+        return amounts;
+    };
+    // The event's amount and vesting amount by the party's candidate fields.
+    auto expected_amount = [&](const char* fields) -> std::optional<Asset> {
+        const auto names = split_fields(fields);
+        std::vector<Asset> liquid;
+        for (const auto& name : names) {
+            for (auto& amount : parsed_assets(name)) {
+                if (amount.symbol != "VESTS") liquid.push_back(amount);
+            }
+        }
+        // A list of amounts always competes (its first non-zero liquid element).
+        const bool listed_amounts = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+            return json_is_array(json_object_get(s.body, name.c_str()));
+        });
+        const bool competing = liquid.size() > 1 || listed_amounts;
+        for (const auto& amount : liquid) {
+            if (!competing || !amount.amount.is_zero()) return amount;
+        }
+        return std::nullopt;
+    };
+    auto expected_vesting = [&](const char* fields) -> std::optional<Asset> {
+        for (const auto& name : split_fields(fields)) {
+            for (auto& amount : parsed_assets(name)) {
+                if (amount.symbol == "VESTS") return amount;
+            }
+        }
+        return std::nullopt;
+    };
 
     for (std::size_t i = 0; i < events.size(); ++i) {
         const WalletEvent& e = events[i];
@@ -178,8 +311,8 @@ void check_structure(const Sighting& s, const std::vector<WalletEvent>& events, 
         // assets: every asset field once, in protocol order, exact, at precision.
         ASSERT_EQ(e.assets.size(), ordered.size());
         for (std::size_t a = 0; a < ordered.size(); ++a) {
-            EXPECT_EQ(e.assets[a].field, ordered[a]);
-            auto parsed = parse_asset(json_object_get(s.body, ordered[a].c_str()), table);
+            EXPECT_EQ(e.assets[a].field, ordered[a].first);
+            auto parsed = parse_asset(ordered[a].second, table);
             ASSERT_TRUE(parsed);
             EXPECT_EQ(e.assets[a].asset, *parsed);
             const std::string printed = e.assets[a].asset.amount_string().value();
@@ -188,15 +321,8 @@ void check_structure(const Sighting& s, const std::vector<WalletEvent>& events, 
         auto listed = [&](const Asset& asset) {
             return std::any_of(e.assets.begin(), e.assets.end(), [&](const AssetField& f) { return f.asset == asset; });
         };
-        if (expected.amount_required) {
-            EXPECT_TRUE(e.amount);
-        }
-        if (expected.vesting_required) {
-            EXPECT_TRUE(e.vesting);
-        }
-        if (s.type == "cancel_transfer_from_savings") {
-            EXPECT_FALSE(e.amount || e.vesting);
-        }
+        EXPECT_EQ(e.amount, expected_amount(party.amount_fields));
+        EXPECT_EQ(e.vesting, expected_vesting(party.vesting_fields));
         if (e.amount) {
             EXPECT_TRUE(listed(*e.amount));
             EXPECT_NE(e.amount->symbol, "VESTS");

@@ -28,14 +28,14 @@ CREATE TABLE wallet_accounts (
 CREATE FUNCTION wallet_role_name(code smallint) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE code WHEN 10 THEN 'author' WHEN 20 THEN 'beneficiary' WHEN 30 THEN 'curator'
-                     WHEN 40 THEN 'delegatee' WHEN 50 THEN 'delegator' WHEN 60 THEN 'owner'
-                     WHEN 70 THEN 'receiver' WHEN 80 THEN 'sender' END
+                     WHEN 40 THEN 'delegatee' WHEN 50 THEN 'delegator' WHEN 55 THEN 'maker' WHEN 60 THEN 'owner'
+                     WHEN 70 THEN 'receiver' WHEN 80 THEN 'sender' WHEN 90 THEN 'taker' END
 $$;
 CREATE FUNCTION wallet_role_code(name text) RETURNS smallint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE name WHEN 'author' THEN 10 WHEN 'beneficiary' THEN 20 WHEN 'curator' THEN 30
-                     WHEN 'delegatee' THEN 40 WHEN 'delegator' THEN 50 WHEN 'owner' THEN 60
-                     WHEN 'receiver' THEN 70 WHEN 'sender' THEN 80 END::smallint
+                     WHEN 'delegatee' THEN 40 WHEN 'delegator' THEN 50 WHEN 'maker' THEN 55 WHEN 'owner' THEN 60
+                     WHEN 'receiver' THEN 70 WHEN 'sender' THEN 80 WHEN 'taker' THEN 90 END::smallint
 $$;
 
 -- Op type codes are hived's operation ids (HAfAH's op_type_id), in protocol

@@ -16,14 +16,24 @@ using namespace indexer_test;
 
 namespace {
 
-// The accounts of every wallet operation of the mainnet fixture files.
-std::set<std::string> fixture_accounts() {
+// The accounts of every wallet operation of the mainnet fixture files, and
+// the operation types those give events for.
+struct FixtureWalletOps {
     std::set<std::string> accounts;
+    std::set<std::string> types;
+};
+
+FixtureWalletOps fixture_wallet_ops() {
+    FixtureWalletOps found;
+    std::set<std::string>& accounts = found.accounts;
     std::function<void(json_t*)> visit = [&](json_t* value) {
         if (json_is_object(value)) {
             if (json_object_get(value, "op") != nullptr && json_object_get(value, "block") != nullptr) {
                 if (auto events = wallet::decode_entry(value, wallet::AssetTable::mainnet())) {
-                    for (const auto& event : *events) accounts.insert(event.account);
+                    for (const auto& event : *events) {
+                        accounts.insert(event.account);
+                        found.types.insert(event.op_type);
+                    }
                 }
                 return;
             }
@@ -42,7 +52,7 @@ std::set<std::string> fixture_accounts() {
         wallet::JsonPtr document = wallet::json_own(json_load_file(entry.path().c_str(), JSON_DECODE_ANY, &error));
         if (document) visit(document.get());
     }
-    return accounts;
+    return found;
 }
 
 // An amount column's text ("1.372000") and an event's amount compared as
@@ -93,8 +103,10 @@ TEST(IndexerDifferential, IndexedEventsEqualTheMappedAccountHistory) {
 
     // Each account's history, mapped without block context (the fallback).
     std::map<std::string, std::vector<std::string>> mapped;
+    std::map<std::string, std::size_t> mapped_by_type;
     std::set<std::int64_t> blocks;
-    for (const auto& account : fixture_accounts()) {
+    const FixtureWalletOps fixture = fixture_wallet_ops();
+    for (const auto& account : fixture.accounts) {
         std::int64_t start = -1;
         while (true) {
             const std::int64_t limit = start < 0 ? 1000 : std::min<std::int64_t>(1000, start + 1);
@@ -110,7 +122,9 @@ TEST(IndexerDifferential, IndexedEventsEqualTheMappedAccountHistory) {
                 auto events = wallet::decode_entry(entry, wallet::AssetTable::mainnet());
                 ASSERT_TRUE(events) << account << ": " << events.error();
                 for (const auto& event : *events) {
-                    if (event.account == account) mapped[account].push_back(comparable_event(event));
+                    if (event.account != account) continue;
+                    mapped[account].push_back(comparable_event(event));
+                    ++mapped_by_type[event.op_type];
                 }
             }
             if (json_array_size(items) == 0) break;
@@ -171,6 +185,13 @@ TEST(IndexerDifferential, IndexedEventsEqualTheMappedAccountHistory) {
         std::sort(expected.begin(), expected.end());
         EXPECT_EQ(actual, expected) << account;
         compared += expected.size();
+    }
+    // Every operation type that gives events in the mainnet fixtures (the
+    // spec's and the other balance-moving ones) is among the compared rows.
+    for (const auto& type : fixture.types) EXPECT_GT(mapped_by_type[type], 0u) << type;
+    for (const char* type : {"producer_reward", "fill_order", "limit_order_create", "account_created", "pow_reward",
+                             "transfer_to_vesting_completed", "author_reward", "curation_reward", "transfer"}) {
+        EXPECT_EQ(fixture.types.count(type), 1u) << type;
     }
     std::cout << "compared " << compared << " events of " << mapped.size() << " accounts over " << blocks.size() << " blocks"
               << std::endl;

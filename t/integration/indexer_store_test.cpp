@@ -39,7 +39,7 @@ BlockRef ref(std::int64_t num, char fill = 'a') {
     return BlockRef{num, std::string(prefix) + std::string(32, fill), Timestamp::from_seconds(1458835500 + num * 3).value()};
 }
 
-// A block with a transfer (2 events), a claim and an author reward.
+// A block with a transfer (2 events), a claim, a producer reward and an author reward.
 std::string sample_block(std::int64_t num, const std::string& memo = "thanks") {
     const std::string block = std::to_string(num);
     return R"([
@@ -96,10 +96,10 @@ TEST(IndexerStore, StoresEveryColumnExactly) {
     EXPECT_FALSE(db.store.checkpoint().value().has_value());
     auto counts = db.store.commit_batch(batch_of(decode_block_text(sample_block(7)), {ref(7)}));
     ASSERT_TRUE(counts) << counts.error();
-    EXPECT_EQ(counts->offered, 4);
-    EXPECT_EQ(counts->inserted, 4);
+    EXPECT_EQ(counts->offered, 5);
+    EXPECT_EQ(counts->inserted, 5);
     const auto rows = db.rows();
-    ASSERT_EQ(rows.size(), 4u);
+    ASSERT_EQ(rows.size(), 5u);
     EXPECT_EQ(rows[0],
               "7\t0\t0\t0\talice\tsender\t0\ttransfer\t0e4bf604dfa68169b01dd537901ebf7bd775470f\t2016-09-07T00:18:18Z\t1.372000\tHBD\t"
               "NULL\tNULL\tbob\tthanks\tNULL\tNULL\t[{\"field\": \"amount\", \"amount\": \"1.372\", \"symbol\": \"HBD\"}]\t" +
@@ -110,11 +110,15 @@ TEST(IndexerStore, StoresEveryColumnExactly) {
     EXPECT_EQ(rows[2].substr(0, rows[2].find("\t[")),
               "7\t1\t0\t0\tcarol\towner\t1\tclaim_reward_balance\t1e4bf604dfa68169b01dd537901ebf7bd775470f\t2016-09-07T00:18:18Z\t"
               "0.005000\tHBD\t12.345678\tVESTS\tNULL\tNULL\tNULL\tNULL");
-    // The author reward: virtual op 2 of the block (after producer_reward), no trx_id.
+    // The producer reward, virtual op 1 of the block; then the author reward,
+    // virtual op 2; no trx_id.
     EXPECT_EQ(rows[3].substr(0, rows[3].find("\t[")),
+              "7\t4294967295\t1\t1\tdave\towner\t2\tproducer_reward\tNULL\t2016-09-07T00:18:18Z\tNULL\tNULL\t1.000000\tVESTS\t"
+              "NULL\tNULL\tNULL\tNULL");
+    EXPECT_EQ(rows[4].substr(0, rows[4].find("\t[")),
               "7\t4294967295\t2\t2\talice\tauthor\t3\tauthor_reward\tNULL\t2016-09-07T00:18:18Z\tNULL\tNULL\t31.935041\tVESTS\t"
               "NULL\tNULL\talice\tpost");
-    EXPECT_NE(rows[3].find("{\"field\": \"curators_vesting_payout\", \"amount\": \"7.096675\", \"symbol\": \"VESTS\"}"),
+    EXPECT_NE(rows[4].find("{\"field\": \"curators_vesting_payout\", \"amount\": \"7.096675\", \"symbol\": \"VESTS\"}"),
               std::string::npos);
     // The payload is the entry as the node sent it.
     EXPECT_EQ(db.pg.query("SELECT payload->'op'->1->>'curators_vesting_payout', payload->>'trx_id'"
@@ -168,7 +172,7 @@ TEST(IndexerStore, AFailingBatchLeavesNothingBehind) {
 
     // The connection stays usable after a failed batch.
     ASSERT_TRUE(db.store.commit_batch(batch_of(decode_block_text(sample_block(8)), {ref(8)})));
-    EXPECT_EQ(db.count(), "8");
+    EXPECT_EQ(db.count(), "10");
 }
 
 TEST(IndexerStore, AwkwardTextRoundTrips) {
@@ -199,7 +203,7 @@ TEST(IndexerStore, RewindReplacesForkedBlocksInOneTransaction) {
         blocks.push_back(ref(num));
     }
     ASSERT_TRUE(db.store.commit_batch(batch_of(events, blocks, 5)));
-    EXPECT_EQ(db.count(), "40");
+    EXPECT_EQ(db.count(), "50");
     // Only the ids a fork check can still compare are kept.
     EXPECT_EQ(db.pg.query("SELECT min(block_num), max(block_num) FROM indexer_block_ids"), std::vector<std::string>{"6\t10"});
 
@@ -208,7 +212,7 @@ TEST(IndexerStore, RewindReplacesForkedBlocksInOneTransaction) {
     fork.rewind_above = 8;
     ASSERT_TRUE(db.store.commit_batch(fork));
     EXPECT_EQ(db.pg.query("SELECT block_num, count(*) FROM wallet_operation_events WHERE block_num > 7 GROUP BY 1 ORDER BY 1"),
-              (std::vector<std::string>{"8\t4", "9\t4"}));
+              (std::vector<std::string>{"8\t5", "9\t5"}));
     EXPECT_EQ(db.pg.query("SELECT DISTINCT memo FROM wallet_operation_events WHERE block_num = 9 AND memo IS NOT NULL"),
               std::vector<std::string>{"forked"});
     EXPECT_EQ(db.pg.query("SELECT block_num, block_id FROM indexer_block_ids ORDER BY 1"),
@@ -221,7 +225,7 @@ TEST(IndexerStore, RewindReplacesForkedBlocksInOneTransaction) {
     broken.rewind_above = 7;
     broken.events.back().block_seq.reset();
     ASSERT_FALSE(db.store.commit_batch(broken));
-    EXPECT_EQ(db.count(), "36");
+    EXPECT_EQ(db.count(), "45");
     EXPECT_EQ(db.store.checkpoint().value()->num, 9);
 }
 

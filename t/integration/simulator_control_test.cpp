@@ -409,7 +409,11 @@ TEST(SimulatorChain, EveryWalletOperationTypeAndPathologicalBlocksOverHttp) {
             }
         }
     }
-    for (const std::string_view type : wallet::wallet_operation_types()) EXPECT_GT(seen[std::string(type)], 0u) << type;
+    for (const std::string_view type : wallet::spec_wallet_operation_types()) EXPECT_GT(seen[std::string(type)], 0u) << type;
+    for (const char* type : {"producer_reward", "fill_order", "limit_order_create", "limit_order_cancelled", "convert",
+                             "fill_convert_request", "claim_account", "account_created", "fill_recurrent_transfer", "proposal_pay"}) {
+        EXPECT_GT(seen[type], 0u) << type;
+    }
     EXPECT_GT(virtual_ops_per_block[500], 3000u);
     EXPECT_GT(virtual_ops_per_block[1500], 3000u);
     EXPECT_LT(virtual_ops_per_block[1000], 500u);

@@ -24,15 +24,21 @@
 
 namespace wallet {
 
-// The 15 operation types of the Events table.
+// The operation types that give wallet events: the 15 of spec 000's Events
+// table and every other operation that moves a balance (docs/operations.md).
 bool is_wallet_operation(std::string_view op_type) noexcept;
-// The same types as a list (without "_operation"), for those that need them all.
+// The same types as a list (without "_operation"), the spec's 15 first.
 std::span<const std::string_view> wallet_operation_types() noexcept;
 // The asset field of a type whose operations carry exactly one asset, under
 // one name on every node version ("amount" of a transfer, "reward" of a
 // curation reward); nullopt for every other type. The store leaves `assets`
 // out of rows whose one asset is what their amount columns hold.
 std::optional<std::string_view> sole_asset_field(std::string_view op_type) noexcept;
+
+// The 15 types of spec 000's Events table alone: what the API answers when
+// no op_types are asked for.
+std::span<const std::string_view> spec_wallet_operation_types() noexcept;
+bool is_spec_wallet_operation(std::string_view op_type) noexcept;
 
 // Virtual-ness by operation type (decisions.md section 1); the node's own
 // flag decides only for a type this build does not know.

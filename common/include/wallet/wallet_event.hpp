@@ -16,7 +16,9 @@
 
 namespace wallet {
 
-enum class Role { Sender, Receiver, Delegator, Delegatee, Author, Curator, Owner, Beneficiary };
+// The spec's eight roles, then the roles of operations beyond the spec where
+// none of them fits (docs/operations.md): the two sides of a market fill.
+enum class Role { Sender, Receiver, Delegator, Delegatee, Author, Curator, Owner, Beneficiary, Taker, Maker };
 
 // "sender", "receiver", ... as stored and served.
 std::string_view role_name(Role role) noexcept;

@@ -57,6 +57,11 @@ constexpr std::string_view kKindNames[] = {"vote",
                                            "cancel_transfer_from_savings",
                                            "claim_reward_balance",
                                            "delegate_vesting_shares",
+                                           "limit_order_cancel",
+                                           "convert",
+                                           "claim_account",
+                                           "create_claimed_account",
+                                           "recurrent_transfer",
                                            "effective_comment_vote",
                                            "transfer_to_vesting_completed",
                                            "interest",
@@ -69,8 +74,19 @@ constexpr std::string_view kKindNames[] = {"vote",
                                            "comment_payout_update",
                                            "fill_vesting_withdraw",
                                            "fill_transfer_from_savings",
-                                           "return_vesting_delegation"};
-static_assert(std::size(kKindNames) == static_cast<std::size_t>(Kind::return_vesting_delegation) + 1);
+                                           "return_vesting_delegation",
+                                           "limit_order_cancelled",
+                                           "fill_convert_request",
+                                           "account_created",
+                                           "fill_recurrent_transfer",
+                                           "proposal_pay"};
+static_assert(std::size(kKindNames) == static_cast<std::size_t>(Kind::proposal_pay) + 1);
+
+}  // namespace
+
+std::span<const std::string_view> kind_names() noexcept { return kKindNames; }
+
+namespace {
 
 // Their op_type_id, from the one list of hived's operation types.
 constexpr auto kKindTypeIds = [] {
@@ -177,7 +193,15 @@ bool SyntheticChain::is_pathological(std::uint32_t num) const {
 
 bool SyntheticChain::emitted(const SynOp& op) const {
     if (options_.naming == Naming::current) return true;
-    return op.kind != Kind::effective_comment_vote && op.kind != Kind::transfer_to_vesting_completed;
+    switch (op.kind) {
+        case Kind::effective_comment_vote:
+        case Kind::transfer_to_vesting_completed:
+        case Kind::limit_order_cancelled:
+        case Kind::account_created:
+        case Kind::recurrent_transfer:
+        case Kind::fill_recurrent_transfer: return false;
+        default: return true;
+    }
 }
 
 std::uint32_t SyntheticChain::witness_index(std::uint32_t num) const {
@@ -473,6 +497,49 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
             op.a = rng.below(kWitnesses);
             op.x = 200 + rng.below(100);  // HBD per 1.000 HIVE, milli
             emit(op);
+        } else if (pick < 9775) {
+            // A cancel, and the refund hived records in the same transaction.
+            SynOp op = real(Kind::limit_order_cancel);
+            op.a = actor;
+            op.r = rng.next() & 0xffffffff;  // orderid
+            emit(op);
+            SynOp cancelled = vop(Kind::limit_order_cancelled);
+            cancelled.a = actor;
+            cancelled.r = op.r;
+            cancelled.hbd = rng.chance(5000);
+            cancelled.x = liquid();
+            emit(cancelled);
+        } else if (pick < 9790) {
+            SynOp op = real(Kind::convert);
+            op.a = actor;
+            op.x = liquid();
+            op.r = rng.next() & 0xffffffff;  // requestid
+            emit(op);
+        } else if (pick < 9815) {
+            SynOp op = real(Kind::claim_account);  // mostly paid with resource credits: fee 0
+            op.a = actor;
+            op.x = rng.chance(1000) ? 3000 : 0;
+            emit(op);
+        } else if (pick < 9830) {
+            SynOp op = real(Kind::create_claimed_account);
+            op.a = actor;
+            op.b = someone_else(actor);
+            emit(op);
+            SynOp created = vop(Kind::account_created);
+            created.a = op.b;
+            created.b = actor;
+            created.x = rng.chance(2000) ? vests() : 0;  // initial delegation
+            emit(created);
+        } else if (pick < 9850) {
+            SynOp op = real(Kind::recurrent_transfer);
+            op.a = actor;
+            op.b = someone_else(actor);
+            op.hbd = rng.chance(5000);
+            op.x = liquid();
+            op.y = 24 * (1 + rng.below(30));  // recurrence, hours
+            op.z = 2 + rng.below(50);         // executions
+            op.r = rng.below(std::size(kMemos));
+            emit(op);
         } else {
             emit(custom_json(actor));
         }
@@ -562,6 +629,38 @@ void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& b
         op.x = vests();
         emit(op);
     }
+    // Conversions requested 3.5 days before, recurrent transfers due.
+    if (rng.chance(450)) {
+        SynOp op = vop(Kind::fill_convert_request);
+        op.a = someone();
+        op.r = rng.next() & 0xffffffff;
+        op.x = liquid();                            // HBD in
+        op.y = op.x * 1000 / (200 + rng.below(100));  // HIVE out at the feed
+        emit(op);
+    }
+    if (rng.chance(3000)) {
+        for (std::uint32_t k = 0, n = 1 + rng.below(3); k < n; ++k) {
+            SynOp op = vop(Kind::fill_recurrent_transfer);
+            op.a = someone();
+            op.b = someone_else(op.a);
+            op.hbd = rng.chance(5000);
+            op.x = liquid();
+            op.z = rng.below(50);  // remaining executions
+            op.r = rng.below(std::size(kMemos));
+            emit(op);
+        }
+    }
+    // The treasury pays the funded proposals once an hour.
+    if (num % 1200 == 0) {
+        for (std::uint32_t k = 0, n = 10 + rng.below(10); k < n; ++k) {
+            SynOp op = vop(Kind::proposal_pay);
+            op.a = someone();
+            op.b = kWitnesses;  // the treasury's stand-in in the account pool
+            op.r = k;           // proposal_id
+            op.x = liquid();
+            emit(op);
+        }
+    }
 }
 
 int SyntheticChain::impacted(const SynOp& op, std::array<std::uint32_t, 3>& out) const {
@@ -588,6 +687,11 @@ int SyntheticChain::impacted(const SynOp& op, std::array<std::uint32_t, 3>& out)
         case Kind::delegate_vesting_shares:
         case Kind::comment_benefactor_reward:
         case Kind::fill_vesting_withdraw:
+        case Kind::create_claimed_account:
+        case Kind::account_created:
+        case Kind::recurrent_transfer:
+        case Kind::fill_recurrent_transfer:
+        case Kind::proposal_pay:
             add(op.a);
             add(op.b);
             break;
@@ -784,6 +888,11 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
         account_field("{\"from_account\":", op.a);
         account_field(",\"to_account\":", op.b);
     };
+    // ,"orderid": / ,"requestid": ... (an order's or a request's number)
+    auto number_field = [&]<std::size_t N>(const char (&key)[N], std::uint64_t number) {
+        p = lit(p, key);
+        p = put_uint(p, number);
+    };
     auto request_id = [&] {
         p = lit(p, ",\"request_id\":");
         p = put_int(p, op.y);
@@ -953,8 +1062,7 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return vesting_shares_and_close();
         case Kind::limit_order_create:
             account_field("{\"owner\":", op.a);
-            p = lit(p, ",\"orderid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"orderid\":", op.r);
             asset_field(",\"amount_to_sell\":", op.x, liquid);
             asset_field(",\"min_to_receive\":", op.y, other_liquid);
             p = lit(p, ",\"fill_or_kill\":false,\"expiration\":\"");
@@ -964,12 +1072,10 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             return p;
         case Kind::fill_order:
             account_field("{\"current_owner\":", op.a);
-            p = lit(p, ",\"current_orderid\":");
-            p = put_uint(p, op.r);
+            number_field(",\"current_orderid\":", op.r);
             asset_field(",\"current_pays\":", op.x, liquid);
             account_field(",\"open_owner\":", op.b);
-            p = lit(p, ",\"open_orderid\":");
-            p = put_uint(p, op.r2);
+            number_field(",\"open_orderid\":", op.r2);
             asset_field(",\"open_pays\":", op.y, other_liquid);
             return close();
         case Kind::feed_publish:
@@ -1029,6 +1135,75 @@ char* SyntheticChain::write_body_at(char* p, const SynBlock& block, const SynOp&
             between_accounts();
             asset_field(",\"withdrawn\":", op.x, kVests);
             asset_field(",\"deposited\":", op.y, op.hbd ? kVests : kHive);
+            return close();
+        case Kind::limit_order_cancel:
+            account_field("{\"owner\":", op.a);
+            number_field(",\"orderid\":", op.r);
+            return close();
+        case Kind::limit_order_cancelled:
+            account_field("{\"seller\":", op.a);
+            number_field(",\"orderid\":", op.r);
+            asset_field(",\"amount_back\":", op.x, liquid);
+            return close();
+        case Kind::convert:
+            account_field("{\"owner\":", op.a);
+            number_field(",\"requestid\":", op.r);
+            asset_field(",\"amount\":", op.x, kHbd);
+            return close();
+        case Kind::fill_convert_request:
+            account_field("{\"owner\":", op.a);
+            number_field(",\"requestid\":", op.r);
+            asset_field(",\"amount_in\":", op.x, kHbd);
+            asset_field(",\"amount_out\":", op.y, kHive);
+            return close();
+        case Kind::claim_account:
+            account_field("{\"creator\":", op.a);
+            asset_field(",\"fee\":", op.x, kHive);
+            p = lit(p, ",\"extensions\":[]}");
+            return p;
+        case Kind::create_claimed_account: {
+            // One key for every authority (a rare op: the string is built here).
+            const std::string key = signing_key(op.b);
+            auto authority = [&]<std::size_t N>(const char (&key_text)[N]) {
+                p = lit(p, key_text);
+                p = lit(p, "{\"weight_threshold\":1,\"account_auths\":[],\"key_auths\":[[\"");
+                p = put(p, key);
+                p = lit(p, "\",1]]}");
+            };
+            account_field("{\"creator\":", op.a);
+            account_field(",\"new_account_name\":", op.b);
+            authority(",\"owner\":");
+            authority(",\"active\":");
+            authority(",\"posting\":");
+            p = lit(p, ",\"memo_key\":\"");
+            p = put(p, key);
+            p = lit(p, "\",\"json_metadata\":\"\",\"extensions\":[]}");
+            return p;
+        }
+        case Kind::account_created:
+            account_field("{\"new_account_name\":", op.a);
+            account_field(",\"creator\":", op.b);
+            asset_field(",\"initial_vesting_shares\":", 0, kVests);
+            asset_field(",\"initial_delegation\":", op.x, kVests);
+            return close();
+        case Kind::recurrent_transfer:
+        case Kind::fill_recurrent_transfer:
+            from_to_amount(liquid);
+            p = lit(p, ",\"memo\":");
+            p = put(p, escaped_memos_[op.r % escaped_memos_.size()]);
+            if (op.kind == Kind::recurrent_transfer) {
+                number_field(",\"recurrence\":", static_cast<std::uint64_t>(op.y));
+                number_field(",\"executions\":", static_cast<std::uint64_t>(op.z));
+            } else {
+                number_field(",\"remaining_executions\":", static_cast<std::uint64_t>(op.z));
+            }
+            p = lit(p, ",\"extensions\":[]}");
+            return p;
+        case Kind::proposal_pay:
+            number_field("{\"proposal_id\":", op.r);
+            account_field(",\"receiver\":", op.a);
+            account_field(",\"payer\":", op.b);
+            asset_field(",\"payment\":", op.x, kHbd);
             return close();
     }
     return p;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,11 @@ enum class Kind : std::uint8_t {
     cancel_transfer_from_savings,
     claim_reward_balance,
     delegate_vesting_shares,
+    limit_order_cancel,
+    convert,
+    claim_account,
+    create_claimed_account,
+    recurrent_transfer,
     // virtual
     effective_comment_vote,
     transfer_to_vesting_completed,
@@ -45,7 +51,16 @@ enum class Kind : std::uint8_t {
     fill_vesting_withdraw,
     fill_transfer_from_savings,
     return_vesting_delegation,
+    limit_order_cancelled,
+    fill_convert_request,
+    account_created,
+    fill_recurrent_transfer,
+    proposal_pay,
 };
+
+// hived's names (without "_operation") of the operations the generator
+// produces, in Kind order.
+std::span<const std::string_view> kind_names() noexcept;
 
 // One generated operation. Accounts are indexes into the account pool; the
 // meaning of a, b, c and x, y, z, w depends on the kind (see the serializer).

@@ -89,9 +89,22 @@ TEST(SimulatorSynthetic, MainnetLikeDensityAndMix) {
     // Votes, custom_json and comments are most of the real operations.
     EXPECT_GT(counts["vote"] + counts["custom_json"] + counts["comment"], 20 * blocks);
     EXPECT_GT(counts["vote"], counts["transfer"] * 3);
-    for (const std::string_view type : wallet::wallet_operation_types()) {
+    // The spec's 15 types, and every other balance-moving type the generator
+    // knows (producer_reward, market orders and fills, conversions, ...).
+    for (const std::string_view type : wallet::spec_wallet_operation_types()) {
         EXPECT_GT(counts[std::string(type)], 0u) << type << " never appears";
     }
+    std::size_t beyond_spec = 0;
+    for (const std::string_view type : sim::kind_names()) {
+        if (!wallet::is_wallet_operation(type) || wallet::is_spec_wallet_operation(type)) continue;
+        EXPECT_GT(counts[std::string(type)], 0u) << type << " never appears";
+        ++beyond_spec;
+    }
+    EXPECT_GE(beyond_spec, 9u);
+    // Mainnet shares: a producer reward per block, market operations ahead of conversions.
+    EXPECT_EQ(counts["producer_reward"], blocks);
+    EXPECT_GT(counts["limit_order_create"], counts["convert"]);
+    EXPECT_GT(counts["fill_order"], counts["fill_convert_request"]);
 }
 
 TEST(SimulatorSynthetic, PathologicalBlocksHoldThousandsOfVirtualOps) {
