@@ -36,12 +36,12 @@ bool accepts_param(Method method, std::string_view key) {
     switch (method) {
     case Method::GetWalletHistory:
         return key == "account" || key == "from" || key == "to" || key == "limit" || key == "cursor" ||
-               key == "op_types";
+               key == "op_types" || key == "scope";
     case Method::GetAuthorRewards:
     case Method::GetCurationRewards:
         return key == "account" || key == "from" || key == "to" || key == "limit" || key == "cursor";
     case Method::GetRewardTotals:
-        return key == "account" || key == "from" || key == "to";
+        return key == "account" || key == "from" || key == "to" || key == "scope";
     case Method::GetStatus:
     case Method::GetMethods:
         return false;
@@ -106,6 +106,12 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
         if (query.to->seconds() - query.from->seconds() > limits.max_range_days * 86400) {
             return invalid_params("date range too long");
         }
+    }
+    // "wallet" (the default): spec 000's types; "all": every stored type.
+    if (const auto scope = params.member("scope")) {
+        const std::string value = doc.kind(*scope) == JsonKind::String ? doc.string_value(*scope) : std::string();
+        if (value != "wallet" && value != "all") return invalid_params("invalid scope");
+        query.all_types = value == "all";
     }
     if (!is_paged(method)) return std::nullopt;
 
@@ -172,6 +178,8 @@ std::string query_fingerprint(Method method, const PageQuery& query) {
         out += '|';
         out += type;
     }
+    // Only when it widens the page: default cursors stay what they were.
+    if (query.all_types && query.op_types.empty()) out += "|scope=all";
     return out;
 }
 

@@ -47,7 +47,10 @@ struct PageQuery {
     std::optional<Timestamp> to;    // exclusive
     std::int64_t limit = 50;
     std::optional<CursorPosition> after;  // the last row of the previous page
-    std::vector<std::string> op_types;    // sorted, unique; empty = every type
+    std::vector<std::string> op_types;    // sorted, unique; empty = every type of the scope
+    // `scope: "all"`: without op_types, every stored type (and producer_reward
+    // in totals), not only spec 000's 15 (docs/operations.md).
+    bool all_types = false;
 };
 
 // Binds a cursor to the query that made it: method, window and op types (not

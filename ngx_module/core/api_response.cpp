@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "jsonrpc_writer.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_util.hpp"
+#include "wallet/wallet_event.hpp"
 
 namespace wallet::api {
 
@@ -393,6 +395,8 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
     };
     std::map<std::string, Totals, std::less<>> by_type;
     for (const char* type : {"author_reward", "curation_reward", "comment_benefactor_reward"}) by_type[type];
+    // Additive, asked for with scope "all" (docs/operations.md).
+    if (query.all_types) by_type["producer_reward"];
     std::int64_t indexed_block = 0;
     for (int row = 0; row < PQntuples(rows); ++row) {
         const std::int64_t kind = integer_of(rows, row, 0);
@@ -471,7 +475,29 @@ std::string methods_result() {
         if (i > 0) out += ',';
         append_quoted(out, names[i]);
     }
-    out += "]}";
+    // Additive: the op types get_wallet_history answers by default (spec
+    // 000's) and those only `op_types` or `scope: "all"` return, and the roles.
+    auto append_list = [&out](std::span<const std::string_view> items, auto keep) {
+        bool first = true;
+        for (const auto item : items) {
+            if (!keep(item)) continue;
+            if (!first) out += ',';
+            first = false;
+            append_quoted(out, item);
+        }
+        out += ']';
+    };
+    out += "],\"op_types\":{\"default\":[";
+    append_list(wallet::spec_wallet_operation_types(), [](std::string_view) { return true; });
+    out += ",\"opt_in\":[";
+    append_list(wallet::wallet_operation_types(), [](std::string_view t) { return !wallet::is_spec_wallet_operation(t); });
+    out += "},\"roles\":[";
+    std::vector<std::string_view> roles;
+    for (int code = 0; code < 100; ++code) {
+        if (const auto role = wallet::role_of_code(code)) roles.push_back(wallet::role_name(*role));
+    }
+    append_list(roles, [](std::string_view) { return true; });
+    out += "}";
     return out;
 }
 

@@ -53,7 +53,7 @@ std::string totals_sql(bool with_partial_days) {
     if (with_partial_days) {
         const std::string raw_part =
             "  SELECT op_type, vesting_amount, assets FROM wallet_events"
-            "   WHERE account_id = (SELECT id FROM account) AND op_type IN (51, 52, 63)"
+            "   WHERE account_id = (SELECT id FROM account) AND wallet_is_reward_type(op_type)"
             "     AND block_num >= wallet_first_block_at($F) AND block_num < wallet_first_block_at($T)"
             "     AND ts >= $F AND ts < $T";
         auto part = [&raw_part](const char* from, const char* to) {
@@ -91,9 +91,17 @@ std::string totals_sql(bool with_partial_days) {
 const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
         std::map<std::string, std::string> s;
+        // Spec 000's types only (the default): one range of the keyset index.
         s["wh_page"] = std::string("(") + kPageParams + ") AS " +
                        with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events WHERE" +
-                                          kAccount + " AND" + kWindowAndKeyset);
+                                          kAccount + " AND NOT wide AND" + kWindowAndKeyset);
+        // Every type (scope "all"): the two ranges of the index, merged.
+        s["wh_page_all"] =
+            std::string("(") + kPageParams + ") AS " +
+            with_indexed_block(std::string("SELECT x.* FROM (VALUES (false), (true)) AS s(wide) CROSS JOIN LATERAL (SELECT ") +
+                               kEventColumns + " FROM wallet_events w WHERE" + kAccount +
+                               " AND w.wide = s.wide AND" + kWindowAndKeyset +
+                               ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
         s["wh_page_type"] = std::string("(") + kPageParams + ", smallint) AS " +
                             with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events WHERE" +
                                                kAccount + " AND op_type = $8 AND" + kWindowAndKeyset);
@@ -158,7 +166,7 @@ StatementCall page_statement(const PageQuery& query) {
     // One row more than the page tells whether another page exists.
     call.params.push_back(std::to_string(query.limit + 1));
     if (query.op_types.empty()) {
-        call.name = "wh_page";
+        call.name = query.all_types ? "wh_page_all" : "wh_page";
     } else if (query.op_types.size() == 1) {
         call.name = "wh_page_type";
         call.params.push_back(std::to_string(operation_type_id(query.op_types.front())));

@@ -68,16 +68,30 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT (wallet_op_type_names())[code 
 CREATE FUNCTION wallet_op_type_code(name text) RETURNS smallint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT (array_position(wallet_op_type_names(), name) - 1)::smallint $$;
 
--- The one asset field of op types that have exactly one (the decoder's rules,
--- common/src/decoder.cpp, give the same answer).
+-- The 15 op types of spec 000, which the API answers by default; the others
+-- (docs/operations.md) only when asked for (`op_types`, `scope: "all"`).
+CREATE FUNCTION wallet_is_spec_type(op_type smallint) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT op_type IN (2, 3, 4, 32, 33, 34, 39, 40, 51, 52, 55, 56, 59, 62, 63) $$;
+
+-- The one asset field of op types that have exactly one: the decoder's
+-- sole_asset_field (common/src/decoder.cpp); a foundation test keeps the two equal.
 CREATE FUNCTION wallet_sole_asset_field(op_type smallint) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE wallet_op_type_name(op_type)
         WHEN 'transfer' THEN 'amount' WHEN 'transfer_to_vesting' THEN 'amount'
-        WHEN 'transfer_to_savings' THEN 'amount' WHEN 'transfer_from_savings' THEN 'amount'
-        WHEN 'fill_transfer_from_savings' THEN 'amount' WHEN 'withdraw_vesting' THEN 'vesting_shares'
-        WHEN 'delegate_vesting_shares' THEN 'vesting_shares' WHEN 'return_vesting_delegation' THEN 'vesting_shares'
-        WHEN 'interest' THEN 'interest' WHEN 'curation_reward' THEN 'reward' END
+        WHEN 'withdraw_vesting' THEN 'vesting_shares' WHEN 'transfer_to_savings' THEN 'amount'
+        WHEN 'transfer_from_savings' THEN 'amount' WHEN 'delegate_vesting_shares' THEN 'vesting_shares'
+        WHEN 'curation_reward' THEN 'reward' WHEN 'interest' THEN 'interest'
+        WHEN 'fill_transfer_from_savings' THEN 'amount' WHEN 'return_vesting_delegation' THEN 'vesting_shares'
+        WHEN 'convert' THEN 'amount' WHEN 'account_create' THEN 'fee'
+        WHEN 'limit_order_create2' THEN 'amount_to_sell' WHEN 'claim_account' THEN 'fee'
+        WHEN 'collateralized_convert' THEN 'amount' WHEN 'liquidity_reward' THEN 'payout'
+        WHEN 'producer_reward' THEN 'vesting_shares' WHEN 'clear_null_account_balance' THEN 'total_cleared'
+        WHEN 'proposal_pay' THEN 'payment' WHEN 'dhf_funding' THEN 'additional_funds'
+        WHEN 'consolidate_treasury_balance' THEN 'total_moved' WHEN 'pow_reward' THEN 'reward'
+        WHEN 'fill_recurrent_transfer' THEN 'amount' WHEN 'limit_order_cancelled' THEN 'amount_back'
+        WHEN 'proposal_fee' THEN 'fee' WHEN 'collateralized_convert_immediate_conversion' THEN 'hbd_out'
+        WHEN 'escrow_approved' THEN 'fee' END
 $$;
 
 -- An amount as the API prints it: 6 decimals for VESTS, 3 for liquid symbols.
@@ -168,12 +182,15 @@ CREATE TABLE wallet_events (
     memo            text,
     author          text,
     permlink        text,
-    assets          text
+    assets          text,
+    -- Beyond spec 000's types: paged apart, so a default page never reads them.
+    wide            boolean        GENERATED ALWAYS AS (NOT wallet_is_spec_type(op_type)) STORED
 );
--- Paging newest first and the dedup key at once. Block times never decrease,
+-- Paging newest first and the dedup key at once (`wide` is a function of the
+-- operation, so the key stays unique per operation, account and role). Block times never decrease,
 -- so (block_num, block_seq, role) orders exactly as (timestamp, block_num,
 -- block_seq, role) did; (block_num, block_seq) names one operation.
-CREATE UNIQUE INDEX wallet_events_keyset ON wallet_events (account_id, block_num, block_seq, role);
+CREATE UNIQUE INDEX wallet_events_keyset ON wallet_events (account_id, wide, block_num, block_seq, role);
 -- Listings per op type (reward screens, op_types filters).
 CREATE INDEX wallet_events_type_keyset ON wallet_events (account_id, op_type, block_num, block_seq, role);
 -- Fork rollback deletes the newest blocks: rows are written in block order.
@@ -227,9 +244,9 @@ CREATE TABLE wallet_reward_liquid_daily (
 );
 
 -- The reward op types the aggregates count: author_reward, curation_reward,
--- comment_benefactor_reward.
+-- comment_benefactor_reward, producer_reward.
 CREATE FUNCTION wallet_is_reward_type(op_type smallint) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT op_type IN (51, 52, 63) $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT op_type IN (51, 52, 63, 64) $$;
 
 -- The aggregate rows an event counts in: its UTC day, and the lifetime row.
 CREATE FUNCTION wallet_reward_day_keys(ts timestamptz)

@@ -3,6 +3,9 @@
 
 #include "harness/harness.hpp"
 #include "wallet/db_setup.hpp"
+#include "wallet/decoder.hpp"
+#include "wallet/operation_types.hpp"
+#include "wallet/wallet_event.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/pg.hpp"
 
@@ -162,4 +165,30 @@ TEST(FoundationSetupTool, ProvisionsAFreshClusterAndIsRerunnable) {
     ASSERT_EQ(second.exit_code, 0) << second.output;
     EXPECT_EQ(pg.query("SELECT count(*) FROM schema_version", "walletdb"),
               std::vector<std::string>{std::to_string(wallet::embedded_migrations().size())});
+}
+
+// The store's SQL names the codes and sole asset fields the C++ writer and
+// the API use (migration 0004): both sides agree on every type and role.
+TEST(FoundationStoreCodes, SqlAndCppAgreeOnOpTypesRolesAndSoleAssetFields) {
+    PostgresServer pg;
+    pg.provision();
+    for (const auto type : wallet::wallet_operation_types()) {
+        const std::string name(type);
+        const auto field = wallet::sole_asset_field(type);
+        EXPECT_EQ(pg.query("SELECT wallet_op_type_code('" + name + "') || ' ' || "
+                           "coalesce(wallet_sole_asset_field(wallet_op_type_code('" + name + "')), '-')"),
+                  std::vector<std::string>{std::to_string(wallet::operation_type_id(type)) + " " +
+                                           (field ? std::string(*field) : std::string("-"))})
+            << name;
+    }
+    for (int code = 0; code < 100; ++code) {
+        const auto role = wallet::role_of_code(code);
+        EXPECT_EQ(pg.query("SELECT coalesce(wallet_role_name(" + std::to_string(code) + "::smallint), '-')"),
+                  std::vector<std::string>{role ? std::string(wallet::role_name(*role)) : std::string("-")})
+            << code;
+        if (role) {
+            EXPECT_EQ(pg.query("SELECT wallet_role_code('" + std::string(wallet::role_name(*role)) + "')"),
+                      std::vector<std::string>{std::to_string(code)});
+        }
+    }
 }
