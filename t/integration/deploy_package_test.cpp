@@ -6,7 +6,6 @@
 // shipped snippet and includes, and the programs print their version.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <set>
 #include <sstream>
 
