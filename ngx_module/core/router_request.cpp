@@ -105,7 +105,7 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
     // What goes upstream: the request as sent, or its legacy form.
     if (!legacy && call.route->translate && !api.empty()) {
         call.method_json = "\"call\"";
-        call.params_json = "[";
+        call.params_json.assign(1, '[');  // not = "[": GCC 12 -Wrestrict false positive at -O3 (bug 105329)
         wallet::json::append_quoted(call.params_json, api);
         call.params_json += ',';
         wallet::json::append_quoted(call.params_json, api_method);

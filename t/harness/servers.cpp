@@ -222,14 +222,14 @@ std::string RedisServer::command(const std::vector<std::string>& args) const {
 
 fs::path nginx_module_path() { return binary_dir() / "ngx_module" / "ngx_http_wallet_module.so"; }
 
-namespace {
-
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
     for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
         text.replace(pos, from.size(), to);
     }
     return text;
 }
+
+namespace {
 
 std::map<std::string, std::string> nginx_env(const std::map<std::string, std::string>& extra) {
     std::map<std::string, std::string> env = extra;

@@ -9,11 +9,6 @@ namespace {
 
 fs::path launcher() { return binary_dir() / "wallet-rpc-proxy"; }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-    for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) text.replace(pos, from.size(), to);
-    return text;
-}
-
 // The chain deployment's routing map with node (HTTP) and social (WebSocket)
 // stand-ins; wallet_history goes to the node stand-in.
 struct Deployment {

@@ -136,7 +136,11 @@ TEST_F(SimulatorOnRealData, BlockIdsChainThroughKnownAndSynthesizedBlocks) {
     for (std::uint32_t block : {2u, 999990u, 1000000u, 1000999u, 1001000u, 4999999u}) {
         wallet::JsonPtr here =
             node_->call("block_api.get_block_header", "{\"block_num\":" + std::to_string(block) + "}");
-        wallet::JsonPtr next = node_->call("condenser_api.get_block_header", "[" + std::to_string(block + 1) + "]");
+        // Appended, not "[" + ...: GCC 12 -Wrestrict false positive at -O3 (bug 105329).
+        std::string next_params(1, '[');
+        next_params += std::to_string(block + 1);
+        next_params += ']';
+        wallet::JsonPtr next = node_->call("condenser_api.get_block_header", next_params);
         std::string previous_of_next =
             json_string_value(json_object_get(json_object_get(next.get(), "result"), "previous"));
         char expected_prefix[9];

@@ -1,4 +1,4 @@
-// hive-node-sim: a stand-in for hived's JSON-RPC on 127.0.0.1 (see README.md).
+// hive-node-sim: a stand-in for hived's JSON-RPC, on 127.0.0.1 by default (see README.md).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +32,8 @@ Faults on a share of JSON-RPC requests (deterministic):
   --fault-methods m,...     only requests calling these methods
   --fault-count N           only N faults
 Server:
-  --port N                  TCP port on 127.0.0.1 (0, the default, picks a free one)
+  --host ADDR               listening address (default 127.0.0.1; 0.0.0.0 in a container)
+  --port N                  TCP port (0, the default, picks a free one)
   --max-connections N       concurrent connections (default 256)
 )";
 
@@ -133,6 +134,8 @@ int main(int argc, char** argv) {
             options.faults.methods = split(value());
         } else if (flag == "--fault-count") {
             options.faults.count = number(flag, value());
+        } else if (flag == "--host") {
+            server_options.host = value();
         } else if (flag == "--port") {
             server_options.port = static_cast<std::uint16_t>(number(flag, value()));
         } else if (flag == "--max-connections") {
@@ -169,7 +172,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::cout << "hive-node-sim: " << simulator.describe() << "\n"
-              << "listening on http://127.0.0.1:" << server.value()->port() << std::endl;
+              << "listening on http://" << server_options.host << ":" << server.value()->port() << std::endl;
 
     int received = 0;
     sigwait(&signals, &received);

@@ -74,7 +74,7 @@ wallet::JsonPtr parse_legacy_asset(std::string_view text) {
         if (digits.empty() && c == '0') continue;
         digits.push_back(c);
     }
-    if (digits.empty()) digits = "0";
+    if (digits.empty()) digits.push_back('0');  // not = "0": GCC 12 -Wrestrict false positive at -O3 (bug 105329)
     if (negative && digits != "0") digits.insert(digits.begin(), '-');
     return wallet::json_own(json_pack("{s:s%, s:i, s:s%}", "amount", digits.data(), digits.size(), "precision",
                                       asset->precision, "nai", asset->nai.data(), asset->nai.size()));

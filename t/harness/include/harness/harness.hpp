@@ -30,6 +30,8 @@ fs::path proxy_fixtures_dir();  // t/fixtures/proxy: predecessors' routing files
 
 std::string read_file(const fs::path& path);
 void write_file(const fs::path& path, const std::string& contents);
+// `text` with every occurrence of `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to);
 
 // A fresh directory, removed on destruction unless WALLET_TEST_KEEP=1.
 class TempDir {

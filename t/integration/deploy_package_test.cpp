@@ -1,0 +1,199 @@
+// Deployment: the Debian package that scripts/package builds with the
+// distribution's flags (the ctest fixture deploy_package_builds, see
+// t/CMakeLists.txt): lintian finds no error, its files are in Debian's layout
+// for nginx modules, its Depends come from the binaries and name the nginx
+// ABI, the module from the extracted package passes `nginx -t` with the
+// shipped snippet and includes, and the programs print their version.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "harness/harness.hpp"
+
+using namespace harness;
+
+namespace {
+
+fs::path deb_path() {
+    static const std::string arch = [] {
+        auto r = run_command({"dpkg", "--print-architecture"});
+        return r.output.substr(0, r.output.find('\n'));
+    }();
+    return binary_dir() / "deploy" / ("hive-wallet_" + std::string(WALLET_VERSION) + "_" + arch + ".deb");
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The package's files, extracted as dpkg would unpack them.
+class ExtractedPackage {
+public:
+    ExtractedPackage() {
+        auto r = run_command({"dpkg-deb", "-x", deb_path().string(), dir_.path().string()});
+        if (r.exit_code != 0) throw std::runtime_error("dpkg-deb -x: " + r.output);
+    }
+    fs::path operator/(const std::string& relative) const { return dir_.path() / relative; }
+    // A copy of a shipped configuration file with the package's absolute
+    // paths pointed into the extracted tree.
+    fs::path relocated(const std::string& relative) const {
+        std::string text = read_file(dir_.path() / relative);
+        text = replace_all(text, "modules/ngx_http_wallet_module.so", (dir_.path() / "usr/lib/nginx/modules/ngx_http_wallet_module.so").string());
+        for (const char* shipped : {"/etc/nginx/wallet-rpc/", "/etc/wallet-rpc/"}) {
+            text = replace_all(text, shipped, (dir_.path() / std::string(shipped).substr(1)).string());
+        }
+        fs::path copy = dir_.path() / "relocated" / fs::path(relative).filename();
+        write_file(copy, text);
+        return copy;
+    }
+
+private:
+    TempDir dir_{"wallet-deb"};
+};
+
+std::string control_field(const std::string& field) {
+    auto r = run_command({"dpkg-deb", "-f", deb_path().string(), field});
+    return r.exit_code == 0 ? r.output : "";
+}
+
+}  // namespace
+
+TEST(DebianPackage, LintianReportsNoError) {
+    ASSERT_TRUE(fs::exists(deb_path())) << deb_path();
+    auto r = run_command({"lintian", "--fail-on", "error", deb_path().string()}, {}, 300s);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& line : lines_of(r.output)) EXPECT_NE(line.rfind("E: ", 0), 0u) << line;
+}
+
+TEST(DebianPackage, FilesAreInDebiansLayout) {
+    auto listing = run_command({"dpkg-deb", "-c", deb_path().string()});
+    ASSERT_EQ(listing.exit_code, 0) << listing.output;
+    std::map<std::string, std::string> mode_of;  // ./path -> "-rwxr-xr-x root/root"
+    for (const auto& line : lines_of(listing.output)) {
+        std::istringstream fields(line);
+        std::string mode, owner, size, date, time, path;
+        fields >> mode >> owner >> size >> date >> time >> path;
+        mode_of[path] = mode + " " + owner;
+    }
+    const std::string program = "-rwxr-xr-x root/root", data = "-rw-r--r-- root/root", secret = "-rw------- root/root";
+    const std::map<std::string, std::string> expected = {
+        {"./usr/bin/wallet-indexer", program},
+        {"./usr/bin/wallet-backfill", program},
+        {"./usr/bin/wallet-db-setup", program},
+        {"./usr/bin/wallet-rpc-proxy", program},
+        {"./usr/lib/nginx/modules/ngx_http_wallet_module.so", data},
+        {"./usr/share/nginx/modules-available/mod-http-wallet.conf", data},
+        {"./lib/systemd/system/wallet-indexer.service", data},
+        {"./lib/systemd/system/wallet-backfill.service", data},
+        {"./lib/systemd/system/nginx.service.d/hive-wallet.conf", data},
+        {"./etc/nginx/wallet-rpc/jsonrpc-router.conf", data},
+        {"./etc/nginx/wallet-rpc/wallet-history-api.conf", data},
+        {"./etc/nginx/wallet-rpc/wallet-history-env.conf", data},
+        {"./etc/wallet-rpc/routes.json", data},
+        {"./etc/wallet/indexer.env", secret},
+        {"./etc/wallet/backfill.env", secret},
+        {"./etc/wallet/database.env", secret},
+        {"./etc/wallet/api.env", secret},
+        {"./usr/share/doc/hive-wallet/copyright", data},
+        {"./usr/share/doc/hive-wallet/changelog.gz", data},
+    };
+    for (const auto& [path, mode] : expected) {
+        ASSERT_TRUE(mode_of.contains(path)) << path << " missing from\n" << listing.output;
+        EXPECT_EQ(mode_of[path], mode) << path;
+    }
+    // Nothing under /usr/local, no multiarch module directory, no build paths.
+    for (const auto& [path, mode] : mode_of) {
+        EXPECT_EQ(path.rfind("./usr/local", 0), std::string::npos) << path;
+        EXPECT_EQ(path.find("x86_64-linux-gnu"), std::string::npos) << path;
+    }
+
+    // Every file under /etc is a conffile, and only those.
+    auto conffiles = run_command({"dpkg-deb", "--info", deb_path().string(), "conffiles"});
+    ASSERT_EQ(conffiles.exit_code, 0) << conffiles.output;
+    std::set<std::string> declared;
+    for (const auto& line : lines_of(conffiles.output)) declared.insert("." + line);
+    std::set<std::string> under_etc;
+    for (const auto& [path, mode] : mode_of) {
+        if (path.rfind("./etc/", 0) == 0 && mode[0] == '-') under_etc.insert(path);
+    }
+    EXPECT_EQ(declared, under_etc);
+
+    ExtractedPackage root;
+    // The snippet names the module relative to nginx's modules path, as Debian's do.
+    EXPECT_NE(read_file(root / "usr/share/nginx/modules-available/mod-http-wallet.conf")
+                  .find("\nload_module modules/ngx_http_wallet_module.so;\n"),
+              std::string::npos);
+    // The units run the packaged programs as the package's system user.
+    for (const char* daemon : {"wallet-indexer", "wallet-backfill"}) {
+        std::string unit = read_file(root / ("lib/systemd/system/" + std::string(daemon) + ".service"));
+        EXPECT_NE(unit.find("ExecStart=/usr/bin/" + std::string(daemon) + "\n"), std::string::npos) << daemon;
+        EXPECT_NE(unit.find("User=hive-wallet\n"), std::string::npos) << daemon;
+    }
+    // The installed launcher knows only the installed module.
+    std::string launcher = read_file(root / "usr/bin/wallet-rpc-proxy");
+    EXPECT_NE(launcher.find("\"/usr/lib/nginx/modules/ngx_http_wallet_module.so\""), std::string::npos);
+    EXPECT_EQ(launcher.find(binary_dir().string()), std::string::npos);
+}
+
+TEST(DebianPackage, DependsComeFromTheBinariesAndNameTheNginxAbi) {
+    std::string depends = control_field("Depends");
+    // The ABI nginx-dev's headers belong to (what dh_nginx gives libnginx-mod-*).
+    std::string abi;
+    for (const auto& line : lines_of(read_file("/usr/share/nginx/src/debian/libnginx-mod.abisubstvars"))) {
+        if (line.rfind("nginx:abi=", 0) == 0) abi = line.substr(10);
+    }
+    ASSERT_FALSE(abi.empty());
+    EXPECT_NE(depends.find(abi), std::string::npos) << depends;
+    for (const char* library : {"libc6 (>=", "libstdc++6 (>=", "libpq5 (>=", "libhiredis0.14 (>=", "libjansson4 (>=",
+                                "libcurl4 (>=", "libssl3 (>=", "libpcre2-8-0 (>="}) {
+        EXPECT_NE(depends.find(library), std::string::npos) << library << " not in " << depends;
+    }
+    EXPECT_NE(depends.find("adduser"), std::string::npos) << depends;
+    EXPECT_EQ(control_field("Package"), "hive-wallet\n");
+    EXPECT_EQ(control_field("Version"), std::string(WALLET_VERSION) + "\n");
+}
+
+TEST(DebianPackage, ExtractedModulePassesNginxTWithTheShippedSnippetAndIncludes) {
+    ExtractedPackage root;
+    NginxServer::Options options;
+    options.load_module = false;  // the package's snippet loads the package's module
+    options.main_config = "include " + root.relocated("usr/share/nginx/modules-available/mod-http-wallet.conf").string() + ";";
+    options.http_config = "include " + (root / "etc/nginx/wallet-rpc/wallet-history-api.conf").string() +
+                          ";\nserver {\n    listen 127.0.0.1:{{PORT}};\n    include " +
+                          root.relocated("etc/nginx/wallet-rpc/jsonrpc-router.conf").string() + ";\n}\n";
+    // The settings of the shipped /etc/wallet/api.env, as the nginx.service drop-in passes them.
+    for (const auto& line : lines_of(read_file(root / "etc/wallet/api.env"))) {
+        auto eq = line.find('=');
+        if (!line.empty() && line[0] != '#' && eq != std::string::npos) options.env[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    ASSERT_TRUE(options.env.contains("WALLET_API_READER_PASSWORD"));
+    auto r = NginxServer::test_config(options);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("test is successful"), std::string::npos) << r.output;
+}
+
+// postinst enables the module on every edge's nginx at once: with no wallet
+// configuration and none of its settings, nginx must stay valid.
+TEST(DebianPackage, EnabledModuleAloneKeepsAnUnconfiguredNginxValid) {
+    ExtractedPackage root;
+    NginxServer::Options options;
+    options.load_module = false;
+    options.main_config = "include " + root.relocated("usr/share/nginx/modules-available/mod-http-wallet.conf").string() + ";";
+    options.http_config = "server {\n    listen 127.0.0.1:{{PORT}};\n    location / { return 204; }\n}\n";
+    auto r = NginxServer::test_config(options);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("test is successful"), std::string::npos) << r.output;
+}
+
+TEST(DebianPackage, ProgramsPrintTheirVersion) {
+    ExtractedPackage root;
+    for (const char* program : {"wallet-indexer", "wallet-backfill", "wallet-db-setup", "wallet-rpc-proxy"}) {
+        auto r = run_command({(root / ("usr/bin/" + std::string(program))).string(), "--version"});
+        EXPECT_EQ(r.exit_code, 0) << program << ": " << r.output;
+        EXPECT_EQ(r.output, std::string(program) + " " + WALLET_VERSION + "\n") << program;
+    }
+}
