@@ -96,7 +96,9 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         if (first.substr(0, 5) != "HTTP/" || first.size() < 12) return fail("bad status line");
         http10 = first.substr(0, 8) == "HTTP/1.0";
         std::string_view code = first.substr(9, 3);
-        if (!std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        // Three digits, 1xx to 5xx (RFC 9110 section 15): "000" is no status.
+        if (first[8] != ' ' || code[0] < '1' || code[0] > '5' ||
+            !std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; })) {
             return fail("bad status code");
         }
         status_ = (code[0] - '0') * 100 + (code[1] - '0') * 10 + (code[2] - '0');

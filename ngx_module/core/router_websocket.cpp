@@ -1,5 +1,7 @@
 #include "router_websocket.hpp"
 
+#include <algorithm>
+
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
@@ -102,10 +104,13 @@ Decoder::Status Decoder::next(Event& event) {
             length = 0;
             for (std::size_t i = 2; i < 10; ++i) length = (length << 8) | static_cast<std::uint8_t>(data[i]);
             header = 10;
+            // RFC 6455 section 5.2: the most significant bit must be 0 (a
+            // larger length also wrapped the size checks below).
+            if ((length >> 63) != 0) return fail(close_code::protocol_error, "frame length above 2^63");
         }
         bool control = (static_cast<std::uint8_t>(opcode) & 0x08) != 0;
         if (control && (length > 125 || !fin)) return fail(close_code::protocol_error, "bad control frame");
-        if (!control && length + message_.size() > max_message_) {
+        if (!control && length > max_message_ - std::min(message_.size(), max_message_)) {
             return fail(close_code::too_big, "message larger than " + std::to_string(max_message_) + " bytes");
         }
         std::size_t mask_at = header;
