@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "jsonrpc_json.hpp"
@@ -25,6 +26,11 @@ namespace {
 std::int64_t wall_clock_ms() {
     ngx_time_t* tp = ngx_timeofday();
     return static_cast<std::int64_t>(tp->sec) * 1000 + static_cast<std::int64_t>(tp->msec);
+}
+
+// A stored expiry of 0 means none (a final answer about an irreversible block).
+std::int64_t memory_expiry(std::int64_t stored_expiry) {
+    return stored_expiry == 0 ? std::numeric_limits<std::int64_t>::max() : stored_expiry;
 }
 
 ngx_str_t view_str(const std::string& s) {
@@ -328,8 +334,9 @@ private:
 
 class HttpUpstream final : public Upstream {
 public:
-    HttpUpstream(const RouterInstance& instance, std::size_t target) : instance_(instance), target_(instance.table.targets[target]),
-        addr_(instance.target_addrs[target]) {}
+    HttpUpstream(const RouterInstance& instance, std::size_t target, std::size_t url)
+        : instance_(instance), target_(instance.table.targets[target]), endpoint_(target_.urls[url]),
+          addr_(instance.target_addrs[target][url]) {}
     ~HttpUpstream() override = default;
 
     void submit(Call& call) override {
@@ -339,9 +346,9 @@ public:
         std::string request;
         request.reserve(body.size() + 160);
         request += "POST ";
-        request += target_.path;
+        request += endpoint_.path;
         request += " HTTP/1.1\r\nHost: ";
-        request += target_.host_header;
+        request += endpoint_.host_header;
         request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ";
         request += std::to_string(body.size());
         request += "\r\n\r\n";
@@ -359,7 +366,7 @@ public:
         conns_.push_back(std::make_unique<HttpConn>(*this, ngx_cycle->log, instance_.max_response));
         HttpConn* conn = conns_.back().get();
         conn->self = std::prev(conns_.end());
-        if (!conn->open(addr_, target_.tls() ? instance_.ssl : nullptr, target_.host, instance_.ssl_verify,
+        if (!conn->open(addr_, endpoint_.tls() ? instance_.ssl : nullptr, endpoint_.host, instance_.ssl_verify,
                         static_cast<ngx_msec_t>(target_.timeout_ms))) {
             destroy(conn);
             call.upstream = nullptr;
@@ -397,11 +404,10 @@ public:
         conns_.erase(conn->self);
     }
 
-    const router::Target& target() const { return target_; }
-
 private:
     const RouterInstance& instance_;
     const router::Target& target_;
+    const router::Endpoint& endpoint_;
     const ngx_addr_t& addr_;
     std::list<std::unique_ptr<HttpConn>> conns_;
     std::vector<HttpConn*> idle_;
@@ -492,7 +498,8 @@ public:
     void send(Call& call, std::uint64_t id, const std::string& body);
     void forget(std::uint64_t id) { pending_.erase(id); }
     std::size_t load() const { return pending_.size(); }
-    bool start(const ngx_addr_t& addr, const router::Target& target, const RouterInstance& instance);
+    bool start(const ngx_addr_t& addr, const router::Endpoint& endpoint, std::int64_t timeout_ms,
+               const RouterInstance& instance);
 
 private:
     bool on_open() override;
@@ -515,8 +522,9 @@ private:
 
 class WsUpstream final : public Upstream {
 public:
-    WsUpstream(const RouterInstance& instance, std::size_t target) : instance_(instance), target_(instance.table.targets[target]),
-        addr_(instance.target_addrs[target]) {}
+    WsUpstream(const RouterInstance& instance, std::size_t target, std::size_t url)
+        : instance_(instance), target_(instance.table.targets[target]), endpoint_(target_.urls[url]),
+          addr_(instance.target_addrs[target][url]) {}
 
     void submit(Call& call) override {
         if (conns_.empty()) {
@@ -532,7 +540,7 @@ public:
         call.upstream = this;
         call.upstream_link = best;
         call.upstream_id = Worker::get().next_upstream_id();
-        if (!best->is_open() && !best->start(addr_, target_, instance_)) {
+        if (!best->is_open() && !best->start(addr_, endpoint_, target_.timeout_ms, instance_)) {
             call.upstream = nullptr;
             call.upstream_link = nullptr;
             call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
@@ -551,20 +559,22 @@ public:
 private:
     const RouterInstance& instance_;
     const router::Target& target_;
+    const router::Endpoint& endpoint_;
     const ngx_addr_t& addr_;
     std::vector<std::unique_ptr<WsConn>> conns_;
 };
 
-bool WsConn::start(const ngx_addr_t& addr, const router::Target& target, const RouterInstance& instance) {
+bool WsConn::start(const ngx_addr_t& addr, const router::Endpoint& endpoint, std::int64_t timeout_ms,
+                   const RouterInstance& instance) {
     state_ = State::Handshake;
     handshake_ = router::HttpMessageParser(router::HttpMessageParser::Kind::Response, 0);
     decoder_ = router::ws::Decoder(router::ws::Decoder::Role::Client, max_message_);
     queued_.clear();
     key_ = router::ws::make_client_key();
-    path_ = target.path;
-    host_header_ = target.host_header;
-    if (!open(addr, target.tls() ? instance.ssl : nullptr, target.host, instance.ssl_verify,
-              static_cast<ngx_msec_t>(target.timeout_ms))) {
+    path_ = endpoint.path;
+    host_header_ = endpoint.host_header;
+    if (!open(addr, endpoint.tls() ? instance.ssl : nullptr, endpoint.host, instance.ssl_verify,
+              static_cast<ngx_msec_t>(timeout_ms))) {
         state_ = State::Closed;
         return false;
     }
@@ -703,9 +713,10 @@ public:
         write(resp_command({"GET", key}));
     }
 
+    // ttl 0: without expiry.
     void set(const std::string& key, const std::string& value, std::int64_t ttl) {
         fifo_.push_back(nullptr);
-        write(resp_command({"SET", key, value, "EX", std::to_string(ttl)}));
+        write(ttl == 0 ? resp_command({"SET", key, value}) : resp_command({"SET", key, value, "EX", std::to_string(ttl)}));
     }
 
     void cancel(Call& call) {
@@ -827,19 +838,151 @@ private:
     std::unordered_map<std::string, Entry> entries_;
 };
 
+// ---- coalesced misses ---------------------------------------------------------------
+
+// Identical cacheable misses of one worker: the first (the leader) asks the
+// target, the others wait for its answer. A call leaves its group when it
+// is destroyed (client gone) or times out on its own; a leader that leaves
+// hands the upstream request to the next member.
+struct MissGroup : std::enable_shared_from_this<MissGroup> {
+    std::string key;
+    std::vector<Call*> members;  // in joining order; leavers become nullptr
+    Call* leader = nullptr;      // the member whose request is with the target
+    std::unordered_map<std::string, MissGroup*>* index = nullptr;  // the worker's open groups
+
+    ~MissGroup() { close(); }
+    // Late identical misses start a group of their own from now on.
+    void close() {
+        if (index == nullptr) return;
+        auto it = index->find(key);
+        if (it != index->end() && it->second == this) index->erase(it);
+        index = nullptr;
+    }
+};
+
+// What the leader's upstream request gave: an answer (every member gets it
+// with its own id) or a failure (every member fails with it).
+struct MissOutcome {
+    std::string answer_head;  // the response up to the id; empty for a failure
+    int code = 0;
+    std::string message;
+    std::string detail;
+};
+
+// ---- URL health and polls ----------------------------------------------------------
+
+// Counts an answer (ok) or a failure of a URL; a URL of a pool goes out
+// after kFailuresToDown consecutive failures and comes back with an answer.
+// Returns the failures counted before.
+std::uint64_t record_health(UrlHealth* health, const router::Target& target, std::size_t url, bool ok) {
+    if (health == nullptr) return 0;
+    const router::Endpoint& endpoint = target.urls[url];
+    if (ok) {
+        std::uint64_t before = health->failures.load(std::memory_order_relaxed);
+        if (before != 0) health->failures.store(0);
+        if (health->down.load(std::memory_order_relaxed) != 0 && health->down.exchange(0) != 0) {
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0, "jsonrpc_router: target %s: %s is back in",
+                          target.name.c_str(), endpoint.url.c_str());
+        }
+        return before;
+    }
+    std::uint64_t before = health->failures.fetch_add(1);
+    if (target.pool() && before + 1 >= kFailuresToDown && health->down.exchange(1) == 0) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "jsonrpc_router: target %s: %s is out after %uL consecutive failures; probing it",
+                      target.name.c_str(), endpoint.url.c_str(), before + 1);
+    }
+    return before;
+}
+
+// Polls one URL of a chain node (get_dynamic_global_properties: head and
+// last irreversible block) or of a pool (any JSON-RPC answer means alive;
+// only while the URL is out). Every worker runs one per URL; a poll is due
+// when the shared next_poll_ms passed, and the worker that moves it
+// forward polls.
+class UrlPoller final : public ExchangeOwner {
+public:
+    UrlPoller(const RouterInstance& instance, std::size_t target, std::size_t url, UrlHealth& health)
+        : instance_(instance), target_(instance.table.targets[target]), target_index_(target), url_(url),
+          health_(health) {
+        timer_.handler = on_timer;
+        timer_.data = this;
+        timer_.log = ngx_cycle->log;
+        timer_.cancelable = 1;  // never holds up a graceful shutdown
+        ngx_add_timer(&timer_, 1);
+    }
+    ~UrlPoller() {
+        if (timer_.timer_set) ngx_del_timer(&timer_);
+    }
+    UrlPoller(const UrlPoller&) = delete;
+    UrlPoller& operator=(const UrlPoller&) = delete;
+
+    void exchange_done(Exchange& exchange) override {
+        std::string response = exchange.take_response();
+        std::optional<router::ChainHead> head;
+        if (target_.chain_node) head = router::chain_head(response);
+        bool ok = target_.chain_node ? head.has_value() : exchange.answered_by_target();
+        if (head) {
+            health_.head.store(head->head);
+            health_.lib.store(head->lib);
+        }
+        std::uint64_t failures_before = record_health(&health_, target_, url_, ok);
+        const char* url = target_.urls[url_].url.c_str();
+        if (ok && failures_before != 0 && head) {
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                          "jsonrpc_router: chain node %s (%s) answers again: head %uL, last irreversible %uL",
+                          target_.name.c_str(), url, head->head, head->lib);
+        } else if (!ok && failures_before == 0) {
+            // Once per outage; the last irreversible block learned stays valid.
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "jsonrpc_router: target %s (%s): poll failed: %s",
+                          target_.name.c_str(), url, response.substr(0, 300).c_str());
+        }
+        inflight_.reset();  // destroys `exchange`: nothing after this
+    }
+
+private:
+    static void on_timer(ngx_event_t* ev) { static_cast<UrlPoller*>(ev->data)->tick(); }
+
+    void tick() {
+        ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target_.poll_ms));
+        if (inflight_ || ngx_exiting || ngx_terminate || ngx_quit) return;
+        if (!target_.chain_node && health_.down.load(std::memory_order_relaxed) == 0) return;
+        std::int64_t now = wall_clock_ms();
+        std::int64_t due = health_.next_poll_ms.load();
+        if (now < due || !health_.next_poll_ms.compare_exchange_strong(due, now + target_.poll_ms)) return;
+        inflight_ = std::make_unique<Exchange>(instance_, ngx_cycle->log, *this);
+        inflight_->start_poll(target_index_, url_);
+    }
+
+    const RouterInstance& instance_;
+    const router::Target& target_;
+    std::size_t target_index_;
+    std::size_t url_;
+    UrlHealth& health_;
+    ngx_event_t timer_{};
+    std::unique_ptr<Exchange> inflight_;
+};
+
 // ---- Worker -----------------------------------------------------------------------
 
 struct Worker::Impl {
     struct InstanceState {
         std::vector<std::unique_ptr<Upstream>> upstreams;
         std::unique_ptr<RedisClient> redis;
+        std::unordered_map<std::string, MissGroup*> misses;  // open miss groups by cache key
+        std::vector<std::size_t> next_url;                   // per target: round robin position
     };
     std::unordered_map<const RouterInstance*, InstanceState> instances;
     MemoryCache memory;
+    // Destroyed first (declared last): their calls still use the upstreams.
+    std::vector<std::unique_ptr<UrlPoller>> pollers;
 
     InstanceState& state(const RouterInstance& instance) {
         InstanceState& s = instances[&instance];
-        if (s.upstreams.empty()) s.upstreams.resize(instance.table.targets.size());
+        if (s.upstreams.empty()) {
+            s.upstreams.resize(instance.url_count());
+            s.next_url.resize(instance.table.targets.size());
+        }
         return s;
     }
 };
@@ -875,16 +1018,80 @@ std::string Worker::next_request_id() {
     return text;
 }
 
-Upstream& Worker::upstream(const RouterInstance& instance, std::size_t target) {
-    auto& slot = impl_->state(instance).upstreams[target];
+Upstream& Worker::upstream(const RouterInstance& instance, std::size_t target, std::size_t url) {
+    auto& slot = impl_->state(instance).upstreams[instance.first_url[target] + url];
     if (!slot) {
-        if (instance.table.targets[target].websocket()) {
-            slot = std::make_unique<WsUpstream>(instance, target);
+        if (instance.table.targets[target].urls[url].websocket()) {
+            slot = std::make_unique<WsUpstream>(instance, target, url);
         } else {
-            slot = std::make_unique<HttpUpstream>(instance, target);
+            slot = std::make_unique<HttpUpstream>(instance, target, url);
         }
     }
     return *slot;
+}
+
+std::optional<std::size_t> Worker::pick_url(const RouterInstance& instance, std::size_t target,
+                                            std::optional<std::size_t> exclude) {
+    const router::Target& t = instance.table.targets[target];
+    const std::size_t count = t.urls.size();
+    if (count == 1) return exclude ? std::nullopt : std::optional<std::size_t>(0);
+    // Chain nodes: a URL whose head lags the best URL in by more than max_lag is avoided.
+    std::uint64_t best_head = 0;
+    if (t.chain_node) {
+        for (std::size_t u = 0; u < count; ++u) {
+            const UrlHealth* h = instance.url_health(target, u);
+            if (h != nullptr && h->down.load(std::memory_order_relaxed) == 0) {
+                best_head = std::max(best_head, h->head.load(std::memory_order_relaxed));
+            }
+        }
+    }
+    std::size_t& next = impl_->state(instance).next_url[target];
+    std::optional<std::size_t> fallback;
+    for (std::size_t k = 0; k < count; ++k) {
+        std::size_t u = (next + k) % count;
+        if (exclude == u) continue;
+        if (!fallback) fallback = u;
+        const UrlHealth* h = instance.url_health(target, u);
+        if (h != nullptr) {
+            if (h->down.load(std::memory_order_relaxed) != 0) continue;
+            if (best_head > 0 && h->head.load(std::memory_order_relaxed) + t.max_lag < best_head) continue;
+        }
+        next = u + 1;
+        return u;
+    }
+    if (exclude) return std::nullopt;
+    // Nothing healthy: one of them still gets the call rather than none.
+    if (fallback) next = *fallback + 1;
+    return fallback;
+}
+
+void Worker::start_polls(const RouterInstance& instance) {
+    for (std::size_t t = 0; t < instance.table.targets.size(); ++t) {
+        for (std::size_t u = 0; u < instance.table.targets[t].urls.size(); ++u) {
+            if (UrlHealth* health = instance.url_health(t, u)) {
+                impl_->pollers.push_back(std::make_unique<UrlPoller>(instance, t, u, *health));
+            }
+        }
+    }
+}
+
+bool Worker::join_miss(Call& call) {
+    auto& misses = impl_->state(call.exchange().instance()).misses;
+    const std::string& key = call.plan().cache_key;
+    auto it = misses.find(key);
+    if (it != misses.end()) {
+        it->second->members.push_back(&call);
+        call.miss_group = it->second->shared_from_this();
+        return true;
+    }
+    auto group = std::make_shared<MissGroup>();
+    group->key = key;
+    group->members.push_back(&call);
+    group->leader = &call;
+    group->index = &misses;
+    misses.emplace(key, group.get());
+    call.miss_group = std::move(group);
+    return false;
 }
 
 void Worker::cache_lookup(Call& call) {
@@ -922,18 +1129,18 @@ void Worker::cache_trip(Call& call) {
     if (redis) redis->trip();
 }
 
-void Worker::cache_store(const Call& call, const std::string& result) {
+void Worker::cache_store(const Call& call, const std::string& result, std::int64_t lifetime) {
     const RouterInstance& instance = const_cast<Call&>(call).exchange().instance();
     std::string key = instance.cache_prefix + call.plan().cache_key;
-    std::int64_t expires = wall_clock_ms() + call.plan().ttl * 1000;
-    // The stored value carries its expiry, so that a worker's memory copy of
-    // an entry read from Redis never outlives the Redis entry.
+    // The stored value carries its expiry (0: none), so that a worker's
+    // memory copy of an entry read from Redis never outlives the Redis entry.
+    std::int64_t expires = lifetime == 0 ? 0 : wall_clock_ms() + lifetime * 1000;
     std::string value = std::to_string(expires) + " " + result;
-    if (instance.memory_cache_bytes > 0) impl_->memory.store(key, value, expires);
+    if (instance.memory_cache_bytes > 0) impl_->memory.store(key, value, memory_expiry(expires));
     if (!instance.redis_enabled) return;
     auto& redis = impl_->state(instance).redis;
     if (!redis) redis = std::make_unique<RedisClient>(instance, ngx_cycle->log);
-    if (redis->usable()) redis->set(key, value, call.plan().ttl);
+    if (redis->usable()) redis->set(key, value, lifetime);
 }
 
 void Worker::remember(const Call& call, std::string_view stored) {
@@ -942,7 +1149,7 @@ void Worker::remember(const Call& call, std::string_view stored) {
     auto space = stored.find(' ');
     if (space == std::string_view::npos) return;
     std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
-    impl_->memory.store(instance.cache_prefix + call.plan().cache_key, std::string(stored), expires);
+    impl_->memory.store(instance.cache_prefix + call.plan().cache_key, std::string(stored), memory_expiry(expires));
 }
 
 // ---- Call ---------------------------------------------------------------------------
@@ -958,6 +1165,7 @@ Call::~Call() {
     unpost_event(&timer_);
     if (waiting_cache) Worker::get().cache_cancel(*this);
     if (upstream != nullptr) upstream->cancel(*this);
+    leave_group();
 }
 
 const router::CallPlan& Call::plan() const { return exchange_.plan().calls[index_]; }
@@ -987,11 +1195,11 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
     waiting_cache = false;
     if (timer_.timer_set) ngx_del_timer(&timer_);
     if (source != CacheSource::None) {
-        // "<expiry ms> <result>"; anything else is not ours and is a miss.
+        // "<expiry ms, 0 = none> <result>"; anything else is not ours and is a miss.
         auto space = stored.find(' ');
         if (space != std::string_view::npos && space > 0) {
             std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
-            if (expires > wall_clock_ms()) {
+            if (expires == 0 || expires > wall_clock_ms()) {
                 if (source == CacheSource::Redis) Worker::get().remember(*this, stored);
                 cache_status = "HIT";
                 finish(router::render_cached(stored.substr(space + 1), plan().id));
@@ -1003,10 +1211,95 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
 }
 
 void Call::go_upstream() {
+    if (!plan().cache_key.empty() && Worker::get().join_miss(*this)) {
+        // An identical miss is already with the target: wait for its answer.
+        cache_status = "COALESCED";
+        const router::Target& target = exchange_.instance().table.targets[plan().route->target];
+        ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+        return;
+    }
+    send_upstream();
+}
+
+void Call::send_upstream() {
+    const RouterInstance& instance = exchange_.instance();
     const router::Route& route = *plan().route;
-    const router::Target& target = exchange_.instance().table.targets[route.target];
+    const router::Target& target = instance.table.targets[route.target];
+    url = pinned_url ? *pinned_url : Worker::get().pick_url(instance, route.target, std::nullopt).value_or(0);
     ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
-    Worker::get().upstream(exchange_.instance(), route.target).submit(*this);
+    Worker::get().upstream(instance, route.target, url).submit(*this);
+}
+
+bool Call::fail_over(const char* what) {
+    if (exchange_.quiet()) return false;  // a poll counts its own outcome
+    const RouterInstance& instance = exchange_.instance();
+    const std::size_t target_index = plan().route->target;
+    const router::Target& target = instance.table.targets[target_index];
+    record_health(instance.url_health(target_index, url), target, url, false);
+    // A broadcast may have reached the node before the failure: never twice.
+    if (failed_over_ || !target.pool() || router::is_write(plan().path)) return false;
+    auto other = Worker::get().pick_url(instance, target_index, url);
+    if (!other) return false;
+    failed_over_ = true;
+    ngx_log_error(NGX_LOG_WARN, log(), 0, "jsonrpc_router: request_id=%s method=%s: %s failed (%s), retried on %s",
+                  exchange_.request_id().c_str(), plan().path.c_str(), target.urls[url].url.c_str(), what,
+                  target.urls[*other].url.c_str());
+    url = *other;
+    retried = false;
+    ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+    Worker::get().upstream(instance, target_index, url).submit(*this);
+    return true;
+}
+
+void Call::lead() {
+    cache_status = "MISS";
+    send_upstream();
+}
+
+void Call::leave_group() {
+    if (!miss_group) return;
+    std::shared_ptr<MissGroup> group = std::move(miss_group);
+    miss_group.reset();
+    for (Call*& member : group->members) {
+        if (member == this) member = nullptr;
+    }
+    if (group->leader != this) return;
+    // The leader's client went away: the next member asks the target.
+    group->leader = nullptr;
+    for (Call* member : group->members) {
+        if (member != nullptr) {
+            group->leader = member;
+            member->lead();
+            return;
+        }
+    }
+}
+
+void Call::answer_group(const MissOutcome& outcome) {
+    std::shared_ptr<MissGroup> group = std::move(miss_group);
+    miss_group.reset();
+    group->close();
+    group->leader = nullptr;
+    // Each member is detached before it is answered: an answer may end an
+    // exchange and destroy its calls (this one too); members still waiting
+    // leave the group on their own then. Only locals are used here.
+    for (std::size_t i = 0; i < group->members.size(); ++i) {
+        Call* member = group->members[i];
+        if (member == nullptr) continue;
+        group->members[i] = nullptr;
+        member->miss_group.reset();
+        member->deliver(outcome);
+    }
+}
+
+void Call::deliver(const MissOutcome& outcome) {
+    if (done_) return;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    if (outcome.code == 0) {
+        finish(outcome.answer_head + plan().id + "}");
+    } else {
+        fail(outcome.code, outcome.message, outcome.detail);
+    }
 }
 
 void Call::fail_later(int code, std::string reason) {
@@ -1033,41 +1326,83 @@ void Call::on_timer(ngx_event_t* ev) {
         call->go_upstream();
         return;
     }
-    if (call->upstream != nullptr) call->upstream->cancel(*call);
+    if (call->miss_group && call->miss_group->leader != call) {
+        // A waiting member times out alone; the leader's timeout is the group's.
+        call->leave_group();
+    } else {
+        if (call->upstream != nullptr) call->upstream->cancel(*call);
+        if (call->fail_over("timeout")) return;
+    }
     const router::Target& target = call->exchange_.instance().table.targets[call->plan().route->target];
-    call->fail(jsonrpc::code::upstream_timeout,
-               "Request Timeout: target " + target.name + " did not answer within " +
-                   std::to_string(target.timeout_ms) + " ms",
-               "timeout");
+    MissOutcome outcome;
+    outcome.code = jsonrpc::code::upstream_timeout;
+    outcome.message = "Request Timeout: target " + target.name + " did not answer within " +
+                      std::to_string(target.timeout_ms) + " ms";
+    outcome.detail = "timeout";
+    call->answer(outcome);
 }
 
 void Call::upstream_replied(int status, std::string body) {
     if (done_) return;
     if (timer_.timer_set) ngx_del_timer(&timer_);
-    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, exchange_.instance().limits);
+    const RouterInstance& instance = exchange_.instance();
+    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
     if (!reply.valid) {
-        fail(jsonrpc::code::bad_upstream_response,
-             "Upstream response error: " + reply.problem + " (HTTP " + std::to_string(status) + ")", reply.problem);
+        if (fail_over("bad answer")) return;
+        MissOutcome outcome;
+        outcome.code = jsonrpc::code::bad_upstream_response;
+        outcome.message = "Upstream response error: " + reply.problem + " (HTTP " + std::to_string(status) + ")";
+        outcome.detail = reply.problem;
+        answer(outcome);
         return;
     }
-    if (reply.cacheable && !plan().cache_key.empty()) Worker::get().cache_store(*this, reply.result);
+    answered_by_target = true;
+    const std::size_t target_index = plan().route->target;
+    UrlHealth* health = instance.url_health(target_index, url);
+    if (!exchange_.quiet()) record_health(health, instance.table.targets[target_index], url, true);
+    if (reply.cacheable && !plan().cache_key.empty()) {
+        // Final only at or below the LIB of the node that answered.
+        std::uint64_t lib = health != nullptr ? health->lib.load(std::memory_order_relaxed) : 0;
+        if (auto lifetime = router::cache_lifetime(plan(), reply.result, lib)) {
+            Worker::get().cache_store(*this, reply.result, *lifetime);
+        }
+    }
+    if (miss_group) {
+        MissOutcome outcome;
+        outcome.answer_head = reply.response.substr(0, reply.id_offset);
+        answer_group(outcome);
+        return;
+    }
     finish(std::move(reply.response));
 }
 
 void Call::upstream_failed(int code, const std::string& reason) {
     if (done_) return;
     if (timer_.timer_set) ngx_del_timer(&timer_);
+    if (fail_over(reason.c_str())) return;
     const router::Target& target = exchange_.instance().table.targets[plan().route->target];
-    std::string message = code == jsonrpc::code::upstream_unavailable
-                              ? "Upstream unavailable: target " + target.name
-                              : "Upstream response error: target " + target.name;
-    fail(code, message, reason);
+    MissOutcome outcome;
+    outcome.code = code;
+    outcome.message = code == jsonrpc::code::upstream_unavailable ? "Upstream unavailable: target " + target.name
+                                                                  : "Upstream response error: target " + target.name;
+    outcome.detail = reason;
+    answer(outcome);
+}
+
+void Call::answer(const MissOutcome& outcome) {
+    if (miss_group) {
+        answer_group(outcome);
+    } else {
+        deliver(outcome);
+    }
 }
 
 void Call::fail(int code, const std::string& message, const std::string& detail) {
     const std::string& request_id = exchange_.request_id();
     std::string path = plan().path.empty() ? std::string("-") : plan().path;
-    if (code >= 1000) {
+    if (exchange_.quiet()) {
+        // A chain-node poll: its poller reports the target's state.
+    } else if (code >= 1000) {
         ngx_log_error(NGX_LOG_ERR, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s (%s)",
                       request_id.c_str(), code, path.c_str(), message.c_str(), detail.c_str());
     } else {
@@ -1113,6 +1448,16 @@ void Exchange::start(std::string body) {
         done_ = true;
         owner_.exchange_done(*this);  // may destroy this Exchange
     }
+}
+
+void Exchange::start_poll(std::size_t target, std::size_t url) {
+    quiet_ = true;
+    plan_.calls.push_back(router::chain_poll_plan(instance_.probe_routes[target]));
+    calls_.push_back(std::make_unique<Call>(*this, 0));
+    calls_[0]->pinned_url = url;
+    pending_ = 1;
+    calls_[0]->start();  // a transport never answers from inside start()
+    started_ = true;
 }
 
 void Exchange::call_finished() {

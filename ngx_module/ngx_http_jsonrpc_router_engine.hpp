@@ -6,10 +6,12 @@
 // loop; nothing here blocks and no exception leaves these classes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,10 +35,29 @@ inline void unpost_event(ngx_event_t* ev) {
     }
 }
 
+// The health of one URL of a target, in shared memory so that every worker
+// sees it: consecutive failures (calls and polls), whether the URL is out,
+// and for chain nodes what its last poll said. Polls run in the background:
+// the worker that moves next_poll_ms forward (compare-and-swap) polls.
+struct UrlHealth {
+    std::atomic<std::int64_t> next_poll_ms{0};   // wall clock
+    std::atomic<std::uint64_t> head{0};          // head block number last reported (0 = unknown)
+    std::atomic<std::uint64_t> lib{0};           // last irreversible block last reported (0 = unknown)
+    std::atomic<std::uint64_t> failures{0};      // consecutive failed calls or polls
+    std::atomic<std::uint32_t> down{0};          // out of the pool until a poll succeeds
+};
+static_assert(std::atomic<std::int64_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free &&
+                  std::atomic<std::uint32_t>::is_always_lock_free,
+              "shared-memory counters must be lock-free");
+
+// Consecutive failures that take a URL of a pool out.
+constexpr std::uint64_t kFailuresToDown = 3;
+
 // Settings of one `jsonrpc_router` location, fixed at configuration time.
 struct RouterInstance {
     router::RoutingTable table;
-    std::vector<ngx_addr_t> target_addrs;   // resolved at configuration time, one per target
+    std::vector<std::vector<ngx_addr_t>> target_addrs;  // resolved at configuration time, per target and URL
+    std::vector<std::size_t> first_url;     // per target: index of its first URL among all URLs
     router::RequestLimits limits;
     ngx_addr_t redis_addr{};                 // sockaddr of Redis (TCP or unix)
     std::string redis_name;                  // for logs
@@ -51,10 +72,23 @@ struct RouterInstance {
     std::size_t max_response = 64 << 20;     // upstream body limit
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
+    ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to
+    ngx_shm_zone_t* health_zone = nullptr;   // UrlHealth per URL; null without chain nodes and pools
+    std::vector<router::Route> probe_routes; // per target: how a poll reaches it
+
+    std::size_t url_count() const { return first_url.empty() ? 0 : first_url.back() + table.targets.back().urls.size(); }
+    // Shared health of a URL of a chain node or a pool (nullptr otherwise).
+    UrlHealth* url_health(std::size_t target, std::size_t url) const {
+        const router::Target& t = table.targets[target];
+        if (health_zone == nullptr || health_zone->data == nullptr || !(t.chain_node || t.pool())) return nullptr;
+        return static_cast<UrlHealth*>(health_zone->data) + first_url[target] + url;
+    }
 };
 
 class Call;
 class Exchange;
+struct MissGroup;
+struct MissOutcome;
 
 enum class CacheSource { None, Memory, Redis };
 class Worker;
@@ -90,8 +124,15 @@ public:
     void fail_later(int code, std::string reason);
     // Cache lookup outcome: the stored value, or a miss (source None).
     void cache_answered(CacheSource source, std::string_view stored);
+    // The answer of a coalesced miss (the group's upstream reply or failure).
+    void deliver(const MissOutcome& outcome);
+    // Becomes the one call of its miss group that asks the target.
+    void lead();
 
     // Transport bookkeeping.
+    std::size_t url = 0;            // which URL of the target has the call
+    std::optional<std::size_t> pinned_url;  // a poll: this URL only
+    bool answered_by_target = false;        // a JSON-RPC answer came (not a proxy error)
     Upstream* upstream = nullptr;   // set while the call is with a transport
     void* upstream_link = nullptr;  // transport's own handle (connection)
     std::uint64_t upstream_id = 0;  // id sent upstream
@@ -101,8 +142,19 @@ public:
     std::string response;           // the answer for this call
     const char* cache_status = "BYPASS";
 
+    // The identical misses this call shares an upstream request with.
+    std::shared_ptr<MissGroup> miss_group;
+
 private:
     void go_upstream();
+    void send_upstream();
+    // The end of this call's upstream request: its answer, or its group's.
+    void answer(const MissOutcome& outcome);
+    void answer_group(const MissOutcome& outcome);
+    void leave_group();
+    // Counts a failure of the call's URL; true when the call went to another
+    // URL of its pool instead (an idempotent read, once).
+    bool fail_over(const char* what);
     void finish(std::string response);
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
@@ -111,6 +163,7 @@ private:
     std::size_t index_;
     ngx_event_t timer_{};
     bool done_ = false;
+    bool failed_over_ = false;
     int deferred_code_ = 0;
     std::string deferred_reason_;
 };
@@ -133,6 +186,13 @@ public:
 
     // Plans and starts every call; may complete (call exchange_done) before returning.
     void start(std::string body);
+    // One get_dynamic_global_properties call to one URL of `target` (the
+    // poll of a chain node or of a pool's URL that is out): never cached,
+    // coalesced, retried or logged as a client's error.
+    void start_poll(std::size_t target, std::size_t url);
+    bool quiet() const { return quiet_; }
+    // Whether the first call got a JSON-RPC answer from its target.
+    bool answered_by_target() const { return !calls_.empty() && calls_[0]->answered_by_target; }
     bool done() const { return done_; }
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
@@ -159,6 +219,7 @@ private:
     std::size_t pending_ = 0;
     bool started_ = false;
     bool done_ = false;
+    bool quiet_ = false;
     std::string request_id_;
 };
 
@@ -168,10 +229,22 @@ public:
     static Worker& get();
     static void shutdown();  // exit_process
 
-    Upstream& upstream(const RouterInstance& instance, std::size_t target);
+    Upstream& upstream(const RouterInstance& instance, std::size_t target, std::size_t url);
+    // Starts polling the chain nodes and pools of an instance (init_process).
+    void start_polls(const RouterInstance& instance);
+    // The next URL of a target for a call: round robin over the URLs that
+    // are in and not lagging; when none is, any but `exclude` (nullopt when
+    // `exclude` is set: a retry goes only to a healthy URL).
+    std::optional<std::size_t> pick_url(const RouterInstance& instance, std::size_t target,
+                                        std::optional<std::size_t> exclude);
     // Cache: lookup (answers through Call::cache_answered, maybe synchronously).
     void cache_lookup(Call& call);
-    void cache_store(const Call& call, const std::string& result);
+    // Stores a result for `lifetime` seconds (0: without expiry).
+    void cache_store(const Call& call, const std::string& result, std::int64_t lifetime);
+    // A cache miss about to go upstream joins the identical miss already in
+    // flight in this worker (true: it waits for that one's answer) or
+    // starts a group that later identical misses join (false).
+    bool join_miss(Call& call);
     void cache_cancel(Call& call);
     // A lookup timed out: stop waiting for Redis for a while.
     void cache_trip(Call& call);

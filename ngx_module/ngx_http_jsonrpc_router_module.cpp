@@ -12,6 +12,7 @@
 #include <string>
 
 #include "jsonrpc_writer.hpp"
+#include "wallet/json_util.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_wallet_shared.hpp"
 
@@ -27,6 +28,7 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
 static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf);
 static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r);
+static ngx_int_t ngx_http_jsonrpc_router_init_process(ngx_cycle_t* cycle);
 static void ngx_http_jsonrpc_router_exit_process(ngx_cycle_t* cycle);
 
 using LocConf = ngx_http_jsonrpc_router_loc_conf_t;
@@ -86,7 +88,7 @@ ngx_module_t ngx_http_jsonrpc_router_module = {
     NGX_HTTP_MODULE,
     nullptr,                               // init master
     nullptr,                               // init module
-    nullptr,                               // init process
+    ngx_http_jsonrpc_router_init_process,  // init process
     nullptr,                               // init thread
     nullptr,                               // exit thread
     ngx_http_jsonrpc_router_exit_process,  // exit process
@@ -97,6 +99,13 @@ ngx_module_t ngx_http_jsonrpc_router_module = {
 // ---- HTTP POST: one Exchange per request ---------------------------------------------
 
 namespace {
+
+// Every router instance of the configurations loaded in this process (a
+// worker inherits those of older cycles too: each names its cycle).
+std::vector<RouterInstance*>& instances() {
+    static std::vector<RouterInstance*> all;
+    return all;
+}
 
 class HttpJob final : public ExchangeOwner {
 public:
@@ -189,6 +198,33 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
     }
 }
 
+// The status answer with the health of every URL of the chain nodes and
+// pools, and what their polls learned (jussi's /health gives the LIB too).
+static std::string health_status(const RouterInstance& instance) {
+    std::string out = R"({"status":"OK","service":"jsonrpc_router","targets":{)";
+    bool first = true;
+    for (std::size_t t = 0; t < instance.table.targets.size(); ++t) {
+        const router::Target& target = instance.table.targets[t];
+        if (instance.url_health(t, 0) == nullptr) continue;
+        if (!first) out += ',';
+        first = false;
+        wallet::json::append_quoted(out, target.name);
+        out += ":[";
+        for (std::size_t u = 0; u < target.urls.size(); ++u) {
+            const jsonrpc_router::UrlHealth& h = *instance.url_health(t, u);
+            if (u > 0) out += ',';
+            out += R"({"url":)";
+            wallet::json::append_quoted(out, target.urls[u].url);
+            out += R"(,"in":)" + std::string(h.down.load() == 0 ? "true" : "false") +
+                   R"(,"failures":)" + std::to_string(h.failures.load()) +
+                   R"(,"head_block_number":)" + std::to_string(h.head.load()) +
+                   R"(,"last_irreversible_block_num":)" + std::to_string(h.lib.load()) + "}";
+        }
+        out += ']';
+    }
+    return out + "}}";
+}
+
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
@@ -200,7 +236,14 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
         static const std::string status_body = R"({"status":"OK","service":"jsonrpc_router"})";
-        return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
+        if (conf->instance == nullptr || conf->instance->health_zone == nullptr) {
+            return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
+        }
+        try {
+            return wallet::ngx::send_json(r, NGX_HTTP_OK, health_status(*conf->instance));
+        } catch (...) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
     if (!(r->method & NGX_HTTP_POST)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
@@ -239,7 +282,53 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     return conf;
 }
 
-static void delete_instance(void* data) { std::unique_ptr<RouterInstance> owned(static_cast<RouterInstance*>(data)); }
+static void delete_instance(void* data) {
+    std::unique_ptr<RouterInstance> owned(static_cast<RouterInstance*>(data));
+    std::erase(instances(), owned.get());
+}
+
+// The URL health zone: a UrlHealth per URL. A reload with the same targets
+// (same zone name) keeps what the old workers learned.
+static ngx_int_t init_health_zone(ngx_shm_zone_t* zone, void* old_data) {
+    if (old_data != nullptr) {
+        zone->data = old_data;
+        return NGX_OK;
+    }
+    auto* instance = static_cast<RouterInstance*>(zone->data);
+    auto* pool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
+    std::size_t count = instance->url_count();
+    void* memory = ngx_slab_calloc(pool, sizeof(jsonrpc_router::UrlHealth) * count);
+    if (memory == nullptr) return NGX_ERROR;
+    auto* slots = static_cast<jsonrpc_router::UrlHealth*>(memory);
+    for (std::size_t i = 0; i < count; ++i) new (slots + i) jsonrpc_router::UrlHealth();
+    zone->data = slots;
+    return NGX_OK;
+}
+
+// Named after the targets: a location with other targets gets other state.
+static bool add_health_zone(ngx_conf_t* cf, RouterInstance& instance) {
+    std::string identity;
+    for (const router::Target& t : instance.table.targets) {
+        identity += t.name + (t.chain_node ? "*=" : "=");
+        for (const router::Endpoint& e : t.urls) identity += e.url + " ";
+        identity += ";";
+    }
+    std::string name = "jsonrpc_router_health_" + std::to_string(std::hash<std::string>{}(identity));
+    auto* copy = static_cast<u_char*>(ngx_pnalloc(cf->pool, name.size()));
+    if (copy == nullptr) return false;
+    ngx_memcpy(copy, name.data(), name.size());
+    ngx_str_t zone_name{name.size(), copy};
+    // A slab pool needs a few pages besides the slots.
+    std::size_t size = 8 * ngx_pagesize + sizeof(jsonrpc_router::UrlHealth) * instance.url_count();
+    ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &zone_name, size, &ngx_http_jsonrpc_router_module);
+    if (zone == nullptr) return false;
+    if (zone->init == nullptr) {
+        zone->init = init_health_zone;
+        zone->data = &instance;
+    }
+    instance.health_zone = zone;
+    return true;
+}
 
 // `jsonrpc_router <file>`: loads and validates the routing file now, so that
 // `nginx -t` fails on a bad one with the file, the key and the reason.
@@ -259,7 +348,19 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
         if (cleanup == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
         auto instance = std::make_unique<RouterInstance>();
         instance->table = std::move(table).value();
+        instance->cycle = cf->cycle;
+        bool watched = false;  // chain nodes or pools: their URLs have a health
+        std::size_t urls = 0;
+        for (std::size_t i = 0; i < instance->table.targets.size(); ++i) {
+            const router::Target& target = instance->table.targets[i];
+            instance->probe_routes.push_back(router::Route{router::RoutePattern{}, i, std::nullopt, 0, false, false});
+            instance->first_url.push_back(urls);
+            urls += target.urls.size();
+            watched = watched || target.chain_node || target.pool();
+        }
+        if (watched && !add_health_zone(cf, *instance)) return static_cast<char*>(NGX_CONF_ERROR);
         conf->instance = instance.get();
+        instances().push_back(instance.get());
         cleanup->handler = delete_instance;
         cleanup->data = instance.release();
     } catch (const std::exception& e) {
@@ -378,16 +479,20 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         instance.target_addrs.resize(instance.table.targets.size());
         for (std::size_t i = 0; i < instance.table.targets.size(); ++i) {
             const router::Target& t = instance.table.targets[i];
-            std::string address = t.transport == router::Transport::Unix
-                                      ? "unix:" + t.socket_path
-                                      : (t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host) + ":" +
-                                            std::to_string(t.port);
-            if (!resolve_address(cf, address, instance.target_addrs[i], error)) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %V: targets.%s: %s", &conf->routes_file,
-                                   t.name.c_str(), error.c_str());
-                return static_cast<char*>(NGX_CONF_ERROR);
+            instance.target_addrs[i].resize(t.urls.size());
+            for (std::size_t u = 0; u < t.urls.size(); ++u) {
+                const router::Endpoint& e = t.urls[u];
+                std::string address = e.transport == router::Transport::Unix
+                                          ? "unix:" + e.socket_path
+                                          : (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" +
+                                                std::to_string(e.port);
+                if (!resolve_address(cf, address, instance.target_addrs[i][u], error)) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid routing file: %V: targets.%s: %s: %s",
+                                       &conf->routes_file, t.name.c_str(), e.url.c_str(), error.c_str());
+                    return static_cast<char*>(NGX_CONF_ERROR);
+                }
+                needs_tls = needs_tls || e.tls();
             }
-            needs_tls = needs_tls || t.tls();
         }
         if (needs_tls) {
             char* rc = setup_tls(cf, conf, instance);
@@ -404,6 +509,19 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     return NGX_CONF_OK;
+}
+
+static ngx_int_t ngx_http_jsonrpc_router_init_process(ngx_cycle_t* cycle) {
+    if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE) return NGX_OK;
+    try {
+        for (RouterInstance* instance : instances()) {
+            if (instance->cycle == cycle) jsonrpc_router::Worker::get().start_polls(*instance);
+        }
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "jsonrpc_router: cannot start chain-node polls: %s", e.what());
+        return NGX_ERROR;
+    }
+    return NGX_OK;
 }
 
 static void ngx_http_jsonrpc_router_exit_process(ngx_cycle_t*) { jsonrpc_router::Worker::shutdown(); }

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -72,8 +73,13 @@ bool RoutePattern::matches(std::string_view subject) const {
 
 // ---- targets -----------------------------------------------------------------
 
-wallet::Result<Target> parse_target_url(const std::string& url) {
-    Target t;
+bool is_write(std::string_view path) {
+    return path.find("broadcast") != std::string_view::npos || path.starts_with("network_broadcast_api.") ||
+           path.starts_with("chain_api.push_");
+}
+
+wallet::Result<Endpoint> parse_target_url(const std::string& url) {
+    Endpoint t;
     t.url = url;
     auto scheme_end = url.find("://");
     if (scheme_end == std::string::npos) return wallet::make_error("not a URL (expected scheme://...)");
@@ -168,8 +174,9 @@ public:
         auto top = doc.children(0);
         for (std::size_t i = 0; i < top.size(); i += 2) {
             std::string key = doc.string_value(top[i]);
-            if (key != "targets" && key != "timeouts" && key != "routes" && key != "default-cache") {
-                return fail(key, "unknown key (expected targets, timeouts, routes, default-cache)");
+            if (key != "targets" && key != "timeouts" && key != "routes" && key != "default-cache" &&
+                key != "chain-nodes") {
+                return fail(key, "unknown key (expected targets, timeouts, routes, default-cache, chain-nodes)");
             }
             for (std::size_t j = 0; j < i; j += 2) {
                 if (doc.string_value(top[j]) == key) return fail(key, "duplicate key");
@@ -183,11 +190,27 @@ public:
             std::string name = doc.string_value(target_nodes[i]);
             std::string key = "targets." + name;
             if (table.find_target(name)) return fail(key, "duplicate target");
-            if (doc.kind(target_nodes[i + 1]) != JsonKind::String) return fail(key, "must be a URL string");
-            auto target = parse_target_url(doc.string_value(target_nodes[i + 1]));
-            if (!target) return fail(key, target.error());
-            Target t = std::move(target).value();
+            Target t;
             t.name = name;
+            std::size_t value = target_nodes[i + 1];
+            std::vector<std::size_t> urls;
+            if (doc.kind(value) == JsonKind::String) {
+                urls.push_back(value);
+            } else if (doc.kind(value) == JsonKind::Array && doc.node(value).count > 0 && doc.node(value).count <= 64) {
+                urls = doc.children(value);
+            } else {
+                return fail(key, "must be a URL string or a list of 1 to 64 URL strings");
+            }
+            for (std::size_t u = 0; u < urls.size(); ++u) {
+                std::string url_key = doc.kind(value) == JsonKind::Array ? key + "[" + std::to_string(u) + "]" : key;
+                if (doc.kind(urls[u]) != JsonKind::String) return fail(url_key, "must be a URL string");
+                auto endpoint = parse_target_url(doc.string_value(urls[u]));
+                if (!endpoint) return fail(url_key, endpoint.error());
+                for (const Endpoint& other : t.urls) {
+                    if (other.url == endpoint->url) return fail(url_key, "duplicate URL");
+                }
+                t.urls.push_back(std::move(endpoint).value());
+            }
             table.targets.push_back(std::move(t));
         }
 
@@ -210,6 +233,11 @@ public:
             } else {
                 return fail("timeouts", "must be a number of seconds or an object of target -> seconds");
             }
+        }
+
+        if (auto chain = doc.member(0, "chain-nodes")) {
+            auto loaded = load_chain_nodes(doc, *chain, table);
+            if (!loaded) return wallet::make_error(loaded.error());
         }
 
         if (auto default_cache = doc.member(0, "default-cache")) {
@@ -236,8 +264,10 @@ public:
             auto members = doc.children(value);
             for (std::size_t m = 0; m < members.size(); m += 2) {
                 std::string name = doc.string_value(members[m]);
-                if (name != "target" && name != "cache" && name != "translate_to_app_base") {
-                    return fail(key + "." + name, "unknown key (expected target, cache, translate_to_app_base)");
+                if (name != "target" && name != "cache" && name != "translate_to_app_base" &&
+                    name != "expire_if_reversible") {
+                    return fail(key + "." + name,
+                                "unknown key (expected target, cache, translate_to_app_base, expire_if_reversible)");
                 }
             }
             auto target = doc.member(value, "target");
@@ -259,6 +289,18 @@ public:
                 }
                 route.translate = k == JsonKind::True;
             }
+            if (auto final_at_lib = doc.member(value, "expire_if_reversible")) {
+                JsonKind k = doc.kind(*final_at_lib);
+                if (k != JsonKind::True && k != JsonKind::False) {
+                    return fail(key + ".expire_if_reversible", "must be true or false");
+                }
+                route.expire_if_reversible = k == JsonKind::True;
+                if (route.expire_if_reversible && !table.targets[route.target].chain_node) {
+                    return fail(key + ".expire_if_reversible",
+                                "target '" + target_name + "' is not listed in chain-nodes (its last irreversible block "
+                                "would be unknown)");
+                }
+            }
             table.routes.push_back(std::move(route));
         }
         for (Route& r : table.routes) r.ttl = r.cache.value_or(table.default_cache);
@@ -266,6 +308,41 @@ public:
     }
 
 private:
+    // "chain-nodes": {"<target>": {"poll_interval": seconds, "max_lag": blocks}}
+    wallet::Result<bool> load_chain_nodes(const JsonDocument& doc, std::size_t node, RoutingTable& table) const {
+        if (doc.kind(node) != JsonKind::Object) return fail("chain-nodes", "must be an object of target -> settings");
+        auto nodes = doc.children(node);
+        for (std::size_t i = 0; i < nodes.size(); i += 2) {
+            std::string name = doc.string_value(nodes[i]);
+            std::string key = "chain-nodes." + name;
+            auto index = table.find_target(name);
+            if (!index) return fail(key, "unknown target '" + name + "'");
+            Target& target = table.targets[*index];
+            if (target.chain_node) return fail(key, "duplicate target");
+            std::size_t settings = nodes[i + 1];
+            if (doc.kind(settings) != JsonKind::Object) return fail(key, "must be an object");
+            auto members = doc.children(settings);
+            for (std::size_t m = 0; m < members.size(); m += 2) {
+                std::string member = doc.string_value(members[m]);
+                if (member != "poll_interval" && member != "max_lag") {
+                    return fail(key + "." + member, "unknown key (expected poll_interval, max_lag)");
+                }
+            }
+            target.chain_node = true;
+            if (auto poll = doc.member(settings, "poll_interval")) {
+                auto ms = timeout_ms(doc, *poll, key + ".poll_interval");
+                if (!ms) return wallet::make_error(ms.error());
+                target.poll_ms = std::max<std::int64_t>(*ms, 100);
+            }
+            if (auto lag = doc.member(settings, "max_lag")) {
+                auto blocks = doc.unsigned_integer(*lag);
+                if (!blocks || *blocks > 1'000'000'000) return fail(key + ".max_lag", "must be a non-negative integer");
+                target.max_lag = *blocks;
+            }
+        }
+        return true;
+    }
+
     wallet::Error fail(const std::string& key, const std::string& reason) const {
         std::string where = source_;
         if (!key.empty()) where += ": " + key;

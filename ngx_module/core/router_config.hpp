@@ -18,8 +18,8 @@ enum class Transport : std::uint8_t { Http, Https, Ws, Wss, Unix };
 
 const char* transport_name(Transport transport);
 
-struct Target {
-    std::string name;
+// One URL of a target.
+struct Endpoint {
     std::string url;           // as written in the file
     Transport transport = Transport::Http;
     std::string host;          // host name or numeric address (empty for unix sockets)
@@ -27,9 +27,22 @@ struct Target {
     std::string socket_path;   // sock:// targets
     std::string path = "/";    // request path on the target
     std::string host_header;   // Host: value sent upstream
-    std::int64_t timeout_ms = 10000;
     bool tls() const { return transport == Transport::Https || transport == Transport::Wss; }
     bool websocket() const { return transport == Transport::Ws || transport == Transport::Wss; }
+};
+
+struct Target {
+    std::string name;
+    // One URL (the spec's string), or a pool: a list of URLs the router
+    // spreads calls over, with health checks and failover.
+    std::vector<Endpoint> urls;
+    std::int64_t timeout_ms = 10000;
+    // A chain node (routing-file key `chain-nodes`): each URL is polled for
+    // its head and last irreversible block every poll_ms.
+    bool chain_node = false;
+    std::int64_t poll_ms = 3000;
+    std::uint64_t max_lag = 20;   // blocks a URL may be behind the best URL of the target
+    bool pool() const { return urls.size() > 1; }
 };
 
 // A compiled PCRE2 pattern with Python re.match semantics (anchored at the
@@ -56,6 +69,9 @@ struct Route {
     std::optional<std::int64_t> cache;
     std::int64_t ttl = 0;       // cache, or default-cache when cache is absent
     bool translate = false;     // translate_to_app_base
+    // Answers about a block at or below the last irreversible block are
+    // final: cached without expiry (the target must be a chain node).
+    bool expire_if_reversible = false;
 };
 
 struct RoutingTable {
@@ -74,6 +90,10 @@ wallet::Result<RoutingTable> parse_routing_table(std::string_view json_text, con
 wallet::Result<RoutingTable> load_routing_file(const std::string& path);
 
 // Splits a target URL; the error names what is wrong with it.
-wallet::Result<Target> parse_target_url(const std::string& url);
+wallet::Result<Endpoint> parse_target_url(const std::string& url);
+
+// Calls that must reach a node at most once (never retried on another URL):
+// broadcasts (`*broadcast*`, `network_broadcast_api.*`) and chain_api.push_*.
+bool is_write(std::string_view path);
 
 }  // namespace router

@@ -121,7 +121,8 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         if (params) call.params_json = std::string(doc.text(*params));
     }
 
-    if (call.ttl > 0) {
+    if (call.route->expire_if_reversible && inner_params_node) call.block = block_of_params(doc, *inner_params_node);
+    if (call.ttl > 0 || call.route->expire_if_reversible) {
         std::string canonical = inner_params_node ? doc.canonical(*inner_params_node) : std::string("null");
         call.cache_key = cache_key(call.path, canonical);
     }
@@ -233,6 +234,7 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
         out += doc.text(*error);
     }
     out += ",\"id\":";
+    reply.id_offset = out.size();
     out += caller_id;
     out += '}';
     if (result && !error) {
@@ -263,6 +265,79 @@ std::optional<std::uint64_t> reply_upstream_id(std::string_view body) {
         return std::nullopt;
     }
     return std::stoull(std::string(text));
+}
+
+std::optional<std::uint64_t> block_of_params(const JsonDocument& doc, std::size_t params) {
+    if (doc.kind(params) == JsonKind::Array) {
+        if (doc.node(params).count == 0) return std::nullopt;
+        return doc.unsigned_integer(doc.children(params)[0]);
+    }
+    if (doc.kind(params) != JsonKind::Object) return std::nullopt;
+    if (auto block = doc.member(params, "block_num")) return doc.unsigned_integer(*block);
+    auto start = doc.member(params, "starting_block_num");
+    auto count = doc.member(params, "count");
+    if (!start || !count) return std::nullopt;
+    auto first = doc.unsigned_integer(*start);
+    auto blocks = doc.unsigned_integer(*count);
+    if (!first || !blocks || *blocks == 0 || *first > UINT64_MAX - *blocks) return std::nullopt;
+    return *first + *blocks - 1;
+}
+
+namespace {
+
+bool empty_value(const JsonDocument& doc, std::size_t node) {
+    JsonKind k = doc.kind(node);
+    if (k == JsonKind::Null) return true;
+    if (k == JsonKind::Array) return doc.node(node).count == 0;
+    if (k != JsonKind::Object) return false;
+    auto members = doc.children(node);
+    for (std::size_t i = 1; i < members.size(); i += 2) {
+        JsonKind m = doc.kind(members[i]);
+        bool empty_member = m == JsonKind::Null || ((m == JsonKind::Array || m == JsonKind::Object) &&
+                                                    doc.node(members[i]).count == 0);
+        if (!empty_member) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> cache_lifetime(const CallPlan& call, std::string_view result, std::uint64_t lib) {
+    std::optional<std::int64_t> normal;
+    if (call.ttl > 0) normal = call.ttl;
+    if (call.route == nullptr || !call.route->expire_if_reversible || lib == 0) return normal;
+    JsonDocument doc;
+    if (doc.parse(result, 512) != JsonParseStatus::Ok || empty_value(doc, 0)) return normal;
+    std::optional<std::uint64_t> block = call.block;
+    if (!block && doc.kind(0) == JsonKind::Object) {
+        if (auto member = doc.member(0, "block_num")) block = doc.unsigned_integer(*member);
+    }
+    if (block && *block <= lib) return 0;
+    return normal;
+}
+
+CallPlan chain_poll_plan(const Route& route) {
+    CallPlan call;
+    call.id = "0";
+    call.path = "database_api.get_dynamic_global_properties";
+    call.route = &route;
+    call.method_json = "\"database_api.get_dynamic_global_properties\"";
+    call.params_json = "{}";
+    return call;
+}
+
+std::optional<ChainHead> chain_head(std::string_view response) {
+    JsonDocument doc;
+    if (doc.parse(response, 64) != JsonParseStatus::Ok || doc.kind(0) != JsonKind::Object) return std::nullopt;
+    auto result = doc.member(0, "result");
+    if (!result || doc.kind(*result) != JsonKind::Object) return std::nullopt;
+    auto head = doc.member(*result, "head_block_number");
+    auto lib = doc.member(*result, "last_irreversible_block_num");
+    if (!head || !lib) return std::nullopt;
+    auto head_number = doc.unsigned_integer(*head);
+    auto lib_number = doc.unsigned_integer(*lib);
+    if (!head_number || !lib_number || *lib_number > *head_number) return std::nullopt;
+    return ChainHead{*head_number, *lib_number};
 }
 
 std::string render_batch(const std::vector<std::string>& responses) {

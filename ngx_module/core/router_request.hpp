@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "jsonrpc_error.hpp"
+#include "jsonrpc_json.hpp"
 #include "router_config.hpp"
 
 namespace router {
@@ -33,6 +34,9 @@ struct CallPlan {
     std::string params_json;               // upstream "params" member (JSON text; empty = none)
     std::string cache_key;                 // empty when the route does not cache
     std::int64_t ttl = 0;
+    // The block the call concerns, read from its params (routes with
+    // expire_if_reversible only; see block_of_params).
+    std::optional<std::uint64_t> block;
 
     // The request sent to the target, with the proxy's own id.
     std::string upstream_body(std::uint64_t upstream_id) const;
@@ -53,6 +57,7 @@ std::string cache_key(std::string_view path, std::string_view canonical_params);
 struct UpstreamReply {
     bool valid = false;       // false: not a JSON-RPC response (-> 1100)
     std::string response;     // the response with the caller's id
+    std::size_t id_offset = 0;  // where the caller's id starts in `response` (it ends before the last '}')
     std::string result;       // the `result` text when cacheable (result and no error)
     bool cacheable = false;
     std::string problem;      // why it is invalid
@@ -67,6 +72,33 @@ std::string render_cached(std::string_view result, std::string_view caller_id);
 // The upstream id of a reply (for WebSocket upstreams matching answers to
 // requests); nullopt when absent or not a non-negative integer.
 std::optional<std::uint64_t> reply_upstream_id(std::string_view body);
+
+// The block a call concerns, from its params: the first element of an array
+// when it is a non-negative integer ([n, ...]: get_block, get_block_header,
+// get_ops_in_block), `block_num` of an object, or the last block of
+// `starting_block_num` + `count` (get_block_range).
+std::optional<std::uint64_t> block_of_params(const jsonrpc::JsonDocument& doc, std::size_t params);
+
+// How long a result may be cached: nullopt = not at all, 0 = without expiry.
+// A route with expire_if_reversible caches an answer about a block at or
+// below `lib` (the answering node's last irreversible block; 0 = unknown)
+// without expiry; the block is the call's, or else the result's `block_num`
+// (get_transaction). An empty result (null, {}, [], or only empty members)
+// is never final: a node may not have the block. Otherwise the route's TTL.
+std::optional<std::int64_t> cache_lifetime(const CallPlan& call, std::string_view result, std::uint64_t lib);
+
+// The call a chain-node poll sends to the target of `route`:
+// database_api.get_dynamic_global_properties {}.
+CallPlan chain_poll_plan(const Route& route);
+
+struct ChainHead {
+    std::uint64_t head = 0;
+    std::uint64_t lib = 0;
+};
+
+// head_block_number and last_irreversible_block_num of a
+// get_dynamic_global_properties response; nullopt when it has no such result.
+std::optional<ChainHead> chain_head(std::string_view response);
 
 // Joins the per-call responses of a batch.
 std::string render_batch(const std::vector<std::string>& responses);

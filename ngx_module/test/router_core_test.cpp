@@ -93,10 +93,11 @@ TEST(RouterConfig, LoadsTargetsTimeoutsAndOrder) {
     EXPECT_EQ(t.targets[0].timeout_ms, 3000);
     EXPECT_EQ(t.targets[1].timeout_ms, 500);
     EXPECT_EQ(t.targets[2].timeout_ms, 10000);
-    EXPECT_EQ(t.targets[1].transport, Transport::Ws);
-    EXPECT_EQ(t.targets[1].path, "/ws");
-    EXPECT_EQ(t.targets[2].transport, Transport::Unix);
-    EXPECT_EQ(t.targets[2].socket_path, "/run/hived.sock");
+    EXPECT_EQ(t.targets[1].urls.at(0).transport, Transport::Ws);
+    EXPECT_EQ(t.targets[1].urls.at(0).path, "/ws");
+    EXPECT_EQ(t.targets[2].urls.at(0).transport, Transport::Unix);
+    EXPECT_EQ(t.targets[2].urls.at(0).socket_path, "/run/hived.sock");
+    for (const Target& target : t.targets) EXPECT_FALSE(target.pool());
     ASSERT_EQ(t.routes.size(), 5u);
     EXPECT_EQ(t.routes[0].ttl, 3);
     EXPECT_EQ(t.routes[1].ttl, 7);
@@ -112,7 +113,7 @@ TEST(RouterConfig, IntTimeoutAppliesToEveryTarget) {
     ASSERT_TRUE(t.ok()) << t.error();
     EXPECT_EQ(t->targets[0].timeout_ms, 4000);
     EXPECT_EQ(t->targets[1].timeout_ms, 4000);
-    EXPECT_EQ(t->targets[1].port, 443);
+    EXPECT_EQ(t->targets[1].urls.at(0).port, 443);
 }
 
 TEST(RouterConfig, PredecessorFileLoadsUnchanged) {
@@ -142,9 +143,142 @@ TEST(RouterConfig, ErrorsNameFileKeyAndReason) {
     EXPECT_EQ(load_error(R"({"targets":{"a":"sock://rel.sock"},"routes":{}})"),
               "bad.json: targets.a: a sock:// target needs an absolute socket path (sock:///abs/path.sock)");
     EXPECT_EQ(load_error(R"({"targets":{},"routes":{},"default_cache":1})"),
-              "bad.json: default_cache: unknown key (expected targets, timeouts, routes, default-cache)");
+              "bad.json: default_cache: unknown key (expected targets, timeouts, routes, default-cache, chain-nodes)");
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":[]})"), "bad.json: routes: must be an object of regex -> route");
     EXPECT_EQ(load_error("{"), "bad.json: not valid JSON: expected an object key at offset 1");
+}
+
+TEST(RouterConfig, ChainNodesAndExpireIfReversibleAreOptional) {
+    auto t = parse_routing_table(R"({
+      "targets": {"node": "http://127.0.0.1:8091", "social": "http://127.0.0.1:8080"},
+      "chain-nodes": {"node": {"poll_interval": 0.5}},
+      "routes": {
+        "^block_api.get_block$": {"target": "node", "cache": 3, "expire_if_reversible": true},
+        "^block_api.": {"target": "node", "expire_if_reversible": false},
+        "^bridge.": {"target": "social"}
+      }})", "chain.json");
+    ASSERT_TRUE(t.ok()) << t.error();
+    EXPECT_TRUE(t->targets[0].chain_node);
+    EXPECT_EQ(t->targets[0].poll_ms, 500);
+    EXPECT_FALSE(t->targets[1].chain_node);
+    EXPECT_TRUE(t->routes[0].expire_if_reversible);
+    EXPECT_FALSE(t->routes[1].expire_if_reversible);
+    EXPECT_FALSE(t->routes[2].expire_if_reversible);
+    // Defaults: a file without the keys has no chain node and no final answers.
+    RoutingTable plain = small_table();
+    for (const Target& target : plain.targets) EXPECT_FALSE(target.chain_node);
+    for (const Route& route : plain.routes) EXPECT_FALSE(route.expire_if_reversible);
+    auto defaults = parse_routing_table(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{}},"routes":{}})", "d.json");
+    ASSERT_TRUE(defaults.ok());
+    EXPECT_EQ(defaults->targets[0].poll_ms, 3000);
+    EXPECT_EQ(defaults->targets[0].max_lag, 20u);
+
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"b":{}},"routes":{}})"),
+              "bad.json: chain-nodes.b: unknown target 'b'");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{"poll":1}},"routes":{}})"),
+              "bad.json: chain-nodes.a.poll: unknown key (expected poll_interval, max_lag)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":["a"],"routes":{}})"),
+              "bad.json: chain-nodes: must be an object of target -> settings");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":{"^x":{"target":"a","expire_if_reversible":true}}})"),
+              R"(bad.json: routes."^x".expire_if_reversible: target 'a' is not listed in chain-nodes (its last )"
+              "irreversible block would be unknown)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{}},)"
+                         R"("routes":{"^x":{"target":"a","expire_if_reversible":1}}})"),
+              R"(bad.json: routes."^x".expire_if_reversible: must be true or false)");
+}
+
+TEST(RouterConfig, ATargetMayListSeveralUrls) {
+    auto t = parse_routing_table(R"({
+      "targets": {"node": ["http://10.0.0.1:8091", "sock:///run/hived.sock", "ws://10.0.0.3:8090/"], "one": ["http://h"]},
+      "chain-nodes": {"node": {"max_lag": 5}},
+      "routes": {"^": {"target": "node"}}})", "pool.json");
+    ASSERT_TRUE(t.ok()) << t.error();
+    ASSERT_EQ(t->targets[0].urls.size(), 3u);
+    EXPECT_TRUE(t->targets[0].pool());
+    EXPECT_EQ(t->targets[0].urls[0].port, 8091);
+    EXPECT_EQ(t->targets[0].urls[1].transport, Transport::Unix);
+    EXPECT_EQ(t->targets[0].urls[2].transport, Transport::Ws);
+    EXPECT_EQ(t->targets[0].max_lag, 5u);
+    EXPECT_FALSE(t->targets[1].pool());  // a list of one URL is one URL
+    EXPECT_EQ(load_error(R"({"targets":{"a":[]},"routes":{}})"),
+              "bad.json: targets.a: must be a URL string or a list of 1 to 64 URL strings");
+    EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", 5]},"routes":{}})"), "bad.json: targets.a[1]: must be a URL string");
+    EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", "ftp://h"]},"routes":{}})"),
+              "bad.json: targets.a[1]: bad scheme 'ftp' (expected http, https, ws, wss or sock)");
+    EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", "http://h"]},"routes":{}})"), "bad.json: targets.a[1]: duplicate URL");
+    EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{"max_lag":-1}},"routes":{}})"),
+              "bad.json: chain-nodes.a.max_lag: must be a non-negative integer");
+}
+
+TEST(RouterConfig, BroadcastsAreWrites) {
+    EXPECT_TRUE(is_write("network_broadcast_api.broadcast_transaction"));
+    EXPECT_TRUE(is_write("condenser_api.broadcast_transaction_synchronous"));
+    EXPECT_TRUE(is_write("condenser_api.broadcast_block"));
+    EXPECT_TRUE(is_write("chain_api.push_transaction"));
+    EXPECT_FALSE(is_write("condenser_api.get_block"));
+    EXPECT_FALSE(is_write("database_api.get_dynamic_global_properties"));
+}
+
+TEST(RouterRequest, IrreversibleBlocksAreCachedWithoutExpiry) {
+    auto t = parse_routing_table(R"({
+      "targets": {"node": "http://127.0.0.1:8091"},
+      "chain-nodes": {"node": {}},
+      "routes": {
+        "^block_api.get_block_range$": {"target": "node", "expire_if_reversible": true},
+        "^(block_api|condenser_api|account_history_api).": {"target": "node", "cache": 3, "expire_if_reversible": true},
+        "^database_api.": {"target": "node", "cache": 3}
+      }})", "chain.json");
+    ASSERT_TRUE(t.ok()) << t.error();
+    RequestLimits limits;
+    auto plan = [&](const std::string& method, const std::string& params) {
+        auto p = plan_request(R"({"jsonrpc":"2.0","method":")" + method + R"(","params":)" + params + R"(,"id":1})", *t,
+                              limits);
+        EXPECT_FALSE(p.calls[0].error);
+        return p.calls[0];
+    };
+    const std::string header = R"({"header":{"previous":"004c4b3f"}})";
+    // The block comes from the params in each shape, the legacy form too.
+    EXPECT_EQ(plan("block_api.get_block_header", R"({"block_num":100})").block, 100u);
+    EXPECT_EQ(plan("condenser_api.get_block", "[100]").block, 100u);
+    EXPECT_EQ(plan("condenser_api.get_ops_in_block", "[100,false]").block, 100u);
+    EXPECT_EQ(plan("call", R"(["condenser_api","get_block",[100]])").block, 100u);
+    EXPECT_EQ(plan("block_api.get_block_range", R"({"starting_block_num":91,"count":10})").block, 100u);
+    EXPECT_FALSE(plan("condenser_api.get_transaction", R"(["0123abcd"])").block);
+    EXPECT_FALSE(plan("database_api.get_block", "[100]").block);  // a route without the key
+    // At or below the last irreversible block: without expiry; above: the route's TTL.
+    EXPECT_EQ(cache_lifetime(plan("block_api.get_block_header", R"({"block_num":100})"), header, 100), 0);
+    EXPECT_EQ(cache_lifetime(plan("block_api.get_block_header", R"({"block_num":100})"), header, 99), 3);
+    EXPECT_EQ(cache_lifetime(plan("block_api.get_block_header", R"({"block_num":100})"), header, 0), 3);  // LIB unknown
+    // A route without a TTL caches only final answers.
+    EXPECT_EQ(cache_lifetime(plan("block_api.get_block_range", R"({"starting_block_num":91,"count":10})"),
+                             R"({"blocks":[{"block_id":"00000064"}]})", 100), 0);
+    EXPECT_FALSE(cache_lifetime(plan("block_api.get_block_range", R"({"starting_block_num":91,"count":10})"),
+                                R"({"blocks":[{"block_id":"00000064"}]})", 99));
+    // get_transaction: the block is the result's.
+    EXPECT_EQ(cache_lifetime(plan("condenser_api.get_transaction", R"(["0123abcd"])"), R"({"block_num":50,"x":1})", 100), 0);
+    EXPECT_EQ(cache_lifetime(plan("condenser_api.get_transaction", R"(["0123abcd"])"), R"({"block_num":150})", 100), 3);
+    // Empty answers are never final (a node without the block answers them).
+    for (const char* empty : {"null", "{}", "[]", R"({"blocks":[]})", R"({"ops":[],"x":null})"}) {
+        EXPECT_EQ(cache_lifetime(plan("condenser_api.get_block", "[100]"), empty, 200), 3) << empty;
+    }
+    EXPECT_EQ(cache_lifetime(plan("database_api.get_block", "[100]"), header, 200), 3);
+}
+
+TEST(RouterRequest, ChainPollReadsHeadAndLastIrreversibleBlock) {
+    Route route{RoutePattern{}, 0, std::nullopt, 0, false, false};
+    CallPlan poll = chain_poll_plan(route);
+    EXPECT_EQ(poll.upstream_body(4),
+              R"({"jsonrpc":"2.0","method":"database_api.get_dynamic_global_properties","params":{},"id":4})");
+    EXPECT_TRUE(poll.cache_key.empty());
+    auto head = chain_head(R"({"jsonrpc":"2.0","result":{"head_block_number":5000000,"time":"x",)"
+                           R"("last_irreversible_block_num":4999980},"id":4})");
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->head, 5000000u);
+    EXPECT_EQ(head->lib, 4999980u);
+    EXPECT_FALSE(chain_head(R"({"jsonrpc":"2.0","error":{"code":-32003,"message":"m"},"id":4})"));
+    EXPECT_FALSE(chain_head(R"({"jsonrpc":"2.0","result":{"head_block_number":5},"id":4})"));
+    EXPECT_FALSE(chain_head(R"({"jsonrpc":"2.0","result":{"head_block_number":5,"last_irreversible_block_num":6},"id":4})"));
+    EXPECT_FALSE(chain_head("not json"));
 }
 
 TEST(RouterRequest, DottedAndLegacyFormsNormalizeToOnePath) {
@@ -247,6 +381,9 @@ TEST(RouterRequest, UpstreamRepliesAreCheckedAndCachedOnlyWithResult) {
     EXPECT_TRUE(err.valid);
     EXPECT_FALSE(err.cacheable);
     EXPECT_EQ(err.response, R"({"jsonrpc":"2.0","error":{"code":-32002,"message":"m"},"id":1})");
+    // Coalesced waiters get the same answer with their own id after id_offset.
+    EXPECT_EQ(err.response.substr(0, err.id_offset) + "\"other\"}",
+              R"({"jsonrpc":"2.0","error":{"code":-32002,"message":"m"},"id":"other"})");
     EXPECT_FALSE(rewrite_upstream_reply("<html>", "1", limits).valid);
     EXPECT_FALSE(rewrite_upstream_reply("", "1", limits).valid);
     EXPECT_FALSE(rewrite_upstream_reply("[1]", "1", limits).valid);

@@ -6,8 +6,14 @@
 #   hit_redis  the same with the memory layer off (every hit asks Redis)
 #   proxy   plain proxy_pass with upstream keepalive to the stand-in backend
 #   miss    the router forwarding every call to the same backend
-# then WebSocket clients (router-ws-load) on the router's endpoint.
-# Ends with: RESULT router hit_ratio=<hit/static> miss_ratio=<miss/proxy> ws_rps=<n> ...
+#   lib_static / lib  `return 200` with a block header, and the router
+#           answering that final (irreversible) block header from its cache
+#           (a route with expire_if_reversible, the node simulator's LIB)
+# then WebSocket clients (router-ws-load) on the router's endpoint, and
+# bursts of 50 identical concurrent misses against a backend that answers
+# after 2 s (upstream requests per burst: coalesced misses).
+# Ends with: RESULT router hit_ratio=<hit/static> miss_ratio=<miss/proxy> ws_rps=<n>
+#   lib_hit_ratio=<lib/lib_static> coalesced_upstream_per_miss=<n> ...
 # Rates on a shared machine are noisy: the rounds interleave candidate and
 # baseline and report medians, and the nginx worker's CPU time per request
 # (worker_us_*, cpu_*_ratio = baseline CPU / candidate CPU) is given too.
@@ -21,7 +27,8 @@ connections=${BENCH_CONNECTIONS:-32}
 module=$build/ngx_module/ngx_http_wallet_module.so
 backend_bin=$build/t/backends/router-test-backend
 ws_load=$build/t/backends/router-ws-load
-for f in "$module" "$backend_bin" "$ws_load"; do [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }; done
+sim_bin=$build/t/sim/hive-node-sim
+for f in "$module" "$backend_bin" "$ws_load" "$sim_bin"; do [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }; done
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/install-deps)" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/router-bench.XXXXXX")
@@ -36,12 +43,14 @@ trap cleanup EXIT
 source "$here/lib.bash"
 wait_port() { for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; exit 1; }
 
-redis_port=$(free_port); backend_port=$(free_port)
+redis_port=$(free_port); backend_port=$(free_port); sim_port=$(free_port)
 /usr/bin/redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" > "$work/redis.log" 2>&1 &
 pids+=($!)
-"$backend_bin" --name bench --port "$backend_port" > "$work/backend.log" 2>&1 &
+"$backend_bin" --name bench --port "$backend_port" --slow-ms 2000 > "$work/backend.log" 2>&1 &
 pids+=($!)
-wait_port "$redis_port"; wait_port "$backend_port"
+"$sim_bin" --fixtures "$root/t/fixtures/hive" --block-interval-ms 0 --port "$sim_port" > "$work/sim.log" 2>&1 &
+pids+=($!)
+wait_port "$redis_port"; wait_port "$backend_port"; wait_port "$sim_port"
 
 cat > "$work/routes.json" <<JSON
 {"targets": {"bench": "http://127.0.0.1:$backend_port"}, "timeouts": 10,
@@ -49,13 +58,21 @@ cat > "$work/routes.json" <<JSON
  "default-cache": 0}
 JSON
 
+cat > "$work/routes_lib.json" <<JSON
+{"targets": {"node": "http://127.0.0.1:$sim_port"}, "timeouts": 10,
+ "chain-nodes": {"node": {"poll_interval": 0.5}},
+ "routes": {"^block_api\\\\.get_block_header$": {"target": "node", "cache": 3, "expire_if_reversible": true}}}
+JSON
+
+lib_static_port=$(free_port); lib_port=$(free_port)
 static_port=$(free_port); hit_port=$(free_port); hit_redis_port=$(free_port); proxy_port=$(free_port); miss_port=$(free_port)
 hit_body='{"jsonrpc":"2.0","method":"cached.get_dynamic_global_properties","params":[],"id":1}'
 miss_body='{"jsonrpc":"2.0","method":"bench.get_dynamic_global_properties","params":[],"id":1}'
+lib_body='{"jsonrpc":"2.0","method":"block_api.get_block_header","params":{"block_num":4000000},"id":1}'
 mkdir -p "$work/logs" "$work/tmp"
 user_line=""; [ "$(id -u)" = 0 ] && user_line="user root root;"
 
-write_conf() {  # $1 = body of the static location
+write_conf() {  # $1, $2 = bodies of the static locations (hit, final block header)
 cat > "$work/nginx.conf" <<CONF
 daemon off; master_process on; worker_processes 1; $user_line
 error_log $work/logs/error.log warn; pid $work/logs/nginx.pid;
@@ -72,20 +89,29 @@ http {
   server { listen 127.0.0.1:$hit_redis_port; location / { jsonrpc_router $work/routes.json; jsonrpc_router_redis 127.0.0.1:$redis_port; jsonrpc_router_memory_cache 0; } }
   server { listen 127.0.0.1:$proxy_port; location / { proxy_pass http://bench_backend; proxy_http_version 1.1; proxy_set_header Connection ""; } }
   server { listen 127.0.0.1:$miss_port; location / { jsonrpc_router $work/routes.json; jsonrpc_router_redis 127.0.0.1:$redis_port; } }
+  server { listen 127.0.0.1:$lib_static_port; location / { default_type application/json; return 200 '$2'; } }
+  server { listen 127.0.0.1:$lib_port; location / { jsonrpc_router $work/routes_lib.json; jsonrpc_router_redis 127.0.0.1:$redis_port; } }
 }
 CONF
 }
 
-# The static baseline returns exactly what a hit returns.
-write_conf '{}'
+# The static baselines return exactly what the hits return.
+write_conf '{}' '{}'
 /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
 nginx_pid=$!; pids+=($nginx_pid)
 wait_port "$hit_port"
 curl -s -o /dev/null -d "$hit_body" "http://127.0.0.1:$hit_port/"
 cached=$(curl -s -d "$hit_body" "http://127.0.0.1:$hit_port/")
 case "$cached" in *'"result"'*) ;; *) echo "router did not answer: $cached" >&2; exit 1 ;; esac
+# The block header is final once the router knows the node's LIB: cached without expiry.
+for _ in $(seq 100); do
+  curl -s "http://127.0.0.1:$lib_port/" | grep -q '"last_irreversible_block_num":[1-9]' && break; sleep 0.1
+done
+curl -s -o /dev/null -d "$lib_body" "http://127.0.0.1:$lib_port/"
+lib_cached=$(curl -s -D "$work/lib_headers" -d "$lib_body" "http://127.0.0.1:$lib_port/")
+grep -qi '^x-jsonrpc-cache: HIT' "$work/lib_headers" || { echo "final block header not cached: $lib_cached" >&2; exit 1; }
 kill -QUIT $nginx_pid; wait $nginx_pid 2>/dev/null || true
-write_conf "$cached"
+write_conf "$cached" "$lib_cached"
 /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
 nginx_pid=$!; pids+=($nginx_pid)
 wait_port "$static_port"
@@ -100,6 +126,7 @@ LUA
 }
 post_script "$work/hit.lua" "$hit_body"
 post_script "$work/miss.lua" "$miss_body"
+post_script "$work/lib.lua" "$lib_body"
 
 worker_pid=$(pgrep -P "$nginx_pid" | head -1)
 tick_us=$((1000000 / $(getconf CLK_TCK)))
@@ -123,19 +150,24 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 # shared machine.
 for port in "$static_port" "$hit_port" "$hit_redis_port"; do measure "$port" "$work/hit.lua" > /dev/null; done
 for port in "$proxy_port" "$miss_port"; do measure "$port" "$work/miss.lua" > /dev/null; done
-hit_ratios=(); miss_ratios=(); statics=(); hits=(); hit_redis=(); proxies=(); misses=()
+for port in "$lib_static_port" "$lib_port"; do measure "$port" "$work/lib.lua" > /dev/null; done
+hit_ratios=(); miss_ratios=(); lib_ratios=(); statics=(); hits=(); hit_redis=(); proxies=(); misses=(); lib_statics=(); libs=()
 for round in $(seq "$rounds"); do
   measure "$static_port" "$work/hit.lua" > "$work/rps"; s=$(cat "$work/rps")
   measure "$hit_port" "$work/hit.lua" > "$work/rps"; h=$(cat "$work/rps")
   measure "$hit_redis_port" "$work/hit.lua" > "$work/rps"; hr=$(cat "$work/rps")
   measure "$proxy_port" "$work/miss.lua" > "$work/rps"; p=$(cat "$work/rps")
   measure "$miss_port" "$work/miss.lua" > "$work/rps"; m=$(cat "$work/rps")
-  echo "round $round: static=$s hit=$h hit_redis_only=$hr proxy_pass=$p miss=$m req/s;" \
+  measure "$lib_static_port" "$work/lib.lua" > "$work/rps"; ls_=$(cat "$work/rps")
+  measure "$lib_port" "$work/lib.lua" > "$work/rps"; l=$(cat "$work/rps")
+  echo "round $round: static=$s hit=$h hit_redis_only=$hr proxy_pass=$p miss=$m lib_static=$ls_ lib_hit=$l req/s;" \
        "worker us/request: static=${cpu_us[$static_port]} hit=${cpu_us[$hit_port]} hit_redis_only=${cpu_us[$hit_redis_port]}" \
        "proxy_pass=${cpu_us[$proxy_port]} miss=${cpu_us[$miss_port]}" >&2
   statics+=("$s"); hits+=("$h"); hit_redis+=("$hr"); proxies+=("$p"); misses+=("$m")
   hit_ratios+=("$(ratio "$h" "$s")"); miss_ratios+=("$(ratio "$m" "$p")")
+  lib_statics+=("$ls_"); libs+=("$l"); lib_ratios+=("$(ratio "$l" "$ls_")")
 done
+lib_static_rps=$(median "${lib_statics[@]}"); lib_rps=$(median "${libs[@]}")
 static_rps=$(median "${statics[@]}"); hit_rps=$(median "${hits[@]}"); hit_redis_rps=$(median "${hit_redis[@]}")
 proxy_rps=$(median "${proxies[@]}"); miss_rps=$(median "${misses[@]}")
 
@@ -153,7 +185,21 @@ echo "$ws_miss_out" >&2
 ws_miss_rps=$(echo "$ws_miss_out" | sed -n 's/.*rps=\([0-9]*\).*/\1/p')
 case "$ws_out$ws_miss_out" in *"errors=0"*"errors=0"*) ;; *) echo "WebSocket errors" >&2; exit 1 ;; esac
 
+echo "== Bursts of identical concurrent misses (backend answers after 2 s)" >&2
+bursts=${BENCH_BURSTS:-3}; burst_size=50
+backend_requests() { curl -s "http://127.0.0.1:$backend_port/stats" | sed -n 's/.*"requests":\([0-9]*\).*/\1/p'; }
+before=$(backend_requests)
+for burst in $(seq "$bursts"); do
+  body='{"jsonrpc":"2.0","method":"cached.slow_burst","params":['"$burst"',"'"$$"'"],"id":1}'
+  seq "$burst_size" | xargs -P "$burst_size" -I{} curl -s -o /dev/null -d "$body" "http://127.0.0.1:$hit_port/"
+done
+after=$(backend_requests)
+coalesced_per_miss=$(ratio "$((after - before))" "$bursts")
+echo "$bursts bursts of $burst_size: $((after - before)) upstream requests" >&2
+
 echo "RESULT router hit_ratio=$(median "${hit_ratios[@]}") miss_ratio=$(median "${miss_ratios[@]}") ws_rps=$ws_rps" \
+     "lib_hit_ratio=$(median "${lib_ratios[@]}") coalesced_upstream_per_miss=$coalesced_per_miss" \
+     "lib_static_rps=$lib_static_rps lib_hit_rps=$lib_rps bursts=$bursts burst_size=$burst_size" \
      "static_rps=$static_rps hit_rps=$hit_rps hit_redis_only_rps=$hit_redis_rps proxy_pass_rps=$proxy_rps miss_rps=$miss_rps" \
      "hit_redis_only_ratio=$(ratio "$hit_redis_rps" "$static_rps") ws_miss_rps=$ws_miss_rps rounds=$rounds connections=$connections seconds=$seconds" \
      "worker_us_static=${cpu_us[$static_port]} worker_us_hit=${cpu_us[$hit_port]} worker_us_hit_redis_only=${cpu_us[$hit_redis_port]}" \

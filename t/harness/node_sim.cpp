@@ -1,5 +1,6 @@
 #include "harness/node_sim.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace harness {
@@ -13,7 +14,8 @@ std::vector<std::string> NodeSimulator::real_chain_args() {
 NodeSimulator::NodeSimulator(std::vector<std::string> args) : dir_("hive-node-sim") {
     std::vector<std::string> argv = {binary().string()};
     argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--port", "0"});
+    // A free port, unless the test names one (a node restarted on its old port).
+    if (std::find(args.begin(), args.end(), "--port") == args.end()) argv.insert(argv.end(), {"--port", "0"});
     ProcessOptions options;
     options.log_path = dir_.path() / "hive-node-sim.log";
     process_ = Process::start(argv, options);

@@ -13,8 +13,8 @@ namespace harness {
 
 class NodeSimulator {
 public:
-    // Starts hive-node-sim with these arguments (plus --port 0) and waits for
-    // its "listening on" line.
+    // Starts hive-node-sim with these arguments (plus --port 0 unless they
+    // name a port) and waits for its "listening on" line.
     explicit NodeSimulator(std::vector<std::string> args);
     ~NodeSimulator();
     NodeSimulator(const NodeSimulator&) = delete;
