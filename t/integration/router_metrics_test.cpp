@@ -43,7 +43,9 @@ protected:
         nginx = std::make_unique<NginxServer>(nginx_options(config, kWorkers));
     }
     void TearDown() override {
-        if (nginx) EXPECT_TRUE(nginx->fatal_log_lines().empty());
+        if (nginx) {
+            EXPECT_TRUE(nginx->fatal_log_lines().empty());
+        }
     }
 
     HttpResponse post(const std::string& body) {
@@ -177,14 +179,14 @@ TEST_F(RouterMetricsTest, CountersOfBothWorkersEqualWhatWasSent) {
     EXPECT_EQ(s.value("jsonrpc_router_requests_total", {{"transport", "http"}}), http_requests);
     EXPECT_EQ(s.value("jsonrpc_router_requests_total", {{"transport", "ws"}}), 3);
     for (const std::string& route : {cached, slow, plain, late, pool, std::string("unrouted")}) {
-        for (const std::string& transport : {"http", "ws"}) {
+        for (const std::string transport : {"http", "ws"}) {
             EXPECT_EQ(s.value("jsonrpc_router_calls_total", {{"route", route}, {"transport", transport}}),
                       (calls[{route, transport}]))
                 << route << " " << transport;
         }
     }
     for (const std::string& route : {cached, slow, plain, late, pool}) {
-        for (const std::string& result : {"hit", "miss", "coalesced"}) {
+        for (const std::string result : {"hit", "miss", "coalesced"}) {
             EXPECT_EQ(s.value("jsonrpc_router_cache_total", {{"route", route}, {"result", result}}),
                       (cache[{route, result}]))
                 << route << " " << result;
