@@ -3,7 +3,8 @@
 // over HTTP and WebSocket (hits, misses, coalesced misses, a batch, calls
 // without a route, a timeout, a bad answer, a pool URL killed until it goes
 // out), every counter equals what the test sent and saw, the text is valid
-// exposition format 0.0.4, and no method name sent by a client is a label.
+// exposition format 0.0.4, no method name sent by a client is a label, and a
+// reload keeps the counters.
 #include <atomic>
 #include <set>
 #include <thread>
@@ -217,6 +218,21 @@ TEST_F(RouterMetricsTest, CountersOfBothWorkersEqualWhatWasSent) {
                       {{"target", "t"}, {"url", t.http_url()}, {"le", "0.250000"}}), 0);
     EXPECT_EQ(s.value("jsonrpc_router_redis_errors_total"), 0);
     EXPECT_EQ(last_text.find("client_chosen_method_name"), std::string::npos) << "a client's method became a label";
+
+    // A reload with the same routes and targets keeps counting where it was.
+    auto shutdowns = [&] {
+        std::string log = read_file(nginx->error_log());
+        std::size_t n = 0;
+        for (std::size_t at = log.find("gracefully shutting down"); at != std::string::npos;
+             at = log.find("gracefully shutting down", at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    const std::size_t before_reload = shutdowns();
+    nginx->reload();
+    ASSERT_TRUE(wait_until([&] { return shutdowns() >= before_reload + kWorkers; })) << "the old workers did not stop";
+    EXPECT_EQ(scrape().value("jsonrpc_router_requests_total", {{"transport", "http"}}), http_requests);
 
     // Redis goes away: a lookup fails and is counted.
     redis.stop();
