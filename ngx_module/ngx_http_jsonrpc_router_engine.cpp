@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "jsonrpc_json.hpp"
 #include "jsonrpc_writer.hpp"
@@ -772,6 +773,7 @@ private:
     }
 
     void back_off(const char* what) {
+        if (auto shared = instance_.metrics()) metrics::add(shared->head().redis_errors);
         if (!down_) {
             ngx_log_error(NGX_LOG_WARN, log_, 0, "jsonrpc_router: Redis %s unavailable (%s); serving uncached",
                           instance_.redis_name.c_str(), what);
@@ -1176,6 +1178,9 @@ ngx_log_t* Call::log() const { return exchange_.log(); }
 
 void Call::start() {
     const router::CallPlan& p = plan();
+    if (!exchange_.quiet()) {
+        if (auto shared = exchange_.instance().metrics()) shared->count_call(p.error ? nullptr : p.route, exchange_.transport());
+    }
     if (p.error) {
         fail(p.error->code, p.error->message, "");
         return;
@@ -1205,6 +1210,7 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
             if (expires == 0 || expires > wall_clock_ms()) {
                 if (source == CacheSource::Redis) Worker::get().remember(*this, stored);
                 cache_status = "HIT";
+                count_cache(router::CacheResult::Hit);
                 finish(router::render_cached(stored.substr(space + 1), plan().id));
                 return;
             }
@@ -1217,11 +1223,36 @@ void Call::go_upstream() {
     if (!plan().cache_key.empty() && Worker::get().join_miss(*this)) {
         // An identical miss is already with the target: wait for its answer.
         cache_status = "COALESCED";
+        count_cache(router::CacheResult::Coalesced);
         const router::Target& target = exchange_.instance().table.targets[plan().route->target];
         ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
         return;
     }
+    if (!plan().cache_key.empty()) count_cache(router::CacheResult::Miss);
     send_upstream();
+}
+
+void Call::count_cache(router::CacheResult result) const {
+    if (auto shared = exchange_.instance().metrics()) {
+        metrics::add(shared->route(static_cast<std::size_t>(plan().route - exchange_.instance().table.routes.data()))
+                         .cache[static_cast<std::size_t>(result)]);
+    }
+}
+
+void Call::upstream_sent() {
+    if (!exchange_.quiet()) upstream_sent_us_ = metrics::monotonic_us();
+}
+
+void Call::upstream_ended(std::optional<router::UpstreamError> error) {
+    if (upstream_sent_us_ == 0) return;
+    const std::uint64_t sent = std::exchange(upstream_sent_us_, 0);
+    const RouterInstance& instance = exchange_.instance();
+    auto shared = instance.metrics();
+    if (!shared) return;
+    const std::uint64_t now = metrics::monotonic_us();
+    router::UrlCounters& counters = shared->url(instance.first_url[plan().route->target] + url);
+    counters.latency.observe(now > sent ? now - sent : 0);
+    if (error) metrics::add(counters.errors[static_cast<std::size_t>(*error)]);
 }
 
 void Call::send_upstream() {
@@ -1230,6 +1261,7 @@ void Call::send_upstream() {
     const router::Target& target = instance.table.targets[route.target];
     url = pinned_url ? *pinned_url : Worker::get().pick_url(instance, route.target, std::nullopt).value_or(0);
     ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+    upstream_sent();
     Worker::get().upstream(instance, route.target, url).submit(*this);
 }
 
@@ -1250,6 +1282,7 @@ bool Call::fail_over(const char* what) {
     url = *other;
     retried = false;
     ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+    upstream_sent();
     Worker::get().upstream(instance, target_index, url).submit(*this);
     return true;
 }
@@ -1334,6 +1367,7 @@ void Call::on_timer(ngx_event_t* ev) {
         call->leave_group();
     } else {
         if (call->upstream != nullptr) call->upstream->cancel(*call);
+        call->upstream_ended(router::UpstreamError::Timeout);
         if (call->fail_over("timeout")) return;
     }
     const router::Target& target = call->exchange_.instance().table.targets[call->plan().route->target];
@@ -1350,6 +1384,7 @@ void Call::upstream_replied(int status, std::string body) {
     if (timer_.timer_set) ngx_del_timer(&timer_);
     const RouterInstance& instance = exchange_.instance();
     router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
+    upstream_ended(reply.valid ? std::nullopt : std::optional(router::UpstreamError::BadAnswer));
     if (!reply.valid) {
         if (fail_over("bad answer")) return;
         MissOutcome outcome;
@@ -1382,6 +1417,9 @@ void Call::upstream_replied(int status, std::string body) {
 void Call::upstream_failed(int code, const std::string& reason) {
     if (done_) return;
     if (timer_.timer_set) ngx_del_timer(&timer_);
+    upstream_ended(code == jsonrpc::code::upstream_timeout         ? router::UpstreamError::Timeout
+                   : code == jsonrpc::code::bad_upstream_response ? router::UpstreamError::BadAnswer
+                                                                  : router::UpstreamError::Unavailable);
     if (fail_over(reason.c_str())) return;
     const router::Target& target = exchange_.instance().table.targets[plan().route->target];
     MissOutcome outcome;
@@ -1426,14 +1464,19 @@ void Call::finish(std::string text) {
 
 // ---- Exchange -------------------------------------------------------------------------
 
-Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner)
-    : instance_(instance), log_(log), owner_(owner), request_id_(Worker::get().next_request_id()) {}
+Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
+                   router::ClientTransport transport)
+    : instance_(instance), log_(log), owner_(owner), transport_(transport), request_id_(Worker::get().next_request_id()) {}
 
 Exchange::~Exchange() = default;
 
 void Exchange::start(std::string body) {
     body_ = std::move(body);
     plan_ = router::plan_request(body_, instance_.table, instance_.limits);
+    if (auto shared = instance_.metrics()) {
+        metrics::add(shared->head().requests[static_cast<std::size_t>(transport_)]);
+        if (plan_.error) shared->count_call(nullptr, transport_);
+    }
     if (plan_.error) {
         ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id_.c_str(),
                       plan_.error->code, plan_.error->message.c_str());

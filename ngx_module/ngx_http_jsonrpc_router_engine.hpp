@@ -19,6 +19,7 @@
 
 #include "ngx_wallet_nginx.hpp"
 #include "router_config.hpp"
+#include "router_metrics.hpp"
 #include "router_request.hpp"
 
 extern "C" {
@@ -74,6 +75,7 @@ struct RouterInstance {
     bool ssl_verify = true;
     ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to
     ngx_shm_zone_t* health_zone = nullptr;   // UrlHealth per URL; null without chain nodes and pools
+    ngx_shm_zone_t* metrics_zone = nullptr;  // router::RouterMetrics counters of this routing table
     std::vector<router::Route> probe_routes; // per target: how a poll reaches it
 
     std::size_t url_count() const { return first_url.empty() ? 0 : first_url.back() + table.targets.back().urls.size(); }
@@ -82,6 +84,11 @@ struct RouterInstance {
         const router::Target& t = table.targets[target];
         if (health_zone == nullptr || health_zone->data == nullptr || !(t.chain_node || t.pool())) return nullptr;
         return static_cast<UrlHealth*>(health_zone->data) + first_url[target] + url;
+    }
+    // The shared counters (nullopt before the zone is mapped).
+    std::optional<router::RouterMetrics> metrics() const {
+        if (metrics_zone == nullptr || metrics_zone->data == nullptr) return std::nullopt;
+        return router::RouterMetrics::attach(metrics_zone->data, table);
     }
 };
 
@@ -158,6 +165,10 @@ private:
     void finish(std::string response);
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
+    // Metrics of a client's call (polls are not counted).
+    void count_cache(router::CacheResult result) const;
+    void upstream_sent();
+    void upstream_ended(std::optional<router::UpstreamError> error);
 
     Exchange& exchange_;
     std::size_t index_;
@@ -166,6 +177,7 @@ private:
     bool failed_over_ = false;
     int deferred_code_ = 0;
     std::string deferred_reason_;
+    std::uint64_t upstream_sent_us_ = 0;  // the attempt in flight (0: none)
 };
 
 // Whoever waits for an Exchange (an HTTP request, a WebSocket session).
@@ -179,7 +191,8 @@ protected:
 
 class Exchange {
 public:
-    Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner);
+    Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
+             router::ClientTransport transport = router::ClientTransport::Http);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -206,12 +219,14 @@ public:
     const RouterInstance& instance() const { return instance_; }
     ngx_log_t* log() const { return log_; }
     const router::RequestPlan& plan() const { return plan_; }
+    router::ClientTransport transport() const { return transport_; }
     void call_finished();
 
 private:
     const RouterInstance& instance_;
     ngx_log_t* log_;
     ExchangeOwner& owner_;
+    router::ClientTransport transport_;
     std::string body_;
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed

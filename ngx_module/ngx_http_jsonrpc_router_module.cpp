@@ -7,6 +7,10 @@
 //       jsonrpc_router              /etc/wallet/routes.hive.json;
 //       jsonrpc_router_redis        127.0.0.1:6379;
 //   }
+//   location = /metrics {
+//       jsonrpc_router_metrics;     # Prometheus text of the router and the wallet_history API
+//   }
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <string>
@@ -14,6 +18,7 @@
 #include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
+#include "ngx_wallet_metrics.hpp"
 #include "ngx_wallet_shared.hpp"
 
 extern "C" {
@@ -25,6 +30,7 @@ using jsonrpc_router::ExchangeOwner;
 using jsonrpc_router::RouterInstance;
 
 static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+static char* ngx_http_jsonrpc_router_metrics(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf);
 static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r);
@@ -45,6 +51,8 @@ static constexpr ngx_command_t location_field(ngx_str_t name, ngx_uint_t argumen
 static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
     {ngx_string("jsonrpc_router"), NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, ngx_http_jsonrpc_router, NGX_HTTP_LOC_CONF_OFFSET,
      0, nullptr},
+    {ngx_string("jsonrpc_router_metrics"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, ngx_http_jsonrpc_router_metrics,
+     NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     location_field(ngx_string("jsonrpc_router_redis"), NGX_CONF_TAKE1, ngx_conf_set_str_slot, offsetof(LocConf, redis)),
     location_field(ngx_string("jsonrpc_router_redis_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
                    offsetof(LocConf, redis_timeout)),
@@ -263,6 +271,53 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     return NGX_DONE;
 }
 
+// ---- metrics ----------------------------------------------------------------------------
+
+// The counters of every router location of the running configuration (one
+// zone per routing table), then the wallet_history API's.
+static std::string metrics_text() {
+    std::vector<router::RouterScrape> routers;
+    std::vector<const ngx_shm_zone_t*> seen;
+    for (const RouterInstance* instance : instances()) {
+        auto counters = instance->metrics();
+        if (instance->cycle != ngx_cycle || !counters || std::ranges::find(seen, instance->metrics_zone) != seen.end()) {
+            continue;
+        }
+        seen.push_back(instance->metrics_zone);
+        router::RouterScrape scrape{&instance->table, *counters, {}};
+        for (std::size_t t = 0; t < instance->table.targets.size(); ++t) {
+            for (std::size_t u = 0; u < instance->table.targets[t].urls.size(); ++u) {
+                const jsonrpc_router::UrlHealth* health = instance->url_health(t, u);
+                scrape.url_in.push_back(health == nullptr ? -1 : health->down.load() == 0 ? 1 : 0);
+            }
+        }
+        routers.push_back(std::move(scrape));
+    }
+    metrics::TextWriter out;
+    if (!routers.empty()) router::write_router_metrics(out, routers);
+    ngx_http_wallet_history_write_metrics(out);
+    return std::move(out.text());
+}
+
+static ngx_int_t ngx_http_jsonrpc_router_metrics_handler(ngx_http_request_t* r) {
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return NGX_HTTP_NOT_ALLOWED;
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) return rc;
+    try {
+        return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text());
+    } catch (...) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+// `jsonrpc_router_metrics`: this location answers GET with the Prometheus
+// text of the module (restrict it with allow/deny: it is not for clients).
+static char* ngx_http_jsonrpc_router_metrics(ngx_conf_t* cf, ngx_command_t*, void*) {
+    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = ngx_http_jsonrpc_router_metrics_handler;
+    return NGX_CONF_OK;
+}
+
 // ---- configuration --------------------------------------------------------------------
 
 static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
@@ -305,29 +360,63 @@ static ngx_int_t init_health_zone(ngx_shm_zone_t* zone, void* old_data) {
     return NGX_OK;
 }
 
-// Named after the targets: a location with other targets gets other state.
-static bool add_health_zone(ngx_conf_t* cf, RouterInstance& instance) {
+// The metrics zone: the counters of one routing table. A reload with the
+// same routes and targets (same zone name) keeps counting where it was.
+static ngx_int_t init_metrics_zone(ngx_shm_zone_t* zone, void* old_data) {
+    if (old_data != nullptr) {
+        zone->data = old_data;
+        return NGX_OK;
+    }
+    auto* instance = static_cast<RouterInstance*>(zone->data);
+    auto* pool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
+    void* memory = ngx_slab_calloc(pool, router::RouterMetrics::bytes_for(instance->table));
+    if (memory == nullptr) return NGX_ERROR;
+    router::RouterMetrics::construct(memory, instance->table);
+    zone->data = memory;
+    return NGX_OK;
+}
+
+// A zone of `bytes` (plus the slab pool's own pages) named after `identity`:
+// a location whose identity differs gets its own state; locations (and
+// reloads) with the same identity share it.
+static ngx_shm_zone_t* add_instance_zone(ngx_conf_t* cf, RouterInstance& instance, std::string_view prefix,
+                                         const std::string& identity, std::size_t bytes, ngx_shm_zone_init_pt init) {
+    std::string name = std::string(prefix) + std::to_string(std::hash<std::string>{}(identity));
+    auto* copy = static_cast<u_char*>(ngx_pnalloc(cf->pool, name.size()));
+    if (copy == nullptr) return nullptr;
+    ngx_memcpy(copy, name.data(), name.size());
+    ngx_str_t zone_name{name.size(), copy};
+    ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &zone_name, 8 * ngx_pagesize + bytes, &ngx_http_jsonrpc_router_module);
+    if (zone == nullptr) return nullptr;
+    if (zone->init == nullptr) {
+        zone->init = init;
+        zone->data = &instance;
+    }
+    return zone;
+}
+
+static std::string targets_identity(const RouterInstance& instance) {
     std::string identity;
     for (const router::Target& t : instance.table.targets) {
         identity += t.name + (t.chain_node ? "*=" : "=");
         for (const router::Endpoint& e : t.urls) identity += e.url + " ";
         identity += ";";
     }
-    std::string name = "jsonrpc_router_health_" + std::to_string(std::hash<std::string>{}(identity));
-    auto* copy = static_cast<u_char*>(ngx_pnalloc(cf->pool, name.size()));
-    if (copy == nullptr) return false;
-    ngx_memcpy(copy, name.data(), name.size());
-    ngx_str_t zone_name{name.size(), copy};
-    // A slab pool needs a few pages besides the slots.
-    std::size_t size = 8 * ngx_pagesize + sizeof(jsonrpc_router::UrlHealth) * instance.url_count();
-    ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &zone_name, size, &ngx_http_jsonrpc_router_module);
-    if (zone == nullptr) return false;
-    if (zone->init == nullptr) {
-        zone->init = init_health_zone;
-        zone->data = &instance;
-    }
-    instance.health_zone = zone;
-    return true;
+    return identity;
+}
+
+static bool add_health_zone(ngx_conf_t* cf, RouterInstance& instance) {
+    instance.health_zone = add_instance_zone(cf, instance, "jsonrpc_router_health_", targets_identity(instance),
+                                             sizeof(jsonrpc_router::UrlHealth) * instance.url_count(), init_health_zone);
+    return instance.health_zone != nullptr;
+}
+
+static bool add_metrics_zone(ngx_conf_t* cf, RouterInstance& instance) {
+    std::string identity = targets_identity(instance) + "routes:";
+    for (const router::Route& route : instance.table.routes) identity += route.pattern.text() + '\n';
+    instance.metrics_zone = add_instance_zone(cf, instance, "jsonrpc_router_metrics_", identity,
+                                              router::RouterMetrics::bytes_for(instance.table), init_metrics_zone);
+    return instance.metrics_zone != nullptr;
 }
 
 // `jsonrpc_router <file>`: loads and validates the routing file now, so that
@@ -359,6 +448,7 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
             watched = watched || target.chain_node || target.pool();
         }
         if (watched && !add_health_zone(cf, *instance)) return static_cast<char*>(NGX_CONF_ERROR);
+        if (!add_metrics_zone(cf, *instance)) return static_cast<char*>(NGX_CONF_ERROR);
         conf->instance = instance.get();
         instances().push_back(instance.get());
         cleanup->handler = delete_instance;

@@ -195,7 +195,7 @@ private:
     }
 
     void start_exchange(std::string message) {
-        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this));
+        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket));
         auto it = std::prev(inflight_.end());
         Exchange* exchange = it->get();
         inflight_index_.emplace(exchange, it);

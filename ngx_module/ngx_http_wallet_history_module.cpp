@@ -15,16 +15,19 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "api_config.hpp"
 #include "api_limits.hpp"
+#include "api_metrics.hpp"
 #include "api_request.hpp"
 #include "api_response.hpp"
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_wallet_history_pg.hpp"
+#include "ngx_wallet_metrics.hpp"
 #include "ngx_wallet_nginx.hpp"
 #include "ngx_wallet_shared.hpp"
 
@@ -51,6 +54,7 @@ struct WalletHistoryRuntime {
 struct WalletHistoryShared {
     ngx_atomic_t inflight;
     std::size_t slots;
+    api::ApiCounters counters;
     // followed by the rate limit table
 };
 
@@ -121,7 +125,8 @@ WalletHistoryShared* shared_state(ngx_http_wallet_history_main_conf_t* mcf) {
 }
 
 // One API request in flight. Lives in r->pool; its destructor (a pool
-// cleanup) detaches it from the database pool and releases its in-flight slot.
+// cleanup) detaches it from the database pool, releases its in-flight slot
+// and counts a request that ended without an answer in the metrics.
 struct WalletHistoryRequest {
     ngx_http_request_t* r = nullptr;
     WalletHistoryShared* shared = nullptr;  // set when counted in-flight
@@ -129,13 +134,26 @@ struct WalletHistoryRequest {
     api::Call call;
     std::string id_json = "null";
     ngx_event_t deadline{};
+    api::ApiCounters* counters = nullptr;
+    std::uint64_t started_us = 0;
+    std::optional<api::Method> method;  // known once the body is parsed
+    bool settled = false;               // counted with its outcome
 
     ~WalletHistoryRequest() {
         if (deadline.timer_set) ngx_del_timer(&deadline);
         if (worker_pool) worker_pool->cancel(&op);
         if (shared != nullptr) ngx_atomic_fetch_add(&shared->inflight, -1);
+        if (!settled && counters != nullptr) counters->record(method, api::Outcome::Aborted, started_us);
     }
 };
+
+// Counts the request with its outcome, before its answer leaves: a client
+// that has the answer finds it counted.
+void settle(WalletHistoryRequest* ctx, api::Outcome outcome) {
+    if (ctx->settled || ctx->counters == nullptr) return;
+    ctx->settled = true;
+    ctx->counters->record(ctx->method, outcome, ctx->started_us);
+}
 
 void destroy_request(void* data) { static_cast<WalletHistoryRequest*>(data)->~WalletHistoryRequest(); }
 
@@ -176,6 +194,10 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     return send_result(ctx->r, ctx->id_json, api::methods_result());
 }
 
+void count_pg_error(WalletHistoryRequest* ctx, api::PgError error) {
+    if (ctx->counters != nullptr) metrics::add(ctx->counters->pg_errors[static_cast<std::size_t>(error)]);
+}
+
 void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(op->data);
     ngx_http_request_t* r = ctx->r;
@@ -184,18 +206,24 @@ void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
     try {
         switch (outcome) {
         case PgOutcome::Rows:
+            settle(ctx, api::Outcome::Ok);
             rc = respond_to_rows(ctx, rows);
             break;
         case PgOutcome::Timeout:
+            settle(ctx, api::Outcome::Timeout);
+            count_pg_error(ctx, api::PgError::Timeout);
             rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
             break;
         case PgOutcome::Failed:
         case PgOutcome::Unavailable:
+            settle(ctx, api::Outcome::DatabaseError);
+            count_pg_error(ctx, outcome == PgOutcome::Failed ? api::PgError::Failed : api::PgError::Unavailable);
             rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
             break;
         }
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: cannot build the response");
+        settle(ctx, api::Outcome::InternalError);
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     finish_async(r, rc);
@@ -205,6 +233,7 @@ void on_deadline(ngx_event_t* ev) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
     ngx_http_request_t* r = ctx->r;
     if (worker_pool) worker_pool->cancel(&ctx->op);
+    settle(ctx, api::Outcome::Timeout);
     ngx_int_t rc = NGX_ERROR;
     try {
         rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
@@ -221,16 +250,22 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     std::string body;
     if (wallet::ngx::request_body(r, static_cast<std::size_t>(rt.config.api.max_body_bytes), body) ==
         wallet::ngx::BodyRead::TooLarge) {
+        settle(ctx, api::Outcome::TooLarge);
         return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
     }
     api::ParsedRequest parsed = api::parse_request(body, rt.limits, rt.cursors);
     ctx->id_json = std::move(parsed.id_json);
-    if (parsed.error) return send_error(r, NGX_HTTP_OK, ctx->id_json, parsed.error->code, parsed.error->message);
+    ctx->method = parsed.method;
+    if (parsed.error) {
+        settle(ctx, api::outcome_of_error(parsed.error->code));
+        return send_error(r, NGX_HTTP_OK, ctx->id_json, parsed.error->code, parsed.error->message);
+    }
     ctx->call = std::move(*parsed.call);
 
     api::StatementCall statement;
     switch (ctx->call.method) {
     case api::Method::GetMethods:
+        settle(ctx, api::Outcome::Ok);
         return send_result(r, ctx->id_json, api::methods_result());
     case api::Method::GetStatus:
         statement = api::status_statement(rt.config.node_max_stall_ms);
@@ -243,6 +278,7 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         break;
     }
     if (!worker_pool) {
+        settle(ctx, api::Outcome::InternalError);
         return send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
     }
     ctx->op.statement = statement.name;
@@ -254,6 +290,8 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     ctx->deadline.log = r->connection->log;
     ngx_add_timer(&ctx->deadline, static_cast<ngx_msec_t>(rt.config.api.request_deadline_ms));
     worker_pool->submit(&ctx->op);
+    // Still queued: no idle connection of this worker's pool took it.
+    if (ctx->op.queued && ctx->counters != nullptr) metrics::add(ctx->counters->pool_waits);
     return NGX_DONE;
 }
 
@@ -264,6 +302,7 @@ void on_body_read(ngx_http_request_t* r) noexcept {
         rc = handle_body(r, ctx);
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: request failed");
+        settle(ctx, api::Outcome::InternalError);
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     // NGX_DONE: the statement runs; its completion finalizes the request.
@@ -293,7 +332,13 @@ bool rate_limited(ngx_http_request_t* r, ngx_http_wallet_history_main_conf_t* mc
     return !allowed;
 }
 
+// Counts a request refused before it has a WalletHistoryRequest.
+void count_refused(WalletHistoryShared* shared, api::Outcome outcome, std::uint64_t started_us) {
+    if (shared != nullptr) shared->counters.record(std::nullopt, outcome, started_us);
+}
+
 ngx_int_t handle_api(ngx_http_request_t* r) {
+    const std::uint64_t started_us = metrics::monotonic_us();
     ngx_http_wallet_history_main_conf_t* mcf = main_conf(r);
     const WalletHistoryRuntime& rt = *mcf->runtime;
 
@@ -317,10 +362,12 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
     if (r->method != NGX_HTTP_POST) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         wallet::ngx::add_response_header(r, "Allow", "POST");
+        count_refused(shared_state(mcf), api::Outcome::InvalidRequest, started_us);
         return send_error(r, NGX_HTTP_NOT_ALLOWED, "null", jsonrpc::kInvalidRequest, "method not allowed");
     }
     if (rate_limited(r, mcf)) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        count_refused(shared_state(mcf), api::Outcome::RateLimited, started_us);
         return send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, "null", jsonrpc::kInvalidRequest, "rate limit exceeded");
     }
     WalletHistoryShared* shared = shared_state(mcf);
@@ -330,6 +377,7 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
         if (static_cast<ngx_atomic_int_t>(ngx_atomic_fetch_add(&shared->inflight, 1)) >= max_inflight) {
             ngx_atomic_fetch_add(&shared->inflight, -1);
             if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            count_refused(shared, api::Outcome::Busy, started_us);
             return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", jsonrpc::kInternalError, "server busy");
         }
         counted = true;
@@ -344,10 +392,13 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
     cleanup->handler = destroy_request;
     ctx->r = r;
     ctx->shared = counted ? shared : nullptr;
+    ctx->counters = shared != nullptr ? &shared->counters : nullptr;
+    ctx->started_us = started_us;
     ngx_http_set_ctx(r, ctx, ngx_http_wallet_history_module);
 
     if (r->headers_in.content_length_n > rt.config.api.max_body_bytes) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        settle(ctx, api::Outcome::TooLarge);
         return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
     }
     r->request_body_in_single_buf = 1;
@@ -391,6 +442,7 @@ ngx_int_t init_shared_zone(ngx_shm_zone_t* zone, void* old_data) {
     if (memory == nullptr) return NGX_ERROR;
     auto* shared = static_cast<WalletHistoryShared*>(memory);
     shared->slots = kRateLimitSlots;
+    new (&shared->counters) api::ApiCounters();
     zone->data = shared;
     return NGX_OK;
 }
@@ -515,3 +567,12 @@ static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
 }
 
 static void ngx_http_wallet_history_exit_process(ngx_cycle_t*) { worker_pool.reset(); }
+
+void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {
+    auto* cycle = const_cast<ngx_cycle_t*>(ngx_cycle);
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr) return;
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
+    if (mcf == nullptr || !mcf->used || mcf->shm_zone == nullptr || mcf->shm_zone->data == nullptr) return;
+    api::write_api_metrics(out, static_cast<WalletHistoryShared*>(mcf->shm_zone->data)->counters);
+}

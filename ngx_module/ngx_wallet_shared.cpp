@@ -15,10 +15,12 @@ u_char* pool_copy(ngx_pool_t* pool, std::string_view text) {
 }
 
 // One buffer holds the whole body: borrowed from `body`, or copied into the pool.
-ngx_int_t send_json_buffer(ngx_http_request_t* r, ngx_uint_t status, std::string_view body, bool copy) {
+// `content_type` is a literal (nginx keeps pointing at it).
+ngx_int_t send_buffer(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body,
+                      bool copy) {
     r->headers_out.status = status;
-    r->headers_out.content_type_len = sizeof("application/json") - 1;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type = to_ngx_str(content_type);
+    r->headers_out.content_type_len = content_type.size();
     r->headers_out.content_type_lowcase = nullptr;
     r->headers_out.content_length_n = static_cast<off_t>(body.size());
     if (r->headers_out.content_length) {
@@ -45,14 +47,20 @@ ngx_int_t send_json_buffer(ngx_http_request_t* r, ngx_uint_t status, std::string
     return ngx_http_output_filter(r, &out);
 }
 
+constexpr std::string_view kJson = "application/json";
+
 }  // namespace
 
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view body) {
-    return send_json_buffer(r, status, body, true);
+    return send_buffer(r, status, kJson, body, true);
 }
 
 ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
-    return send_json_buffer(r, status, body, false);
+    return send_buffer(r, status, kJson, body, false);
+}
+
+ngx_int_t send_text(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body) {
+    return send_buffer(r, status, content_type, body, true);
 }
 
 bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value) {

@@ -19,6 +19,9 @@ ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view b
 // ends (the router's hot path answers from a buffer the request owns).
 ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
 
+// Sends `body` (copied) as the whole response with a literal content type.
+ngx_int_t send_text(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body);
+
 // Adds a response header; name and value are copied into r->pool.
 bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
 

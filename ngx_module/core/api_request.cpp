@@ -228,6 +228,7 @@ ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, 
         out.error = RpcError{jsonrpc::kMethodNotFound, "method not found"};
         return out;
     }
+    out.method = found;
     Call call;
     call.method = *found;
     auto params = doc.member(root, "params");

@@ -71,6 +71,7 @@ struct ParsedRequest {
     std::string id_json = "null";  // the request's id as JSON text
     std::optional<Call> call;
     std::optional<RpcError> error;  // set exactly when call is not
+    std::optional<Method> method;   // a known method, even when its params are invalid (metrics)
 };
 
 ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, const CursorCodec& cursors);

@@ -1,0 +1,69 @@
+#include "api_metrics.hpp"
+
+#include "jsonrpc_writer.hpp"
+
+namespace wallet::api {
+
+namespace {
+
+constexpr std::array<const char*, static_cast<std::size_t>(Outcome::Count)> kOutcomes = {
+    "ok",        "parse_error",  "invalid_request", "method_not_found", "invalid_params", "too_large",
+    "rate_limited", "busy",      "timeout",         "database_error",   "internal_error", "aborted"};
+constexpr std::array<const char*, static_cast<std::size_t>(PgError::Count)> kPgErrors = {"timeout", "failed",
+                                                                                          "unavailable"};
+
+std::string_view method_label(std::size_t index) {
+    return index < kMethodCount ? method_names()[index] : std::string_view("unknown");
+}
+
+}  // namespace
+
+void ApiCounters::record(std::optional<Method> method, Outcome outcome, std::uint64_t started_us) {
+    const std::size_t m = method ? static_cast<std::size_t>(*method) : kMethodCount;
+    metrics::add(requests[m][static_cast<std::size_t>(outcome)]);
+    const std::uint64_t now = metrics::monotonic_us();
+    latency[m].observe(now > started_us ? now - started_us : 0);
+}
+
+Outcome outcome_of_error(int code) {
+    switch (code) {
+    case jsonrpc::kParseError:
+        return Outcome::ParseError;
+    case jsonrpc::kInvalidRequest:
+        return Outcome::InvalidRequest;
+    case jsonrpc::kMethodNotFound:
+        return Outcome::MethodNotFound;
+    case jsonrpc::kInvalidParams:
+        return Outcome::InvalidParams;
+    default:
+        return Outcome::InternalError;
+    }
+}
+
+void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters) {
+    out.family("wallet_history_requests_total", "counter",
+               "wallet_history API requests by method (\"unknown\": not one of the API's methods) and outcome.");
+    for (std::size_t m = 0; m <= kMethodCount; ++m) {
+        for (std::size_t o = 0; o < kOutcomes.size(); ++o) {
+            out.sample("wallet_history_requests_total", {{"method", method_label(m)}, {"outcome", kOutcomes[o]}},
+                       counters.requests[m][o].load(std::memory_order_relaxed));
+        }
+    }
+    out.family("wallet_history_request_duration_seconds", "histogram",
+               "wallet_history API requests by method, from the request's handler to its end.");
+    for (std::size_t m = 0; m <= kMethodCount; ++m) {
+        out.histogram("wallet_history_request_duration_seconds", {{"method", method_label(m)}}, counters.latency[m]);
+    }
+    out.family("wallet_history_pool_waits_total", "counter",
+               "Statements that waited for a free PostgreSQL connection of their worker's pool.");
+    out.sample("wallet_history_pool_waits_total", {}, counters.pool_waits.load(std::memory_order_relaxed));
+    out.family("wallet_history_postgresql_errors_total", "counter",
+               "Failed statements: timeout (statement_timeout), failed (an error of the statement), "
+               "unavailable (no connection, or it broke).");
+    for (std::size_t k = 0; k < kPgErrors.size(); ++k) {
+        out.sample("wallet_history_postgresql_errors_total", {{"error", kPgErrors[k]}},
+                   counters.pg_errors[k].load(std::memory_order_relaxed));
+    }
+}
+
+}  // namespace wallet::api

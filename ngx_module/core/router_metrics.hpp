@@ -1,0 +1,76 @@
+// The router's metrics: the counters of one routing table in one block of
+// shared memory (every worker adds to them with relaxed atomics, no lock),
+// and their Prometheus text. Labels come from the routing file only (route
+// pattern, target name, target URL) or are fixed words: a method name sent
+// by a client never becomes a label, so the number of series is bounded by
+// the file.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include "metrics_text.hpp"
+#include "router_config.hpp"
+
+namespace router {
+
+enum class ClientTransport : std::size_t { Http, WebSocket };
+enum class CacheResult : std::size_t { Hit, Miss, Coalesced };
+enum class UpstreamError : std::size_t { Timeout, BadAnswer, Unavailable };
+
+struct RouteCounters {
+    std::array<metrics::Counter, 2> calls{};  // by ClientTransport
+    std::array<metrics::Counter, 3> cache{};  // by CacheResult
+};
+
+struct UrlCounters {
+    metrics::Histogram latency;               // every upstream attempt, failed ones too
+    std::array<metrics::Counter, 3> errors{};  // by UpstreamError
+};
+
+struct RouterCountersHead {
+    std::array<metrics::Counter, 2> requests{};        // bodies: HTTP POSTs, WebSocket messages
+    std::array<metrics::Counter, 2> unrouted_calls{};  // no route, or not a valid call
+    metrics::Counter redis_errors{0};
+};
+
+// A view of the counters of one routing table: the head, one RouteCounters
+// per route, one UrlCounters per URL (targets in file order).
+class RouterMetrics {
+public:
+    static std::size_t bytes_for(const RoutingTable& table);
+    // Constructs zeroed counters in `memory` (bytes_for(table) bytes, aligned for atomics).
+    static RouterMetrics construct(void* memory, const RoutingTable& table);
+    // A view of counters constructed before (by any process sharing the memory).
+    static RouterMetrics attach(void* memory, const RoutingTable& table);
+
+    RouterCountersHead& head() const { return *head_; }
+    // `route`: index into table.routes.
+    RouteCounters& route(std::size_t route) const { return routes_[route]; }
+    // `url`: index among all URLs (the target's first URL + its index).
+    UrlCounters& url(std::size_t url) const { return urls_[url]; }
+
+    void count_call(const Route* route, ClientTransport transport) const;
+
+private:
+    RouterMetrics(void* memory, const RoutingTable& table);
+    const RoutingTable* table_;
+    RouterCountersHead* head_;
+    RouteCounters* routes_;
+    UrlCounters* urls_;
+};
+
+// What the text of one routing table needs besides its counters: whether
+// each URL (all URLs, targets in file order) is in its pool (1), out (0),
+// or not watched (-1: a target with one URL that is not a chain node).
+struct RouterScrape {
+    const RoutingTable* table;
+    RouterMetrics metrics;
+    std::vector<int> url_in;
+};
+
+// The families of every routing table, each family once.
+void write_router_metrics(metrics::TextWriter& out, const std::vector<RouterScrape>& routers);
+
+}  // namespace router
