@@ -30,8 +30,10 @@ constexpr const char* kWindowAndKeyset =
     " ts >= $2 AND ts < $3"
     " AND block_num >= CASE WHEN $2 = '-infinity' THEN 0 ELSE wallet_first_block_at($2) END"
     " AND block_num < CASE WHEN $3 = 'infinity' THEN 2147483647 ELSE wallet_first_block_at($3) END"
-    " AND (block_num, block_seq, role) < ($4, $5, coalesce(wallet_role_code($6), 0))"
-    " ORDER BY block_num DESC, block_seq DESC, role DESC LIMIT $7";
+    " AND (e.block_num, e.block_seq, e.role) < ($4, $5, coalesce(wallet_role_code($6), 0))"
+    // Qualified: a bare `role` would name the output column (the role's
+    // name, text), and the generic plan would sort the whole account.
+    " ORDER BY e.block_num DESC, e.block_seq DESC, e.role DESC LIMIT $7";
 
 constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
 
@@ -93,25 +95,25 @@ const std::map<std::string, std::string>& statements() {
         std::map<std::string, std::string> s;
         // Spec 000's types only (the default): one range of the keyset index.
         s["wh_page"] = std::string("(") + kPageParams + ") AS " +
-                       with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events WHERE" +
+                       with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events e WHERE" +
                                           kAccount + " AND NOT wide AND" + kWindowAndKeyset);
         // Every type (scope "all"): the two ranges of the index, merged.
         s["wh_page_all"] =
             std::string("(") + kPageParams + ") AS " +
             with_indexed_block(std::string("SELECT x.* FROM (VALUES (false), (true)) AS s(wide) CROSS JOIN LATERAL (SELECT ") +
-                               kEventColumns + " FROM wallet_events w WHERE" + kAccount +
-                               " AND w.wide = s.wide AND" + kWindowAndKeyset +
+                               kEventColumns + " FROM wallet_events e WHERE" + kAccount +
+                               " AND e.wide = s.wide AND" + kWindowAndKeyset +
                                ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
         s["wh_page_type"] = std::string("(") + kPageParams + ", smallint) AS " +
-                            with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events WHERE" +
+                            with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events e WHERE" +
                                                kAccount + " AND op_type = $8 AND" + kWindowAndKeyset);
         // Several op types: one index range per type, merged. Each type's scan
         // stops after a page, so rare types never scan the whole account.
         s["wh_page_types"] =
             std::string("(") + kPageParams + ", smallint[]) AS " +
             with_indexed_block(std::string("SELECT x.* FROM unnest($8) AS t(code) CROSS JOIN LATERAL (SELECT ") +
-                               kEventColumns + " FROM wallet_events w WHERE" + kAccount +
-                               " AND w.op_type = t.code AND" + kWindowAndKeyset +
+                               kEventColumns + " FROM wallet_events e WHERE" + kAccount +
+                               " AND e.op_type = t.code AND" + kWindowAndKeyset +
                                ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
