@@ -83,7 +83,7 @@ log "building indexes"
 psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
 SET maintenance_work_mem = '1GB';
 SET max_parallel_maintenance_workers = 2;
-SELECT setval(pg_get_serial_sequence('wallet_accounts', 'id'), (SELECT max(id) FROM wallet_accounts));
+SELECT setval(pg_get_serial_sequence('wallet_accounts', 'id'), (SELECT max(id) FROM wallet_accounts)) AS last_account_id \gset
 INSERT INTO wallet_blocks (block_num, ts, ops)
 SELECT block_num, min(ts), json_object_agg(block_seq, '[0, {}]'::json)
   FROM (SELECT DISTINCT block_num, block_seq, ts FROM wallet_events) o GROUP BY block_num;
