@@ -37,7 +37,8 @@
 # 100000: about 2.2 million events, what fits in ten minutes on the shared
 # two-core machine; 470000 gives 10 million), BENCH_LOAD_ARGS (the loader's flags),
 # BENCH_WORKERS (6), BENCH_SAMPLE (1000), BENCH_CLIENTS (8), BENCH_SECONDS
-# (20, each pages/s run).
+# (20, each pages/s run), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
+# for investigation).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -213,7 +214,8 @@ for kind in first deep; do
   [ "$kind" = deep ] && before=$middle
   {
     echo "\\set id random(1, $accounts)"
-    echo "SELECT name AS p1 FROM wallet_accounts WHERE id = :id \\gset"
+    # Ids have gaps (the loader's workers race for new names): the next one.
+    echo "SELECT name AS p1 FROM wallet_accounts WHERE id >= :id ORDER BY id LIMIT 1 \\gset"
     echo "\\set p4 $before"
     "$tool" sql wh_page
   } >"$work/$kind.sql"
@@ -257,3 +259,8 @@ echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$l
   "cold_pages_per_s=$cold_pages_per_s ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
   "cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
+
+if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)
+  log "holding: $db"
+  sleep "$BENCH_HOLD_SECONDS"
+fi
