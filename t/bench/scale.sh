@@ -118,7 +118,7 @@ SELECT t.relname || '.' || i.relname, pg_relation_size(i.oid)
  WHERE t.relnamespace = 'public'::regnamespace AND t.relkind = 'r'
 ORDER BY 2 DESC;
 SQL
-store_bytes=$(awk '{ s += $2 } END { print s }' "$work/parts")
+store_bytes=$(awk '{ s += $2 } END { printf "%.0f\n", s }' "$work/parts")
 bytes_per_event=$(calc "round($store_bytes / $events, 1)")
 log "store: $store_bytes bytes, $bytes_per_event bytes per event; by part (bytes per event):"
 awk -v n="$events" '$2 > 0 { printf "[scale bench]   %-55s %9.1f\n", $1, $2 / n }' "$work/parts" >&2
