@@ -34,8 +34,9 @@
 # parts' bytes per event.
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (default
-# 100000: about 2.2 million events, what fits in ten minutes on the shared
-# two-core machine; 470000 gives 10 million), BENCH_LOAD_ARGS (the loader's flags),
+# 470000: 10.1 million events; the whole run took 8 minutes on the two-core
+# machine with a load average of 5, 17 minutes with one of 20, when 100000
+# blocks (2.1 million events) took 5), BENCH_LOAD_ARGS (the loader's flags),
 # BENCH_WORKERS (6), BENCH_SAMPLE (1000), BENCH_CLIENTS (8), BENCH_SECONDS
 # (20, each pages/s run), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
 # for investigation).
@@ -43,7 +44,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
-blocks=${BENCH_BLOCKS:-100000}
+blocks=${BENCH_BLOCKS:-470000}
 load_args=${BENCH_LOAD_ARGS:---progress=log --progress-interval-ms=30000}
 workers=${BENCH_WORKERS:-6}
 sample=${BENCH_SAMPLE:-1000}
