@@ -67,32 +67,35 @@ reader="postgresql://wallet_api_reader:$WALLET_API_READER_PASSWORD@127.0.0.1:$pg
 # ---- data --------------------------------------------------------------------------
 # Indexes are built after the load (much faster than maintaining them per row);
 # the reward aggregates are maintained by the insert trigger, as in production.
+# Accounts and events are COPYed as the writer stores them (migration 0004);
+# the block rows (times, and each operation once) follow set-based.
 load_start=$(date +%s)
 psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
-ALTER TABLE wallet_operation_events DROP CONSTRAINT wallet_operation_events_dedup;
-DROP INDEX wallet_events_account_keyset;
-DROP INDEX wallet_events_account_type_keyset;
+DROP INDEX wallet_events_keyset;
+DROP INDEX wallet_events_type_keyset;
+DROP INDEX wallet_events_block_brin;
 SQL
 log "loading $((events + big_events)) events over $accounts accounts ($big: $big_events)"
+"$tool" accounts "$accounts" "$big" | psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_accounts (id, name) FROM STDIN" >&2
 "$tool" copy "$accounts" "$events" "$big" "$big_events" |
-  psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_operation_events (block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, trx_id, \"timestamp\", amount, symbol, vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets, payload) FROM STDIN" >&2
+  psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_events (ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, vesting_symbol, trx_id, counterparty, memo, author, permlink, assets) FROM STDIN" >&2
 log "building indexes"
 psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
 SET maintenance_work_mem = '1GB';
 SET max_parallel_maintenance_workers = 2;
-ALTER TABLE wallet_operation_events ADD CONSTRAINT wallet_operation_events_dedup
-    PRIMARY KEY (block_num, trx_in_block, op_in_trx, virtual_op, account, role);
-CREATE INDEX wallet_events_account_keyset
-    ON wallet_operation_events (account, "timestamp" DESC, block_num DESC, block_seq DESC, role DESC);
-CREATE INDEX wallet_events_account_type_keyset
-    ON wallet_operation_events (account, op_type, "timestamp" DESC, block_num DESC, block_seq DESC, role DESC)
-    INCLUDE (vesting_amount, amount);
+SELECT setval(pg_get_serial_sequence('wallet_accounts', 'id'), (SELECT max(id) FROM wallet_accounts)) AS last_account_id \gset
+INSERT INTO wallet_blocks (block_num, ts, ops)
+SELECT block_num, min(ts), json_object_agg(block_seq, '[0, {}]'::json)
+  FROM (SELECT DISTINCT block_num, block_seq, ts FROM wallet_events) o GROUP BY block_num;
+CREATE UNIQUE INDEX wallet_events_keyset ON wallet_events (account_id, block_num, block_seq, role);
+CREATE INDEX wallet_events_type_keyset ON wallet_events (account_id, op_type, block_num, block_seq, role);
+CREATE INDEX wallet_events_block_brin ON wallet_events USING brin (block_num);
 INSERT INTO indexer_checkpoint (block_num, block_id, block_time) VALUES (31536000, 'bench', '2023-01-01T00:00:00Z');
-VACUUM ANALYZE wallet_operation_events, wallet_reward_daily, wallet_reward_liquid_daily;
+VACUUM ANALYZE wallet_accounts, wallet_events, wallet_blocks, wallet_reward_daily, wallet_reward_liquid_daily;
 SQL
 load_seconds=$(( $(date +%s) - load_start ))
-total_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_operation_events")
-agg_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_reward_daily WHERE account = '$big'")
+total_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_events")
+agg_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_reward_daily WHERE account_id = (SELECT id FROM wallet_accounts WHERE name = '$big')")
 log "loaded $total_rows rows in ${load_seconds}s ($agg_rows daily aggregate rows for $big)"
 
 # ---- nginx -------------------------------------------------------------------------
@@ -141,10 +144,10 @@ fi
 # ---- scenarios ---------------------------------------------------------------------
 # The deep page resumes half-way through the big account (row 500,000 of 1,000,000).
 read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
-  "SELECT extract(epoch FROM \"timestamp\")::bigint, block_num, block_seq, role FROM wallet_operation_events
-   WHERE account = '$big' ORDER BY \"timestamp\" DESC, block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
+  "SELECT extract(epoch FROM ts)::bigint, block_num, block_seq, wallet_role_name(role) FROM wallet_events
+   WHERE account_id = (SELECT id FROM wallet_accounts WHERE name = '$big')
+   ORDER BY block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
 d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
-d_time=$(date -u -d "@$d_epoch" +%Y-%m-%dT%H:%M:%SZ)
 
 to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
@@ -265,9 +268,11 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   return 0
 }
 
-# p7 (role) is irrelevant without a cursor: the +infinity timestamp decides; pgbench
+# Parameters of wh_page: account, window (from, to), keyset position (block,
+# seq, role) and the page's row limit; wh_page_type adds the op type code.
+# p6 (role) is irrelevant without a cursor: the largest block decides; pgbench
 # refuses empty variables, so it gets a placeholder.
-no_cursor=(p2=-infinity p3=infinity p4=infinity p5=0 p6=0 p7=none p8=51)
+no_cursor=(p2=-infinity p3=infinity p4=2147483647 p5=0 p6=none p7=51)
 run_scenario normal_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$normal\"}}" \
   wh_page p1=$normal "${no_cursor[@]}"
@@ -276,10 +281,10 @@ run_scenario big_first_page 1 \
   wh_page p1=$big "${no_cursor[@]}"
 run_scenario big_deep_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\",\"cursor\":\"$d_cursor\"}}" \
-  wh_page p1=$big p2=-infinity p3=infinity "p4=$d_time" p5=$d_block p6=$d_seq "p7=$d_role" p8=51
+  wh_page p1=$big p2=-infinity p3=infinity p4=$d_block p5=$d_seq "p6=$d_role" p7=51
 run_scenario curation_page 1 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_curation_rewards\",\"params\":{\"account\":\"$big\"}}" \
-  wh_page_type p1=$big "${no_cursor[@]}" p9=curation_reward
+  wh_page_type p1=$big "${no_cursor[@]}" p8=52
 run_scenario totals 0 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_reward_totals\",\"params\":{\"account\":\"$big\"}}" \
   wh_totals_days p1=$big p2=infinity p3=infinity

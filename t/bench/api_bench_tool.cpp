@@ -1,10 +1,19 @@
 // api_bench_tool: helpers of t/bench/api.sh.
+//   accounts ACCOUNTS BIG_ACCOUNT
+//       COPY text of wallet_accounts (id, name): a000001.. with ids 1..ACCOUNTS,
+//       then BIG_ACCOUNT with id ACCOUNTS + 1.
 //   copy ACCOUNTS EVENTS BIG_ACCOUNT BIG_EVENTS
-//       COPY text (tab-separated) of synthetic wallet events on stdout:
-//       EVENTS rows over ACCOUNTS accounts a000001.., plus BIG_EVENTS rows of
-//       BIG_ACCOUNT, spread over about three years.
+//       COPY text (tab-separated) of synthetic wallet_events rows on stdout,
+//       columns ts, account_id, block_num, block_seq, virtual_op, op_in_trx,
+//       op_type, role, amount, symbol, vesting_amount, vesting_symbol, trx_id,
+//       counterparty, memo, author, permlink, assets (migration 0004), accounts
+//       by the ids above: EVENTS rows
+//       over the ACCOUNTS accounts, plus BIG_EVENTS rows of BIG_ACCOUNT, spread
+//       over about three years.
 //   sql STATEMENT
 //       The API's prepared statement with $n written :pn, for pgbench.
+//   prepare STATEMENT
+//       The API's statement as a PREPARE of that name, for psql.
 //   cursor SECRET ACCOUNT EPOCH BLOCK SEQ ROLE
 //       The get_wallet_history cursor (no window, no op_types) that resumes
 //       after the given row, as the API would encode it.
@@ -39,8 +48,19 @@ void print_time(char* out, std::size_t size, long epoch) {
     std::snprintf(out, size, "%s", t ? t->to_iso_z().c_str() : "2020-01-01T00:00:00Z");
 }
 
-// One row; `i` orders the rows of one account in time.
-void emit(const std::string& account, long i, long per_account, Rng& rng) {
+// Codes of migration 0004: hived's op ids and the role codes.
+constexpr int kTransfer = 2;
+constexpr int kAuthorReward = 51;
+constexpr int kCurationReward = 52;
+constexpr int kAuthor = 10;
+constexpr int kCurator = 30;
+constexpr int kReceiver = 70;
+constexpr int kSender = 80;
+
+// One row; `i` orders the rows of one account in time. `assets` is NULL
+// where the store derives it from the amount columns (curation rewards and
+// transfers: one asset, the amount column's), as the writer stores them.
+void emit(long account_id, const char* account, long i, long per_account, Rng& rng) {
     const long epoch = kStartEpoch + (kSpanSeconds / per_account) * i + static_cast<long>(rng.next() % 3);
     const long block = (epoch - kStartEpoch) / 3 + 1;
     const int seq = static_cast<int>(rng.next() % 60);
@@ -48,48 +68,66 @@ void emit(const std::string& account, long i, long per_account, Rng& rng) {
     char ts[32];
     print_time(ts, sizeof ts, epoch);
     const unsigned long long units = rng.next() % 5000000 + 1;
-    if (kind < 4) {  // curation_reward
-        std::printf("%ld\t4294967295\t%d\t%d\t%s\tcurator\t%d\tcuration_reward\t\\N\t%s\t\\N\t\\N\t%llu.%06llu\tVESTS"
-                    "\t\\N\t\\N\tauthor%llu\tpost-%ld\t[{\"field\": \"reward\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\t{}\n",
-                    block, seq, seq + 1, account.c_str(), seq, ts, units / 1000000, units % 1000000, units % 977, i,
-                    units / 1000000, units % 1000000);
-    } else if (kind < 7) {  // author_reward with liquid payouts
+    if (kind < 4) {
+        std::printf("%s\t%ld\t%ld\t%d\t%d\t%d\t%d\t%d\t\\N\t\\N\t%llu.%06llu\tVESTS\t\\N\t\\N\t\\N\tauthor%llu\tpost-%ld\t\\N\n",
+                    ts, account_id, block, seq, seq + 1, seq, kCurationReward, kCurator, units / 1000000,
+                    units % 1000000, units % 977, i);
+    } else if (kind < 7) {  // with liquid payouts: assets kept
         const unsigned long long hbd = units % 20000;
-        std::printf("%ld\t4294967295\t%d\t%d\t%s\tauthor\t%d\tauthor_reward\t\\N\t%s\t\\N\t\\N\t%llu.%06llu\tVESTS"
-                    "\t\\N\t\\N\t%s\tpost-%ld\t[{\"field\": \"hbd_payout\", \"amount\": \"%llu.%03llu\", \"symbol\": \"HBD\"}, "
+        std::printf("%s\t%ld\t%ld\t%d\t%d\t%d\t%d\t%d\t\\N\t\\N\t%llu.%06llu\tVESTS\t\\N\t\\N\t\\N\t%s\tpost-%ld"
+                    "\t[{\"field\": \"hbd_payout\", \"amount\": \"%llu.%03llu\", \"symbol\": \"HBD\"}, "
                     "{\"field\": \"hive_payout\", \"amount\": \"0.000\", \"symbol\": \"HIVE\"}, "
-                    "{\"field\": \"vesting_payout\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\t{}\n",
-                    block, seq, seq + 1, account.c_str(), seq, ts, units / 1000000, units % 1000000, account.c_str(), i,
-                    hbd / 1000, hbd % 1000, units / 1000000, units % 1000000);
-    } else {  // transfer
+                    "{\"field\": \"vesting_payout\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\n",
+                    ts, account_id, block, seq, seq + 1, seq, kAuthorReward, kAuthor, units / 1000000,
+                    units % 1000000, account, i, hbd / 1000, hbd % 1000, units / 1000000, units % 1000000);
+    } else {
         const unsigned long long milli = units % 100000;
-        std::printf("%ld\t%d\t0\t0\t%s\t%s\t%d\ttransfer\t%016llx%016llx00000000\t%s\t%llu.%03llu\tHIVE\t\\N\t\\N"
-                    "\tpeer%llu\tpayment %ld\t\\N\t\\N\t[{\"field\": \"amount\", \"amount\": \"%llu.%03llu\", \"symbol\": \"HIVE\"}]\t{}\n",
-                    block, seq, account.c_str(), kind == 7 ? "receiver" : "sender", seq, rng.next(), rng.next(), ts,
-                    milli / 1000, milli % 1000, units % 977, i, milli / 1000, milli % 1000);
+        const unsigned long long trx_high = rng.next();
+        const unsigned long long trx_low = rng.next();
+        std::printf("%s\t%ld\t%ld\t%d\t0\t0\t%d\t%d\t%llu.%03llu\tHIVE\t\\N\t\\N\t%016llx%016llx00000000\tpeer%llu"
+                    "\tpayment %ld\t\\N\t\\N\t\\N\n",
+                    ts, account_id, block, seq, kTransfer, kind == 7 ? kReceiver : kSender, milli / 1000,
+                    milli % 1000, trx_high, trx_low, units % 977, i);
     }
+}
+
+std::string account_name(long id) {
+    char name[32];
+    std::snprintf(name, sizeof name, "a%06ld", id);
+    return name;
+}
+
+int accounts(long count, const std::string& big) {
+    for (long a = 1; a <= count; ++a) std::printf("%ld\t%s\n", a, account_name(a).c_str());
+    std::printf("%ld\t%s\n", count + 1, big.c_str());
+    return 0;
 }
 
 int copy(long accounts, long events, const std::string& big, long big_events) {
     Rng rng{0x9e3779b97f4a7c15ULL};
     const long per_account = events / accounts;
-    char name[32];
     for (long a = 1; a <= accounts; ++a) {
-        std::snprintf(name, sizeof name, "a%06ld", a);
-        for (long i = 0; i < per_account; ++i) emit(name, i, per_account, rng);
+        const std::string name = account_name(a);
+        for (long i = 0; i < per_account; ++i) emit(a, name.c_str(), i, per_account, rng);
     }
-    for (long i = 0; i < big_events; ++i) emit(big, i, big_events, rng);
+    for (long i = 0; i < big_events; ++i) emit(accounts + 1, big.c_str(), i, big_events, rng);
     return 0;
+}
+
+// The API's statement "(type, ...) AS sql" of that name, or null.
+const std::string* statement_named(const std::string& name) {
+    const auto& all = wallet::api::prepared_statements();
+    auto it = all.find(name);
+    return it == all.end() ? nullptr : &it->second;
 }
 
 // The statement as a pgbench script: $N becomes :pN cast to the type PREPARE
 // declares for it, so that pgbench plans exactly what the API runs (untyped
 // pgbench parameters would let PostgreSQL infer other types and plans).
 int sql(const std::string& name) {
-    const auto& all = wallet::api::prepared_statements();
-    auto it = all.find(name);
-    if (it == all.end()) return 1;
-    const std::string& statement = it->second;  // "(type, type, ...) AS sql"
+    const std::string* found = statement_named(name);
+    if (!found) return 1;
+    const std::string& statement = *found;  // "(type, type, ...) AS sql"
     const std::size_t as = statement.find(" AS ");
     std::vector<std::string> types;
     std::string list = statement.substr(1, statement.rfind(')', as) - 1);
@@ -118,6 +156,13 @@ int sql(const std::string& name) {
     return 0;
 }
 
+int prepare(const std::string& name) {
+    const std::string* statement = statement_named(name);
+    if (!statement) return 1;
+    std::printf("PREPARE %s %s;\n", name.c_str(), statement->c_str());
+    return 0;
+}
+
 int cursor(char** argv) {
     wallet::CursorCodec codec(argv[2]);
     wallet::api::PageQuery query;
@@ -141,8 +186,10 @@ int main(int argc, char** argv) {
     if (argc == 6 && std::strcmp(argv[1], "copy") == 0) {
         return copy(std::atol(argv[2]), std::atol(argv[3]), argv[4], std::atol(argv[5]));
     }
+    if (argc == 4 && std::strcmp(argv[1], "accounts") == 0) return accounts(std::atol(argv[2]), argv[3]);
     if (argc == 3 && std::strcmp(argv[1], "sql") == 0) return sql(argv[2]);
+    if (argc == 3 && std::strcmp(argv[1], "prepare") == 0) return prepare(argv[2]);
     if (argc == 8 && std::strcmp(argv[1], "cursor") == 0) return cursor(argv);
-    std::fprintf(stderr, "usage: api_bench_tool copy|sql|cursor ... (see the source)\n");
+    std::fprintf(stderr, "usage: api_bench_tool accounts|copy|sql|prepare|cursor ... (see the source)\n");
     return 2;
 }

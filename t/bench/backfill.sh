@@ -8,8 +8,9 @@
 #      (condenser get_ops_in_block, BENCH_BATCH blocks each) over BENCH_WORKERS
 #      kept-alive connections, answers discarded (sim_bench_client);
 #   2. wallet-backfill loading the whole range into the empty database;
-#   3. the database limit: COPY of the rows the backfill stored, from a file,
-#      into the same (empty, indexed) table of a second database.
+#   3. the database limit: COPY of the rows the backfill stored (accounts,
+#      events and blocks: migration 0004), from files, into the same (empty,
+#      indexed) tables of a second database.
 # Ends with `RESULT backfill blocks_per_s=.. rows_per_s=.. sim_blocks_per_s=..
 # copy_rows_per_s=.. ratio=..` where ratio is the backfill's block rate over
 # the smaller limit (the COPY limit converted to blocks with the chain's rows
@@ -116,27 +117,33 @@ sleep 1
 pg_backfill_cpu=$(python3 -c "print(round($(pg_cpu) - $pg_before, 1))")
 backfill_cpu=$(awk '{print $1 + $2}' "$work/backfill.time")
 grep -E "summary|progress" "$work/backfill.log" | sed 's/^/[backfill bench]   /' >&2
-rows=$(psql -qAt "$super/wallet" -c "SELECT count(*) FROM wallet_operation_events")
+rows=$(psql -qAt "$super/wallet" -c "SELECT count(*) FROM wallet_events")
 blocks_per_s=$(rate "$blocks" "$start" "$end")
 rows_per_s=$(rate "$rows" "$start" "$end")
 backfill_seconds=$(python3 -c "print(round($end - $start, 1))")
 log "backfill: $rows rows in $backfill_seconds s"
 
-# ---- 3. database limit: COPY of the same rows from a file ---------------------------
-columns='block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, trx_id, "timestamp", amount, symbol, vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets, payload'
-psql -qAt -v ON_ERROR_STOP=1 "$super/wallet" \
-  -c "COPY (SELECT $columns FROM wallet_operation_events ORDER BY block_num, block_seq, account, role) TO '$work/data/rows.copy'"
+# ---- 3. database limit: COPY of the same rows from files ---------------------------
+# Each table's rows in the order the loader writes them (block order).
+tables=(wallet_accounts wallet_blocks wallet_events)
+declare -A order=([wallet_accounts]=id [wallet_blocks]=block_num [wallet_events]="block_num, block_seq, account_id, role")
+for table in "${tables[@]}"; do
+  psql -qAt -v ON_ERROR_STOP=1 "$super/wallet" \
+    -c "COPY (SELECT * FROM $table ORDER BY ${order[$table]}) TO '$work/data/$table.copy'"
+done
 psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "CHECKPOINT" >/dev/null
 pg_before=$(pg_cpu)
 start=$(now)
-psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "COPY wallet_operation_events ($columns) FROM '$work/data/rows.copy'" >/dev/null
+for table in "${tables[@]}"; do
+  psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "COPY $table FROM '$work/data/$table.copy'" >/dev/null
+done
 end=$(now)
 sleep 1  # the COPY's backend has exited; its time counts once the postmaster reaped it
 pg_copy_cpu=$(python3 -c "print(round($(pg_cpu) - $pg_before, 1))")
-copied=$(psql -qAt "$super/copytarget" -c "SELECT count(*) FROM wallet_operation_events")
+copied=$(psql -qAt "$super/copytarget" -c "SELECT count(*) FROM wallet_events")
 copy_rows_per_s=$(rate "$copied" "$start" "$end")
 copy_seconds=$(python3 -c "print(round($end - $start, 1))")
-log "COPY from a file: $copied rows in $copy_seconds s"
+log "COPY from files: $copied event rows (and their accounts and blocks) in $copy_seconds s"
 
 read -r ratio limit rows_per_block <<<"$(python3 -c "
 rows_per_block = $rows / $blocks

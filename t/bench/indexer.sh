@@ -90,7 +90,7 @@ index_pass() {
   seconds=$(elapsed "$start" "$(now)")
   kill -TERM "$pid"
   wait "$pid" || true
-  echo "$seconds $(sql "$database" 'SELECT count(*) FROM wallet_operation_events') $indexer_cpu $backend_cpu" \
+  echo "$seconds $(sql "$database" 'SELECT count(*) FROM wallet_events') $indexer_cpu $backend_cpu" \
        "$(python3 -c "print(f'{$(cpu_seconds "$sim_pid") - $sim_cpu0:.2f}')") ${at_compare:-$seconds}"
 }
 

@@ -24,9 +24,22 @@ bench_pg_start() {
   fi
   as_pg "$bench_pg_bin/initdb" -D "$dir/pg/data" -U postgres --pwfile="$dir/pg/pwfile" --auth-local=trust \
     --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$dir/initdb.log" 2>&1
-  as_pg "$bench_pg_bin/postgres" -D "$dir/pg/data" -p "$pg_port" -k "$dir/run" -c listen_addresses=127.0.0.1 \
-    -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c log_min_messages=warning "$@" \
-    >"$dir/postgres.log" 2>&1 &
+  bench_pg_launch "$dir" "$@"
+}
+
+# bench_pg_launch DIR [-c name=value ...]: starts the cluster of DIR (made by
+# bench_pg_start) on pg_port with the given settings; returns once it accepts
+# connections. With bench_pg_cgroup set (a cgroup v1 directory), the server
+# starts inside that cgroup, so that it and every backend it forks are
+# charged to it from their first page on.
+bench_pg_launch() {
+  local dir=$1
+  shift
+  (
+    if [ -n "${bench_pg_cgroup:-}" ]; then echo "$BASHPID" > "$bench_pg_cgroup/cgroup.procs"; fi
+    as_pg "$bench_pg_bin/postgres" -D "$dir/pg/data" -p "$pg_port" -k "$dir/run" -c listen_addresses=127.0.0.1 \
+      -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c log_min_messages=warning "$@"
+  ) >>"$dir/postgres.log" 2>&1 &
   bench_pg_wrapper=$!
   for _ in $(seq 300); do
     pg_isready -q -h 127.0.0.1 -p "$pg_port" && return 0

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# The store at scale (run as `t/bench/run scale`; issue 15).
+#
+# The synthetic chain at mainnet density (BENCH_BLOCKS blocks, ~21.6 events
+# each) is loaded by wallet-backfill in block order into a fresh store
+# (flags: BENCH_LOAD_ARGS, e.g. "--bulk"), then, in the same run:
+#   (a) bytes per event by part: each table's heap, its TOAST, each index,
+#       after VACUUM ANALYZE, over the event count; and the average stored
+#       size of each column of wallet_events and of wallet_blocks.ops;
+#   (b) the loader's rows/s (all of its run: index builds of a bulk mode
+#       included) against COPY of the same rows from files into unindexed
+#       copies of the tables (the database's limit) -> load_ratio;
+#   (c) PostgreSQL buffers (shared hit + read of the top plan node) of the
+#       API's own page statement (PREPAREd from the API's text, EXPLAIN
+#       ANALYZE of EXECUTE): first page and a deep page (rows before the
+#       chain's middle block), of BENCH_SAMPLE random accounts and of the
+#       BENCH_SAMPLE accounts with the most events -> buffers_per_page (the
+#       largest of the four means);
+#   (d) the API's pages/s measured with pgbench (the API's prepared page
+#       statement, half first pages and half deep pages of uniformly random
+#       accounts, BENCH_CLIENTS connections; nginx is left out: on two shared
+#       cores it would measure itself more than the store), once with the
+#       store in the page cache and once with PostgreSQL in a cgroup v1
+#       memory controller limited to a sixteenth of the store, caches dropped
+#       first; both with the same small shared_buffers (a quarter of that
+#       limit) -> cold_page_ratio. Needs root (cgroup, drop_caches); without
+#       it this part is skipped (cold_page_ratio=na);
+#   (e) the projection to 3 billion events: bytes and load time scale
+#       linearly from this run (index builds grow slightly faster than
+#       linearly, so the hours are a lower bound).
+# Ends with `RESULT scale events=.. bytes_per_event=.. load_ratio=..
+# buffers_per_page=.. cold_page_ratio=.. projected_tb_3e9=..
+# projected_load_hours_3e9=..` and the baselines' absolute figures and the
+# parts' bytes per event.
+#
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (default
+# 470000: 10.1 million events; the whole run took 8 minutes on the two-core
+# machine with a load average of 5, 17 minutes with one of 20, when 100000
+# blocks (2.1 million events) took 5), BENCH_LOAD_ARGS (the loader's flags),
+# BENCH_WORKERS (6), BENCH_SAMPLE (1000), BENCH_CLIENTS (8), BENCH_SECONDS
+# (20, each pages/s run), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
+# for investigation).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${WALLET_BUILD_DIR:-$root/build}
+blocks=${BENCH_BLOCKS:-470000}
+load_args=${BENCH_LOAD_ARGS:---progress=log --progress-interval-ms=30000}
+workers=${BENCH_WORKERS:-6}
+sample=${BENCH_SAMPLE:-1000}
+clients=${BENCH_CLIENTS:-8}
+seconds=${BENCH_SECONDS:-20}
+backfill=$build/backfill/wallet-backfill
+sim=$build/t/sim/hive-node-sim
+setup=$build/common/wallet-db-setup
+tool=$build/t/bench/api_bench_tool
+source "$here/lib.bash"
+for f in "$backfill" "$sim" "$setup" "$tool" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+
+work=$(mktemp -d /tmp/wallet-bench-scale.XXXXXX)
+sim_pid=""
+bench_pg_cgroup=""
+cleanup() {
+  [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
+  bench_pg_stop "$work"
+  [ -n "$bench_pg_cgroup" ] && rmdir "$bench_pg_cgroup" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+log() { echo "[scale bench] $*" >&2; }
+now() { date +%s.%N; }
+calc() { python3 -c "print($1)"; }
+
+# ---- PostgreSQL: loader and COPY baseline share one tuning ---------------------------
+superpass=bench-superuser-$RANDOM$RANDOM
+mkdir -p "$work/data"  # COPY files, written and read by the server
+[ "$(id -u)" = 0 ] && chown nobody "$work/data"
+load_settings=(-c max_connections=100 -c shared_buffers=2GB -c max_wal_size=8GB -c checkpoint_timeout=30min
+               -c maintenance_work_mem=1GB)
+bench_pg_start "$work" "$superpass" "${load_settings[@]}"
+export DB_USER=postgres DB_PASSWORD=$superpass DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port DB_NAME=wallet
+export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1
+"$setup" >&2
+db="postgresql://postgres:$superpass@127.0.0.1:$pg_port/wallet"
+q() { psql -qAt -v ON_ERROR_STOP=1 "$db" "$@"; }
+
+# ---- the load ------------------------------------------------------------------------
+port=$(free_port)
+"$sim" --synthetic --seed 3 --length $((blocks + 1)) --block-interval-ms 0 --port "$port" >"$work/sim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+log "loading $blocks blocks: wallet-backfill $load_args ($workers workers)"
+read -r -a load_argv <<<"$load_args"
+start=$(now)
+BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
+  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' "$backfill" "${load_argv[@]}" 2>"$work/backfill.log" || { cat "$work/backfill.log" >&2; exit 1; }
+end=$(now)
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true; sim_pid=""
+grep summary "$work/backfill.log" | sed 's/^/[scale bench]   /' >&2
+load_seconds=$(calc "round($end - $start, 1)")
+events=$(q -c "SELECT count(*) FROM wallet_events")
+load_rows_per_s=$(calc "round($events / $load_seconds)")
+log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s)"
+q -c "VACUUM ANALYZE" >/dev/null
+
+# ---- (a) bytes per event by part -------------------------------------------------------
+# Every table of the store with its parts: heap (with its free space and
+# visibility maps), TOAST (with its index), each index.
+q -F ' ' >"$work/parts" <<'SQL'
+SELECT c.relname || '.heap', pg_table_size(c.oid) - coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)
+  FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace
+UNION ALL
+SELECT c.relname || '.toast', pg_total_relation_size(c.reltoastrelid)
+  FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace AND c.reltoastrelid <> 0
+UNION ALL
+SELECT t.relname || '.' || i.relname, pg_relation_size(i.oid)
+  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+ WHERE t.relnamespace = 'public'::regnamespace AND t.relkind = 'r'
+ORDER BY 2 DESC;
+SQL
+store_bytes=$(awk '{ s += $2 } END { printf "%.0f\n", s }' "$work/parts")
+bytes_per_event=$(calc "round($store_bytes / $events, 1)")
+log "store: $store_bytes bytes, $bytes_per_event bytes per event; by part (bytes per event):"
+awk -v n="$events" '$2 > 0 { printf "[scale bench]   %-55s %9.1f\n", $1, $2 / n }' "$work/parts" >&2
+# Grouped: the events and blocks tables by part, the aggregates, the
+# dictionary, the rest (checkpoints, shard bookkeeping).
+parts=$(awk -v n="$events" '
+  { split($1, p, "."); t = p[1]; k = p[2]; sub("^" t "_", "", k)
+    if (t == "wallet_events") g = "events_" k; else if (t == "wallet_blocks") g = "blocks_" k
+    else if (t ~ /^wallet_reward/) g = "aggregates"; else if (t == "wallet_accounts") g = "dictionary"; else g = "other"
+    s[g] += $2 }
+  END { for (g in s) printf "part_%s=%.1f ", g, s[g] / n }' "$work/parts")
+# Average stored size of each column (a 5% sample of the pages), and the
+# block payloads per event, stored (lz4) and as text.
+columns=$(q -c "SELECT string_agg(format('avg(coalesce(pg_column_size(%I), 0))::numeric(8,1)', attname), ', ' ORDER BY attnum)
+                  FROM pg_attribute WHERE attrelid = 'wallet_events'::regclass AND attnum > 0 AND NOT attisdropped")
+names=$(q -c "SELECT string_agg(attname, ' ' ORDER BY attnum) FROM pg_attribute
+               WHERE attrelid = 'wallet_events'::regclass AND attnum > 0 AND NOT attisdropped")
+sizes=$(q -F ' ' -c "SELECT $columns FROM wallet_events TABLESAMPLE SYSTEM (5) REPEATABLE (1)")
+column_sizes=$(paste -d= <(tr ' ' '\n' <<<"$names" | sed 's/^/col_/') <(tr ' ' '\n' <<<"$sizes") | tr '\n' ' ')
+log "wallet_events columns, average stored bytes: $column_sizes"
+read -r ops_stored ops_text <<<"$(q -F ' ' -c "SELECT (sum(pg_column_size(ops)) * 20 / $events)::numeric(8,1),
+                                                       (sum(octet_length(ops::text)) * 20 / $events)::numeric(8,1)
+                                                  FROM wallet_blocks TABLESAMPLE SYSTEM (5) REPEATABLE (1)")"
+log "wallet_blocks.ops per event: $ops_stored bytes stored (lz4), $ops_text bytes as text"
+
+# ---- (b) the database's limit: COPY into unindexed copies --------------------------------
+tables=(wallet_accounts wallet_blocks wallet_events)
+declare -A order=([wallet_accounts]=id [wallet_blocks]=block_num [wallet_events]="block_num, block_seq, account_id, role")
+for table in "${tables[@]}"; do
+  q -c "COPY (SELECT * FROM $table ORDER BY ${order[$table]}) TO '$work/data/$table.copy'"
+  # Columns, storage and compression as the store's, no index, no trigger.
+  q -c "CREATE TABLE copy_$table (LIKE $table INCLUDING STORAGE INCLUDING COMPRESSION) WITH (toast_tuple_target = 128)"
+done
+q -c "CHECKPOINT"
+start=$(now)
+for table in "${tables[@]}"; do q -c "COPY copy_$table FROM '$work/data/$table.copy'"; done
+end=$(now)
+copy_seconds=$(calc "round($end - $start, 1)")
+copy_rows_per_s=$(calc "round($events / ($end - $start))")
+load_ratio=$(calc "round($load_rows_per_s / $copy_rows_per_s, 3)")
+log "COPY into unindexed tables: $events events (and their accounts and blocks) in $copy_seconds s ($copy_rows_per_s rows/s)"
+for table in "${tables[@]}"; do q -c "DROP TABLE copy_$table"; rm -f "$work/data/$table.copy"; done
+
+# ---- (c) buffers per page ----------------------------------------------------------------
+middle=$((blocks / 2))
+"$tool" prepare wh_page >"$work/prepare.sql"
+q >"$work/buffers" <<SQL
+\\i $work/prepare.sql
+CREATE TEMP TABLE page_sample (kind text, name text, before_block integer);
+INSERT INTO page_sample
+SELECT k.kind, s.name, k.before_block
+  FROM (SELECT name FROM wallet_accounts ORDER BY random() LIMIT $sample) s,
+       (VALUES ('normal_first', 2147483647), ('normal_deep', $middle)) k (kind, before_block);
+INSERT INTO page_sample
+SELECT k.kind, a.name, k.before_block
+  FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT $sample) b
+  JOIN wallet_accounts a ON a.id = b.account_id,
+       (VALUES ('big_first', 2147483647), ('big_deep', $middle)) k (kind, before_block);
+CREATE TEMP TABLE page_buffers (kind text, buffers bigint, page_rows bigint);
+DO \$\$
+DECLARE
+    r record;
+    plan json;
+BEGIN
+    FOR r IN SELECT * FROM page_sample LOOP
+        EXECUTE format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51)',
+                       r.name, '-infinity', 'infinity', r.before_block, '') INTO plan;
+        INSERT INTO page_buffers
+        VALUES (r.kind, (plan -> 0 -> 'Plan' ->> 'Shared Hit Blocks')::bigint + (plan -> 0 -> 'Plan' ->> 'Shared Read Blocks')::bigint,
+                (plan -> 0 -> 'Plan' ->> 'Actual Rows')::bigint);
+    END LOOP;
+END \$\$;
+SELECT kind, avg(buffers)::numeric(10,1), max(buffers), avg(page_rows)::numeric(10,1) FROM page_buffers GROUP BY kind ORDER BY kind;
+SQL
+buffers=""
+buffers_per_page=0
+while IFS='|' read -r kind mean most rows; do
+  log "buffers per page, $kind: mean $mean (largest $most), $rows rows per page"
+  buffers+="buffers_${kind}=$mean "
+  buffers_per_page=$(calc "max($buffers_per_page, $mean)")
+done <"$work/buffers"
+
+# ---- (d) pages/s in memory and with a sixteenth of the store -----------------------------
+accounts=$(q -c "SELECT max(id) FROM wallet_accounts")
+# The server needs some memory of its own (shared memory, backends): small
+# stores get at least 64 MB (the RESULT line gives the store's share).
+limit_bytes=$((store_bytes / 16))
+[ "$limit_bytes" -lt $((64 << 20)) ] && limit_bytes=$((64 << 20))
+small_buffers_mb=$((limit_bytes / 4 / 1048576))
+small_settings=(-c max_connections=100 -c "shared_buffers=${small_buffers_mb}MB")
+for kind in first deep; do
+  before=2147483647
+  [ "$kind" = deep ] && before=$middle
+  {
+    echo "\\set id random(1, $accounts)"
+    # Ids have gaps (the loader's workers race for new names): the next one.
+    echo "SELECT name AS p1 FROM wallet_accounts WHERE id >= :id ORDER BY id LIMIT 1 \\gset"
+    echo "\\set p4 $before"
+    "$tool" sql wh_page
+  } >"$work/$kind.sql"
+done
+pages_per_s() {  # label -> pages/s
+  pgbench -n -M prepared -c "$clients" -j 2 -T "$seconds" -f "$work/first.sql" -f "$work/deep.sql" \
+    -D p2=-infinity -D p3=infinity -D p5=0 -D p6=none -D p7=51 "$db" >"$work/pgbench-$1.out" 2>&1 ||
+    { cat "$work/pgbench-$1.out" >&2; exit 1; }
+  sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/pgbench-$1.out"
+}
+warm_pages_per_s=na
+cold_pages_per_s=na
+cold_page_ratio=na
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
+  bench_pg_stop "$work"
+  bench_pg_launch "$work" "${small_settings[@]}"
+  find "$work/pg/data" -type f -exec cat {} + >/dev/null  # the whole store into the page cache
+  warm_pages_per_s=$(pages_per_s warm)
+  log "in memory (shared_buffers ${small_buffers_mb}MB): $warm_pages_per_s pages/s"
+  bench_pg_stop "$work"
+  bench_pg_cgroup=/sys/fs/cgroup/memory/wallet-bench-scale-$$
+  mkdir "$bench_pg_cgroup"
+  echo "$limit_bytes" >"$bench_pg_cgroup/memory.limit_in_bytes"
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+  bench_pg_launch "$work" "${small_settings[@]}"
+  cold_pages_per_s=$(pages_per_s cold)
+  log "cgroup limit $limit_bytes bytes (1/$(calc "round($store_bytes / $limit_bytes, 1)") of the store), peak $(cat "$bench_pg_cgroup/memory.max_usage_in_bytes"): $cold_pages_per_s pages/s"
+  cold_page_ratio=$(calc "round($cold_pages_per_s / $warm_pages_per_s, 3)")
+else
+  log "not root or no cgroup v1 memory controller: pages/s not measured"
+fi
+
+# ---- (e) projection --------------------------------------------------------------------------
+projected_tb=$(calc "round($bytes_per_event * 3e9 / 1e12, 2)")
+projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
+
+echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$load_ratio buffers_per_page=$buffers_per_page" \
+  "cold_page_ratio=$cold_page_ratio projected_tb_3e9=$projected_tb projected_load_hours_3e9=$projected_hours" \
+  "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
+  "cold_pages_per_s=$cold_pages_per_s ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
+  "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
+  "cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
+
+if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)
+  log "holding: $db"
+  sleep "$BENCH_HOLD_SECONDS"
+fi
