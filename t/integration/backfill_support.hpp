@@ -37,14 +37,15 @@ inline fs::path indexer_binary() { return binary_dir() / "indexer" / "wallet-ind
 
 // One line per block: block number, row count and the md5 of its rows (every
 // column, payload included, in key order). Equal digests mean equal tables.
-inline std::vector<std::string> table_digest(const PostgresServer& pg) {
+inline std::vector<std::string> table_digest(const PostgresServer& pg, const std::string& database = "wallet") {
     return pg.query(
         "SELECT block_num, count(*), md5(string_agg(concat_ws('|', trx_in_block, op_in_trx, virtual_op, account, role,"
         "   block_seq, op_type, coalesce(trx_id, '-'), extract(epoch FROM \"timestamp\")::bigint, coalesce(amount::text, '-'),"
         "   coalesce(symbol, '-'), coalesce(vesting_amount::text, '-'), coalesce(vesting_symbol, '-'),"
         "   coalesce(counterparty, '-'), coalesce(memo, '-'), coalesce(author, '-'), coalesce(permlink, '-'), assets::text,"
         "   payload::text), E'\\n' ORDER BY trx_in_block, op_in_trx, virtual_op, account, role))"
-        " FROM wallet_operation_events GROUP BY block_num ORDER BY block_num");
+        " FROM wallet_operation_events GROUP BY block_num ORDER BY block_num",
+        database);
 }
 
 // A statement-level AFTER INSERT trigger with a transition table, like the
