@@ -202,7 +202,9 @@ Result<bool> build(const BuildOptions& options, std::stop_token stop) {
     PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
     // A killed run's server session notices within a second that its client
     // is gone, ends its statement and frees the table for the re-run.
-    auto session = pg::exec(conn, "SET maintenance_work_mem = " + pg::quote_literal(conn, options.maintenance_work_mem) +
+    // work_mem too: the sums' rebuild aggregates the whole table.
+    const std::string memory = pg::quote_literal(conn, options.maintenance_work_mem);
+    auto session = pg::exec(conn, "SET maintenance_work_mem = " + memory + "; SET work_mem = " + memory +
                                       "; SET max_parallel_maintenance_workers = " +
                                       std::to_string(options.parallel_workers) +
                                       "; SET client_connection_check_interval = '1s'");

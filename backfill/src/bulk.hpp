@@ -42,7 +42,7 @@ Result<bool> finish_loading(PGconn* conn);
 
 struct BuildOptions {
     std::string database_url;
-    std::string maintenance_work_mem = "1GB";
+    std::string maintenance_work_mem = "1GB";  // and work_mem, of the build session
     int parallel_workers = 2;  // max_parallel_maintenance_workers of the build session
     // Test-only (WALLET_BACKFILL_TEST_BUILD_PAUSE_MS): a pause inside every
     // step's transaction, before its commit, so that tests can kill there.

@@ -66,7 +66,7 @@ void print_help() {
                  "                              rewritten in account order and the sums rebuilt. Re-run it after\n"
                  "                              any stop to finish. Refuses a served store (backfill/README.md);\n"
                  "                              the indexer and runs without --bulk refuse to start until it ends\n"
-                 "  --build-memory=SIZE         maintenance_work_mem of the index build (default 1GB)\n"
+                 "  --build-memory=SIZE         maintenance_work_mem and work_mem of the build (default 1GB)\n"
                  "  --build-parallel-workers=N  max_parallel_maintenance_workers of the index build (default 2)\n"
                  "  --write-method=copy|insert  how rows reach the table (default copy: COPY into it, merging\n"
                  "                              through a staging table when some rows are already there;\n"
