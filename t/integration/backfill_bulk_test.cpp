@@ -53,20 +53,6 @@ std::vector<std::string> backfill_argv(std::vector<std::string> extra = {}) {
     return argv;
 }
 
-Process start_indexer(const PostgresServer& pg, const std::string& url, const fs::path& log) {
-    return Process::start({indexer_binary().string()},
-                          ProcessOptions{daemon_env(pg, {{"CHAIN_RPC_URL", url},
-                                                         {"INDEXER_START_BLOCK", "1"},
-                                                         {"INDEXER_TRAIL_BLOCKS", "0"},
-                                                         {"INDEXER_HEALTH_ADDR", ""},
-                                                         {"INDEXER_POLL_INTERVAL_MS", "100"},
-                                                         {"INDEXER_MAX_BATCH_BLOCKS", "200"}}),
-                                         {},
-                                         log,
-                                         {},
-                                         false});
-}
-
 // What must equal a normal load's, account ids aside (they are given in
 // the order workers meet the names).
 std::vector<std::string> reward_sums(const PostgresServer& pg, const std::string& database) {
