@@ -191,6 +191,7 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
     std::vector<BlockRange> existing;
     std::optional<RangeStatus> status;
     std::string database_note;
+    std::string bulk_line = "none";  // wallet_bulk_load, when the store has one
     auto conn = pg::connect(settings.db.indexer_url);
     if (!conn) {
         database_note = "unreachable (" + conn.error() + "): counting every shard as missing";
@@ -204,6 +205,12 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
             status = *now;
         } else {
             database_note = "cannot read backfill_shards: " + (shards ? now.error() : shards.error());
+        }
+        if (auto bulk_state = pg::exec(conn->get(),
+                                       "SELECT format('state %s (blocks %s..%s), %s build steps done', state, first_block,"
+                                       " last_block, build_step) FROM wallet_bulk_load");
+            bulk_state && PQntuples(bulk_state->get()) == 1) {
+            bulk_line = PQgetvalue(bulk_state->get(), 0, 0);
         }
     }
     const auto missing = missing_shards(range, b.shard_size, existing);
@@ -223,7 +230,8 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
               << "  node pool:   " << pool_text(b.rpc_urls) << "\n"
               << "  database:    " << database_text(settings.db.indexer_url)
               << (database_note.empty() ? "" : " - " + database_note) << "\n"
-              << "  write path:  " << write_method_name(args.write_method) << "\n";
+              << "  write path:  " << write_method_name(args.write_method) << "\n"
+              << "  bulk load:   " << bulk_line << "\n";
     return kExitComplete;
 }
 

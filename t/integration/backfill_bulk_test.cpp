@@ -126,6 +126,10 @@ TEST(BackfillBulk, KilledWhileLoadingAndInEveryBuildStepThenRerunGivesTheStoreOf
     // Nothing was stored twice: every batch's rows commit with its shard's progress.
     EXPECT_EQ(pg.query("SELECT sum(rows_written) FROM backfill_shards").at(0), std::to_string(stored_rows(pg)));
     EXPECT_TRUE(event_indexes(pg, "wallet").empty());
+    const auto plan = run_command(backfill_argv({"--dry-run"}), env, 60s);
+    EXPECT_NE(plan.output.find("bulk load:   state loading (blocks 1.." + std::to_string(kLastBlock) + "), 0 build steps done"),
+              std::string::npos)
+        << plan.output;
 
     // Meanwhile the indexer and a normal run refuse to start.
     {
