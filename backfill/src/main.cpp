@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -12,10 +13,12 @@
 #include <string>
 #include <thread>
 
+#include "bulk.hpp"
 #include "loader.hpp"
 #include "node_pool.hpp"
 #include "progress.hpp"
 #include "shards.hpp"
+#include "wallet/bulk_load.hpp"
 #include "wallet/config.hpp"
 #include "wallet/log.hpp"
 #include "wallet/loggable_url.hpp"
@@ -38,6 +41,10 @@ enum class ProgressMode { Auto, Bar, Log, None };
 
 struct Arguments {
     bool dry_run = false;
+    bool bulk = false;
+    bool write_method_given = false;
+    std::string build_memory = "1GB";
+    std::int64_t build_workers = 2;
     store::WriteMethod write_method = store::WriteMethod::CopyMerge;
     milliseconds heartbeat_timeout{60000};
     milliseconds give_up_after{std::chrono::minutes(10)};
@@ -46,7 +53,7 @@ struct Arguments {
 };
 
 void print_help() {
-    std::cout << "Usage: wallet-backfill [--dry-run] [options]\n\n"
+    std::cout << "Usage: wallet-backfill [--dry-run] [--bulk] [options]\n\n"
                  "Loads the wallet events of blocks BACKFILL_START_BLOCK..BACKFILL_END_BLOCK into PostgreSQL:\n"
                  "the range is cut into shards (table backfill_shards) that BACKFILL_WORKERS workers claim and\n"
                  "load in batches of BACKFILL_BATCH_SIZE blocks from the nodes of BACKFILL_RPC_URLS. Rows are\n"
@@ -54,6 +61,13 @@ void print_help() {
                  "what is missing, and running beside the indexer or another wallet-backfill is safe.\n\n"
                  "Options:\n"
                  "  --dry-run                   print the plan (range, shards, pool) and exit; writes nothing\n"
+                 "  --bulk                      bulk load of a fresh store: no per-row index or aggregate upkeep;\n"
+                 "                              once the range is loaded, the indexes are built, the table\n"
+                 "                              rewritten in account order and the sums rebuilt. Re-run it after\n"
+                 "                              any stop to finish. Refuses a served store (backfill/README.md);\n"
+                 "                              the indexer and runs without --bulk refuse to start until it ends\n"
+                 "  --build-memory=SIZE         maintenance_work_mem and work_mem of the build (default 1GB)\n"
+                 "  --build-parallel-workers=N  max_parallel_maintenance_workers of the index build (default 2)\n"
                  "  --write-method=copy|insert  how rows reach the table (default copy: COPY into it, merging\n"
                  "                              through a staging table when some rows are already there;\n"
                  "                              insert: multi-row INSERT ... ON CONFLICT DO NOTHING)\n"
@@ -73,7 +87,8 @@ void print_help() {
         }
     }
     std::cout << "\nExit status: 0 every shard of the range is done, 1 the range is not complete (a failure;\n"
-                 "the log says which), 2 bad configuration or arguments, 3 stopped by SIGTERM or SIGINT.\n"
+                 "the log says which), 2 bad configuration or arguments, or a store that a bulk load refuses\n"
+                 "(or, without --bulk, one in an unfinished bulk load), 3 stopped by SIGTERM or SIGINT.\n"
                  "Progress survives any stop: run it again to load what is missing.\n";
 }
 
@@ -103,10 +118,18 @@ std::optional<Arguments> parse_arguments(int argc, char** argv, bool& exit_now) 
         }
         if (arg == "--dry-run") {
             args.dry_run = true;
+        } else if (arg == "--bulk") {
+            args.bulk = true;
+        } else if (arg.rfind("--build-memory=", 0) == 0 && arg.size() > std::strlen("--build-memory=")) {
+            args.build_memory = arg.substr(std::strlen("--build-memory="));
+        } else if (auto build_workers = number_option(arg, "--build-parallel-workers=")) {
+            args.build_workers = *build_workers;
         } else if (arg == "--write-method=copy") {
             args.write_method = store::WriteMethod::CopyMerge;
+            args.write_method_given = true;
         } else if (arg == "--write-method=insert") {
             args.write_method = store::WriteMethod::MultiRowInsert;
+            args.write_method_given = true;
         } else if (auto timeout = number_option(arg, "--heartbeat-timeout-ms=")) {
             args.heartbeat_timeout = milliseconds(*timeout);
         } else if (auto give_up = number_option(arg, "--give-up-after-ms=")) {
@@ -122,11 +145,33 @@ std::optional<Arguments> parse_arguments(int argc, char** argv, bool& exit_now) 
             return std::nullopt;
         }
     }
+    if (args.bulk && args.write_method_given) {
+        std::cerr << "wallet-backfill: --bulk writes with plain COPY; --write-method does not apply\n";
+        return std::nullopt;
+    }
+    if (args.bulk) args.write_method = store::WriteMethod::CopyOnly;
     return args;
 }
 
 const char* write_method_name(store::WriteMethod method) {
-    return method == store::WriteMethod::CopyMerge ? "copy" : "insert";
+    return method == store::WriteMethod::CopyMerge ? "copy"
+           : method == store::WriteMethod::CopyOnly ? "bulk (plain COPY, indexes built at the end)"
+                                                    : "insert";
+}
+
+// The build phase of a bulk load: its exit status.
+int build_bulk_load(const Settings& settings, const Arguments& args, std::stop_token stop) {
+    bulk::BuildOptions options;
+    options.database_url = settings.db.indexer_url;
+    options.maintenance_work_mem = args.build_memory;
+    options.parallel_workers = static_cast<int>(args.build_workers);
+    if (const char* pause = std::getenv("WALLET_BACKFILL_TEST_BUILD_PAUSE_MS")) {
+        options.test_pause = milliseconds(std::strtoll(pause, nullptr, 10));
+    }
+    auto built = bulk::build(options, stop);
+    if (built) return kExitComplete;
+    log_error("bulk load: " + built.error() + (stop.stop_requested() ? "" : "; run it again to finish"));
+    return stop.stop_requested() ? kExitStopped : kExitIncomplete;
 }
 
 std::string database_text(const std::string& url) { return loggable_url(url); }
@@ -146,6 +191,7 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
     std::vector<BlockRange> existing;
     std::optional<RangeStatus> status;
     std::string database_note;
+    std::string bulk_line = "none";  // wallet_bulk_load, when the store has one
     auto conn = pg::connect(settings.db.indexer_url);
     if (!conn) {
         database_note = "unreachable (" + conn.error() + "): counting every shard as missing";
@@ -159,6 +205,12 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
             status = *now;
         } else {
             database_note = "cannot read backfill_shards: " + (shards ? now.error() : shards.error());
+        }
+        if (auto bulk_state = pg::exec(conn->get(),
+                                       "SELECT format('state %s (blocks %s..%s), %s build steps done', state, first_block,"
+                                       " last_block, build_step) FROM wallet_bulk_load");
+            bulk_state && PQntuples(bulk_state->get()) == 1) {
+            bulk_line = PQgetvalue(bulk_state->get(), 0, 0);
         }
     }
     const auto missing = missing_shards(range, b.shard_size, existing);
@@ -178,7 +230,8 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
               << "  node pool:   " << pool_text(b.rpc_urls) << "\n"
               << "  database:    " << database_text(settings.db.indexer_url)
               << (database_note.empty() ? "" : " - " + database_note) << "\n"
-              << "  write path:  " << write_method_name(args.write_method) << "\n";
+              << "  write path:  " << write_method_name(args.write_method) << "\n"
+              << "  bulk load:   " << bulk_line << "\n";
     return kExitComplete;
 }
 
@@ -281,6 +334,41 @@ int main(int argc, char** argv) {
         log_error("schema migration: " + migrated.error());
         return kExitIncomplete;
     }
+    // Writers and bulk loads exclude each other (wallet/bulk_load.hpp).
+    if (!args->bulk) {
+        auto bulk_load = bulk_load::join_writers(conn->get());
+        if (!bulk_load) {
+            log_error(bulk_load.error());
+            return kExitIncomplete;
+        }
+        if (*bulk_load) {
+            log_error("refusing to start: " + **bulk_load);
+            return kExitConfiguration;
+        }
+    } else {
+        auto entry = bulk::enter(conn->get(), range);
+        if (!entry) {
+            log_error("bulk load: " + entry.error());
+            return kExitIncomplete;
+        }
+        if (entry->refusal) {
+            log_error("refusing --bulk: " + *entry->refusal);
+            return kExitConfiguration;
+        }
+        const std::string blocks = std::to_string(entry->range.first) + ".." + std::to_string(entry->range.last);
+        if (entry->state == bulk::State::Done) {
+            log_info("bulk load of blocks " + blocks + ": done already, nothing to do");
+            return kExitComplete;
+        }
+        if (entry->state == bulk::State::Building) {
+            log_info("bulk load of blocks " + blocks + ": loaded; resuming the build");
+            return build_bulk_load(settings, *args, stop.token());
+        }
+        log_info("bulk load of blocks " + blocks + ": " +
+                 (entry->started ? "started (wallet_events' indexes dropped, reward triggers disabled)"
+                                 : "resuming the load"));
+        range = entry->range;
+    }
     auto planned = plan_shards(conn->get(), range, b.shard_size);
     if (!planned) {
         log_error(planned.error());
@@ -354,7 +442,15 @@ int main(int argc, char** argv) {
     std::optional<RangeStatus> after;
     if (auto now = range_status(conn->get(), range)) after = *now;
     log_summary(loader, pool, after, range, seconds);
-    if (after && after->complete()) return kExitComplete;
+    if (after && after->complete()) {
+        if (!args->bulk) return kExitComplete;
+        if (auto finished = bulk::finish_loading(conn->get()); !finished) {
+            log_error("bulk load: " + finished.error());
+            return kExitIncomplete;
+        }
+        log_info("bulk load: every shard loaded; building");
+        return build_bulk_load(settings, *args, stop.token());
+    }
     if (!outcome->failed_shards.empty()) {
         std::string starts;
         for (auto start : outcome->failed_shards) starts += (starts.empty() ? "" : ", ") + std::to_string(start);

@@ -289,11 +289,16 @@ constexpr const char* kMergeBlocks =
 // is stored yet. When some is (a block written again, a backfill
 // overlapping), the COPY fails on a unique key, is rolled back to a
 // savepoint, and the rows go through staging tables and ON CONFLICT.
+std::optional<CopyFailure> copy_direct(PGconn* conn, const Rendered& rows) {
+    auto failure = copy_rows(conn, "wallet_blocks", kBlockColumns, rows.blocks);
+    if (!failure) failure = copy_rows(conn, "wallet_events", kEventColumns, rows.events);
+    return failure;
+}
+
 Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
     auto saved = pg::exec(conn, "SAVEPOINT wallet_direct_copy");
     if (!saved) return make_error(saved.error());
-    auto direct = copy_rows(conn, "wallet_blocks", kBlockColumns, rows.blocks);
-    if (!direct) direct = copy_rows(conn, "wallet_events", kEventColumns, rows.events);
+    auto direct = copy_direct(conn, rows);
     if (!direct) {
         auto released = pg::exec(conn, "RELEASE SAVEPOINT wallet_direct_copy");
         if (!released) return make_error(released.error());
@@ -319,6 +324,19 @@ Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
                                      std::string(kEventColumns) + " FROM moved ON CONFLICT DO NOTHING");
     if (!merged) return make_error("merge: " + merged.error());
     return affected_rows(merged->get());
+}
+
+// A bulk load's write: no merge (wallet_events has no unique index then);
+// wallet_blocks' primary key still refuses a block stored twice.
+Result<std::int64_t> copy_only(PGconn* conn, const Rendered& rows) {
+    if (const auto failure = copy_direct(conn, rows)) {
+        if (failure->sqlstate == kUniqueViolation) {
+            return make_error("a block of the batch is already stored, which a bulk load never does (" +
+                              failure->message + ")");
+        }
+        return make_error(failure->message);
+    }
+    return static_cast<std::int64_t>(rows.events.size());
 }
 
 // One multi-row INSERT per kRowsPerInsert rows; returns the rows inserted.
@@ -440,7 +458,9 @@ Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vect
     if (!resolved) return make_error(resolved.error());
     auto rows = render_rows(events, ids);
     if (!rows) return make_error(rows.error());
-    auto inserted = method == WriteMethod::CopyMerge ? copy_merge(conn, *rows) : multi_row_insert(conn, *rows);
+    auto inserted = method == WriteMethod::CopyMerge ? copy_merge(conn, *rows)
+                    : method == WriteMethod::CopyOnly ? copy_only(conn, *rows)
+                                                      : multi_row_insert(conn, *rows);
     if (!inserted) return make_error(inserted.error());
     counts.inserted = *inserted;
     return counts;

@@ -34,8 +34,8 @@ void print_help() {
             std::printf("  %-30s %-18s %s\n", doc.name, doc.default_value, doc.meaning);
         }
     }
-    std::cout << "\nExit status: 0 stopped by a signal, 2 bad configuration, 3 halted by a fork deeper than\n"
-                 "INDEXER_MAX_FORK_DEPTH.\n";
+    std::cout << "\nExit status: 0 stopped by a signal, 2 bad configuration (or a bulk load of the store,\n"
+                 "wallet-backfill --bulk, is unfinished), 3 halted by a fork deeper than INDEXER_MAX_FORK_DEPTH.\n";
 }
 
 }  // namespace

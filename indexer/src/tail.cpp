@@ -4,6 +4,7 @@
 #include <iterator>
 #include <utility>
 
+#include "wallet/bulk_load.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/log.hpp"
 #include "wallet/loggable_url.hpp"
@@ -77,6 +78,10 @@ int TailIndexer::run() {
                                           kMaxRetryDelay);
                 interruptible_sleep(retry_delay_, stop_);
                 break;
+            case Step::Refused:
+                discard_prefetch();
+                notifier_.notify("STATUS=refused: a bulk load of the store is unfinished");
+                return kExitConfiguration;
             case Step::Halted:
                 discard_prefetch();
                 notifier_.notify("STATUS=halted: fork deeper than INDEXER_MAX_FORK_DEPTH");
@@ -111,7 +116,7 @@ std::int64_t TailIndexer::target_of(const ChainHead& head) const {
 }
 
 TailIndexer::Step TailIndexer::step() {
-    if (!ensure_store()) return Step::Retry;
+    if (!ensure_store()) return refused_ ? Step::Refused : Step::Retry;
     auto head = node_.get_dynamic_global_properties();
     if (!head) return node_problem(head.error());
     liveness_.record_head(*head);
@@ -153,6 +158,19 @@ bool TailIndexer::ensure_store() {
     if (!opened) {
         liveness_.record_database_error();
         report_problem("database", "database unavailable: " + opened.error());
+        return false;
+    }
+    // The connection joins the store's writers: a bulk load started later
+    // refuses while it is open, and one that is unfinished refuses us.
+    auto bulk_load = bulk_load::join_writers(opened.value().connection());
+    if (!bulk_load) {
+        liveness_.record_database_error();
+        report_problem("database", "database unavailable: " + bulk_load.error());
+        return false;
+    }
+    if (*bulk_load) {
+        log_error("refusing to start: " + **bulk_load);
+        refused_ = true;
         return false;
     }
     auto checkpoint = opened.value().checkpoint();

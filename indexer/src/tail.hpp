@@ -31,7 +31,7 @@ struct TailOptions {
 
 // Exit codes of wallet-indexer.
 inline constexpr int kExitStopped = 0;        // stopped by a signal
-inline constexpr int kExitConfiguration = 2;  // bad settings or arguments
+inline constexpr int kExitConfiguration = 2;  // bad settings or arguments; a bulk load is unfinished
 inline constexpr int kExitHalted = 3;         // a fork deeper than INDEXER_MAX_FORK_DEPTH
 
 // A range read from the node and decoded, ready to be committed.
@@ -73,7 +73,7 @@ public:
     int run();
 
 private:
-    enum class Step { Progressed, Idle, Retry, Halted };
+    enum class Step { Progressed, Idle, Retry, Halted, Refused };
 
     TailIndexer(TailOptions options, NodeClient node, NodeClient prefetch_node, Liveness& liveness, SystemdNotifier& notifier,
                 std::stop_token stop);
@@ -117,6 +117,7 @@ private:
     std::string last_problem_;
     std::chrono::steady_clock::time_point last_problem_logged_{};
     bool caught_up_logged_ = false;
+    bool refused_ = false;  // the store is in a bulk load: never write
     bool stalled_ = false;
     bool ready_notified_ = false;
     std::chrono::milliseconds retry_delay_{0};

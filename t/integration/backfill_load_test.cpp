@@ -41,20 +41,6 @@ std::vector<std::string> backfill_argv(std::vector<std::string> extra = {}) {
     return argv;
 }
 
-Process start_indexer(const PostgresServer& pg, const std::string& url, const fs::path& log) {
-    return Process::start({indexer_binary().string()},
-                          ProcessOptions{daemon_env(pg, {{"CHAIN_RPC_URL", url},
-                                                         {"INDEXER_START_BLOCK", "1"},
-                                                         {"INDEXER_TRAIL_BLOCKS", "0"},
-                                                         {"INDEXER_HEALTH_ADDR", ""},
-                                                         {"INDEXER_POLL_INTERVAL_MS", "100"},
-                                                         {"INDEXER_MAX_BATCH_BLOCKS", "1000"}}),
-                                         {},
-                                         log,
-                                         {},
-                                         false});
-}
-
 bool indexed_through(const PostgresServer& pg, std::int64_t block) {
     const auto rows = pg.query("SELECT block_num FROM indexer_checkpoint");
     return !rows.empty() && std::stoll(rows[0]) >= block;

@@ -35,16 +35,33 @@ inline std::map<std::string, std::string> daemon_env(const PostgresServer& pg, s
 inline fs::path backfill_binary() { return binary_dir() / "backfill" / "wallet-backfill"; }
 inline fs::path indexer_binary() { return binary_dir() / "indexer" / "wallet-indexer"; }
 
+// wallet-indexer from block 1 of the node at `url`, following its last
+// irreversible block, in batches of up to 1,000 blocks.
+inline Process start_indexer(const PostgresServer& pg, const std::string& url, const fs::path& log) {
+    return Process::start({indexer_binary().string()},
+                          ProcessOptions{daemon_env(pg, {{"CHAIN_RPC_URL", url},
+                                                         {"INDEXER_START_BLOCK", "1"},
+                                                         {"INDEXER_TRAIL_BLOCKS", "0"},
+                                                         {"INDEXER_HEALTH_ADDR", ""},
+                                                         {"INDEXER_POLL_INTERVAL_MS", "100"},
+                                                         {"INDEXER_MAX_BATCH_BLOCKS", "1000"}}),
+                                         {},
+                                         log,
+                                         {},
+                                         false});
+}
+
 // One line per block: block number, row count and the md5 of its rows (every
 // column, payload included, in key order). Equal digests mean equal tables.
-inline std::vector<std::string> table_digest(const PostgresServer& pg) {
+inline std::vector<std::string> table_digest(const PostgresServer& pg, const std::string& database = "wallet") {
     return pg.query(
         "SELECT block_num, count(*), md5(string_agg(concat_ws('|', trx_in_block, op_in_trx, virtual_op, account, role,"
         "   block_seq, op_type, coalesce(trx_id, '-'), extract(epoch FROM \"timestamp\")::bigint, coalesce(amount::text, '-'),"
         "   coalesce(symbol, '-'), coalesce(vesting_amount::text, '-'), coalesce(vesting_symbol, '-'),"
         "   coalesce(counterparty, '-'), coalesce(memo, '-'), coalesce(author, '-'), coalesce(permlink, '-'), assets::text,"
         "   payload::text), E'\\n' ORDER BY trx_in_block, op_in_trx, virtual_op, account, role))"
-        " FROM wallet_operation_events GROUP BY block_num ORDER BY block_num");
+        " FROM wallet_operation_events GROUP BY block_num ORDER BY block_num",
+        database);
 }
 
 // A statement-level AFTER INSERT trigger with a transition table, like the

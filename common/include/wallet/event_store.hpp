@@ -28,10 +28,12 @@ namespace wallet {
 
 namespace store {
 
-// How events reach the table. Both are idempotent; CopyMerge (COPY into a
-// temporary table, then INSERT ... SELECT ... ON CONFLICT DO NOTHING) is the
-// faster one (t/bench/indexer.sh measures both) and the default.
-enum class WriteMethod { CopyMerge, MultiRowInsert };
+// How events reach the table. The first two are idempotent; CopyMerge (COPY
+// into a temporary table, then INSERT ... SELECT ... ON CONFLICT DO NOTHING)
+// is the faster one (t/bench/indexer.sh measures both) and the default.
+// CopyOnly is a bulk load's (wallet-backfill --bulk): plain COPY, for a store
+// whose wallet_events has no unique index; a block already stored fails it.
+enum class WriteMethod { CopyMerge, MultiRowInsert, CopyOnly };
 
 struct WriteCounts {
     std::int64_t offered = 0;   // events passed in

@@ -1,0 +1,276 @@
+#include "bulk.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "progress.hpp"
+#include "wallet/bulk_load.hpp"
+#include "wallet/db_setup.hpp"
+#include "wallet/log.hpp"
+#include "wallet/pg.hpp"
+
+namespace wallet::backfill::bulk {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Serializes the builders of one store (a process that finished loading
+// waits while another builds, then finds 'done').
+constexpr const char* kBuildLockKey = "7426584213";
+
+std::string field(PGresult* result, int column) { return PQgetvalue(result, 0, column); }
+
+std::int64_t int_field(PGresult* result, int column) { return std::strtoll(PQgetvalue(result, 0, column), nullptr, 10); }
+
+State state_of(const std::string& name) {
+    return name == "loading" ? State::Loading : name == "building" ? State::Building : State::Done;
+}
+
+// The elements of one of wallet_bulk_load's text[] columns.
+Result<std::vector<std::string>> text_array_elements(PGconn* conn, const std::string& column) {
+    auto rows = pg::exec(conn, "SELECT unnest(" + column + ") FROM wallet_bulk_load");
+    if (!rows) return make_error("bulk load state: " + rows.error());
+    std::vector<std::string> out;
+    for (int row = 0; row < PQntuples(rows->get()); ++row) out.emplace_back(PQgetvalue(rows->get(), row, 0));
+    return out;
+}
+
+std::string seconds_text(Clock::time_point since) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", std::chrono::duration<double>(Clock::now() - since).count());
+    return text;
+}
+
+// The refusal, when a served store is in sight; checked on every run.
+Result<std::optional<std::string>> serving_refusal(PGconn* conn) {
+    auto readers = pg::exec_params(conn,
+                                   "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND usename = $1",
+                                   {std::string(kReaderRole)});
+    if (!readers) return make_error("sessions: " + readers.error());
+    if (int_field(readers->get(), 0) > 0) {
+        return std::optional<std::string>(field(readers->get(), 0) + " session(s) of " + kReaderRole +
+                                          " are connected: the API is serving this store");
+    }
+    auto checkpoint = pg::exec(conn, "SELECT block_num FROM indexer_checkpoint");
+    if (!checkpoint) return make_error("checkpoint: " + checkpoint.error());
+    if (PQntuples(checkpoint->get()) > 0) {
+        return std::optional<std::string>("the indexer has a checkpoint (block " + field(checkpoint->get(), 0) +
+                                          "): the store is live");
+    }
+    return std::optional<std::string>();
+}
+
+// A step of the build: one statement (or a few) and one transaction.
+struct BuildStep {
+    std::string label;
+    std::string sql;
+    std::string creates_index;  // skipped when this index exists already
+};
+
+Result<std::vector<BuildStep>> build_steps(PGconn* conn) {
+    auto names_read = text_array_elements(conn, "index_names");
+    auto definitions_read = text_array_elements(conn, "index_definitions");
+    auto triggers_read = text_array_elements(conn, "disabled_triggers");
+    if (!names_read || !definitions_read || !triggers_read) {
+        return make_error(!names_read ? names_read.error() : !definitions_read ? definitions_read.error() : triggers_read.error());
+    }
+    const auto& names = *names_read;
+    const auto& definitions = *definitions_read;
+    const auto& triggers = *triggers_read;
+    std::vector<BuildStep> steps;
+    for (std::size_t i = 0; i < names.size() && i < definitions.size(); ++i) {
+        steps.push_back({"index " + names[i], definitions[i], names[i]});
+        // The first index is the unique key when there is one: the history is
+        // rewritten in its order (account, then block), which puts one
+        // account's page on a few heap pages. CLUSTER rebuilds the indexes
+        // that exist, so it comes before the others.
+        if (i == 0 && definitions[i].rfind("CREATE UNIQUE INDEX", 0) == 0) {
+            steps.push_back({"table rewritten in the order of " + names[i],
+                             "CLUSTER wallet_events USING " + pg::quote_identifier(conn, names[i]), ""});
+        }
+    }
+    std::string sums = "SELECT wallet_reward_rebuild()";
+    for (const auto& trigger : triggers) {
+        sums += "; ALTER TABLE wallet_events ENABLE TRIGGER " + pg::quote_identifier(conn, trigger);
+    }
+    steps.push_back({"reward sums rebuilt, triggers enabled", sums, ""});
+    steps.push_back({"statistics",
+                     "ANALYZE wallet_events; ANALYZE wallet_blocks; ANALYZE wallet_accounts; ANALYZE wallet_reward_daily;"
+                     " ANALYZE wallet_reward_liquid_daily",
+                     ""});
+    return steps;
+}
+
+using PgCancelPtr = std::unique_ptr<PGcancel, decltype(&PQfreeCancel)>;
+
+}  // namespace
+
+Result<Entry> enter(PGconn* conn, const BlockRange& range) {
+    auto tx = pg::Transaction::begin(conn);
+    if (!tx) return make_error(tx.error());
+    Entry entry;
+    auto refuse = [&](std::string why) -> Result<Entry> {
+        entry.refusal = std::move(why);
+        return entry;  // the transaction rolls back
+    };
+    auto locked = pg::exec(conn, std::string("SELECT pg_try_advisory_xact_lock(") + bulk_load::kWritersLockKey + ")");
+    if (!locked) return make_error("writers lock: " + locked.error());
+    if (field(locked->get(), 0) != "t") {
+        return refuse("a writer is connected to the store (wallet-indexer or wallet-backfill without --bulk), or"
+                      " another wallet-backfill --bulk is starting");
+    }
+    auto current = pg::exec(conn,
+                            "SELECT state, first_block, last_block, to_char(finished_at, 'YYYY-MM-DD HH24:MI:SS TZ')"
+                            " FROM wallet_bulk_load FOR UPDATE");
+    if (!current) return make_error("bulk load state: " + current.error());
+    const bool exists = PQntuples(current->get()) == 1;
+    if (exists && state_of(field(current->get(), 0)) == State::Done) {
+        auto status = range_status(conn, range);
+        if (!status) return make_error(status.error());
+        if (!status->complete()) {
+            return refuse("a bulk load of blocks " + field(current->get(), 1) + ".." + field(current->get(), 2) +
+                          " finished on this store at " + field(current->get(), 3) +
+                          "; it is no longer fresh: load further blocks without --bulk");
+        }
+        entry.state = State::Done;
+        entry.range = {int_field(current->get(), 1), int_field(current->get(), 2)};
+        return entry;
+    }
+    auto serving = serving_refusal(conn);
+    if (!serving) return make_error(serving.error());
+    if (*serving) return refuse(**serving);
+    const std::vector<std::optional<std::string>> bounds{std::to_string(range.first), std::to_string(range.last)};
+    if (!exists) {
+        auto stored = pg::exec(conn, "SELECT EXISTS (SELECT 1 FROM wallet_events) OR EXISTS (SELECT 1 FROM wallet_blocks)");
+        if (!stored) return make_error("rows: " + stored.error());
+        if (field(stored->get(), 0) == "t") {
+            return refuse("wallet_events holds rows that no bulk load wrote: a bulk load needs a fresh store");
+        }
+        // The indexes and triggers as they are, kept to be built again.
+        auto started = pg::exec_params(
+            conn,
+            "INSERT INTO wallet_bulk_load (state, first_block, last_block, index_names, index_definitions, disabled_triggers)"
+            " SELECT 'loading', $1::integer, $2::integer,"
+            "  coalesce((SELECT array_agg(c.relname::text ORDER BY i.indisunique DESC, c.relname) FROM pg_index i"
+            "            JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'wallet_events'::regclass), '{}'),"
+            "  coalesce((SELECT array_agg(pg_get_indexdef(i.indexrelid) ORDER BY i.indisunique DESC, c.relname) FROM pg_index i"
+            "            JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'wallet_events'::regclass), '{}'),"
+            "  coalesce((SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE tgrelid = 'wallet_events'::regclass"
+            "            AND NOT tgisinternal AND tgname LIKE 'wallet\\_reward\\_daily\\_%'), '{}')",
+            bounds);
+        if (!started) return make_error("bulk load state: " + started.error());
+        auto set_aside = pg::exec(conn,
+                                  "DO $$ DECLARE r record; BEGIN"
+                                  " FOR r IN SELECT unnest(index_names) AS name FROM wallet_bulk_load LOOP"
+                                  "  EXECUTE format('DROP INDEX %I', r.name); END LOOP;"
+                                  " FOR r IN SELECT unnest(disabled_triggers) AS name FROM wallet_bulk_load LOOP"
+                                  "  EXECUTE format('ALTER TABLE wallet_events DISABLE TRIGGER %I', r.name); END LOOP;"
+                                  " END $$");
+        if (!set_aside) return make_error("dropping indexes, disabling triggers: " + set_aside.error());
+        entry.started = true;
+        entry.range = range;
+    } else if (state_of(field(current->get(), 0)) == State::Loading) {
+        // A run with a wider range widens the bulk load's.
+        auto widened = pg::exec_params(conn,
+                                       "UPDATE wallet_bulk_load SET first_block = least(first_block, $1::integer),"
+                                       " last_block = greatest(last_block, $2::integer), updated_at = now()"
+                                       " RETURNING first_block, last_block",
+                                       bounds);
+        if (!widened) return make_error("bulk load state: " + widened.error());
+        entry.range = {int_field(widened->get(), 0), int_field(widened->get(), 1)};
+    } else {
+        entry.state = State::Building;
+        entry.range = {int_field(current->get(), 1), int_field(current->get(), 2)};
+    }
+    auto committed = tx.value().commit();
+    if (!committed) return make_error("bulk load state: " + committed.error());
+    return entry;
+}
+
+Result<bool> finish_loading(PGconn* conn) {
+    auto updated = pg::exec(conn, "UPDATE wallet_bulk_load SET state = 'building', updated_at = now() WHERE state = 'loading'");
+    if (!updated) return make_error("bulk load state: " + updated.error());
+    return true;
+}
+
+Result<bool> build(const BuildOptions& options, std::stop_token stop) {
+    auto opened = pg::connect(options.database_url);
+    if (!opened) return make_error(opened.error());
+    PGconn* conn = opened->get();
+    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+    // A killed run's server session notices within a second that its client
+    // is gone, ends its statement and frees the table for the re-run.
+    // work_mem too: the sums' rebuild aggregates the whole table.
+    const std::string memory = pg::quote_literal(conn, options.maintenance_work_mem);
+    auto session = pg::exec(conn, "SET maintenance_work_mem = " + memory + "; SET work_mem = " + memory +
+                                      "; SET max_parallel_maintenance_workers = " +
+                                      std::to_string(options.parallel_workers) +
+                                      "; SET client_connection_check_interval = '1s'");
+    if (!session) return make_error("build session: " + session.error());
+    PgCancelPtr cancel(PQgetCancel(conn), &PQfreeCancel);
+    std::stop_callback cancel_on_stop(stop, [&cancel] {
+        char error[256];
+        if (cancel) (void)PQcancel(cancel.get(), error, sizeof error);
+    });
+
+    auto immediate = pg::exec(conn, std::string("SELECT pg_try_advisory_lock(") + kBuildLockKey + ")");
+    if (!immediate) return make_error("build lock: " + immediate.error());
+    if (field(immediate->get(), 0) != "t") {
+        log_info("build: waiting for another builder (another wallet-backfill --bulk, or the server session of a"
+                 " killed one)");
+        auto waited = pg::exec(conn, std::string("SELECT pg_advisory_lock(") + kBuildLockKey + ")");
+        if (!waited) return make_error("build lock: " + waited.error());
+    }
+    auto current = pg::exec(conn,
+                            "SELECT state, build_step, first_block, last_block,"
+                            " (SELECT coalesce(sum(rows_written), 0) FROM backfill_shards"
+                            "   WHERE end_block >= first_block AND start_block <= last_block)"
+                            " FROM wallet_bulk_load");
+    if (!current) return make_error("bulk load state: " + current.error());
+    if (PQntuples(current->get()) == 0) return make_error("no bulk load in this store");
+    if (state_of(field(current->get(), 0)) == State::Done) return true;
+    if (state_of(field(current->get(), 0)) != State::Building) return make_error("the bulk load is still loading");
+    auto planned = build_steps(conn);
+    if (!planned) return make_error(planned.error());
+    const auto& steps = *planned;
+    const auto first_step = static_cast<std::size_t>(int_field(current->get(), 1));
+    log_info("build: blocks " + field(current->get(), 2) + ".." + field(current->get(), 3) + ", " +
+             with_thousands(int_field(current->get(), 4)) + " rows; " + std::to_string(steps.size()) + " steps" +
+             (first_step > 0 ? ", the first " + std::to_string(first_step) + " done already" : std::string()));
+    const auto build_started = Clock::now();
+    for (std::size_t index = first_step; index < steps.size(); ++index) {
+        const BuildStep& step = steps[index];
+        const std::string name = "build step " + std::to_string(index + 1) + "/" + std::to_string(steps.size()) + " (" +
+                                 step.label + ")";
+        log_info(name + ": starting");
+        const auto started = Clock::now();
+        auto tx = pg::Transaction::begin(conn);
+        if (!tx) return make_error(name + ": " + tx.error());
+        bool exists = false;
+        if (!step.creates_index.empty()) {
+            auto found = pg::exec_params(conn, "SELECT to_regclass($1) IS NOT NULL", {pg::quote_identifier(conn, step.creates_index)});
+            if (!found) return make_error(name + ": " + found.error());
+            exists = field(found->get(), 0) == "t";
+        }
+        if (!exists) {
+            auto done = pg::exec(conn, step.sql);
+            if (!done) return make_error(name + ": " + done.error());
+        }
+        const bool last = index + 1 == steps.size();
+        auto recorded = pg::exec(conn, "UPDATE wallet_bulk_load SET build_step = " + std::to_string(index + 1) +
+                                           ", updated_at = now()" +
+                                           (last ? ", state = 'done', finished_at = now()" : ""));
+        if (!recorded) return make_error(name + ": " + recorded.error());
+        if (options.test_pause.count() > 0) std::this_thread::sleep_for(options.test_pause);
+        auto committed = tx.value().commit();
+        if (!committed) return make_error(name + ": " + committed.error());
+        log_info(name + ": done in " + seconds_text(started));
+    }
+    log_info("build: done in " + seconds_text(build_started) +
+             "; the store is ready for the indexer and the API");
+    return true;
+}
+
+}  // namespace wallet::backfill::bulk
