@@ -29,6 +29,7 @@
 
 #include "indexer_support.hpp"
 #include "support/api_support.hpp"
+#include "wallet/decoder.hpp"
 #include "wallet/timestamp.hpp"
 
 using namespace api_test;
@@ -416,9 +417,11 @@ struct WalkStats {
 };
 
 // Walks one paged method for one account to its end; compares with the rows.
+// `all_types`: with scope "all" (every stored type, not only spec 000's).
 void walk(IndexedChain& chain, const std::string& method, const std::string& account, std::optional<std::size_t> limit,
-          const std::vector<std::string>& expected, WalkStats& stats) {
-    SCOPED_TRACE(chain.name() + " " + method + " " + account + " limit " + (limit ? std::to_string(*limit) : "default"));
+          const std::vector<std::string>& expected, WalkStats& stats, bool all_types = false) {
+    SCOPED_TRACE(chain.name() + " " + method + " " + account + " limit " + (limit ? std::to_string(*limit) : "default") +
+                 (all_types ? " scope all" : ""));
     const std::size_t page_size = std::min(limit.value_or(kDefaultLimit), kMaxLimit);
     const std::string indexer = R"({"indexed_block":)" + std::to_string(chain.checkpoint()) + "}";
     std::vector<std::string> actual;
@@ -428,6 +431,7 @@ void walk(IndexedChain& chain, const std::string& method, const std::string& acc
         ASSERT_LT(page_number, max_pages) << "more pages than rows";
         JsonPtr params(json_pack("{s:s}", "account", account.c_str()));
         if (limit) json_object_set_new(params.get(), "limit", json_integer(static_cast<json_int_t>(*limit)));
+        if (all_types) json_object_set_new(params.get(), "scope", json_string("all"));
         if (cursor) json_object_set_new(params.get(), "cursor", json_string(cursor->c_str()));
         JsonPtr page = chain.result(method, params.get());
         ++stats.pages;
@@ -477,13 +481,15 @@ WalkStats check_whole_table(IndexedChain& chain) {
     std::size_t n = 0;
     for (const auto& [account, rows] : by_account) {
         const auto& limit = limits[n++ % limits.size()];
-        std::vector<std::string> all, authors, curations;
+        std::vector<std::string> all, spec, authors, curations;
         for (const auto& [op_type, event] : rows) {
             all.push_back(event);
+            if (wallet::is_spec_wallet_operation(op_type)) spec.push_back(event);
             if (op_type == "author_reward") authors.push_back(event);
             if (op_type == "curation_reward") curations.push_back(event);
         }
-        walk(chain, "get_wallet_history", account, limit, all, stats);
+        walk(chain, "get_wallet_history", account, limit, spec, stats);
+        walk(chain, "get_wallet_history", account, limit, all, stats, true);
         walk(chain, "get_author_rewards", account, limit, authors, stats);
         walk(chain, "get_curation_rewards", account, limit, curations, stats);
         ++stats.accounts;
@@ -600,10 +606,10 @@ void check_status(IndexedChain& chain, std::int64_t indexed, std::int64_t head) 
                              std::to_string(epoch_of(head_time) - epoch_of(indexed_time)) + "}"));
 
     JsonPtr methods = chain.result("get_methods");
-    EXPECT_EQ(canonical(methods.get()),
-              canonical_text(R"({"methods":["wallet_history.get_wallet_history","wallet_history.get_author_rewards",)"
+    EXPECT_EQ(canonical(json_object_get(methods.get(), "methods")),
+              canonical_text(R"(["wallet_history.get_wallet_history","wallet_history.get_author_rewards",)"
                              R"("wallet_history.get_curation_rewards","wallet_history.get_reward_totals",)"
-                             R"("wallet_history.get_status","wallet_history.get_methods"]})"));
+                             R"("wallet_history.get_status","wallet_history.get_methods"])"));
 }
 
 // The table's make-up, counted by hand from the fixtures: the wallet
@@ -655,10 +661,11 @@ TEST(ApiIndexed, EveryMethodOnTheRealChainIndexedByTheIndexer) {
         const std::string rows = sql_value(chain->db(), "SELECT count(*) FROM wallet_operation_events");
         std::cout << chain->name() << ": " << stats.accounts << " accounts, " << stats.events << " events over "
                   << stats.pages << " pages (table rows " << rows << ")" << std::endl;
-        // Every row was seen once through get_wallet_history and each reward once more through its own method.
+        // Every row was seen once through get_wallet_history with scope "all", each of spec 000's types once
+        // more without it, and each reward once more through its own method.
         EXPECT_EQ(std::to_string(stats.events),
-                  sql_value(chain->db(), "SELECT count(*) + count(*) FILTER (WHERE op_type IN ('author_reward', 'curation_reward'))"
-                                         " FROM wallet_operation_events"));
+                  sql_value(chain->db(), "SELECT count(*) + count(*) FILTER (WHERE wallet_is_spec_type(op_type))"
+                                         " + count(*) FILTER (WHERE op_type IN (52, 51)) FROM wallet_events"));
     }
     std::cout << "whole tables walked in " << seconds_since(walking) << " s" << std::endl;
 
