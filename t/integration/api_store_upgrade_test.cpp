@@ -23,6 +23,7 @@
 #include "harness/harness.hpp"
 #include "harness/node_sim.hpp"
 #include "support/api_support.hpp"
+#include "support/fixture_entries.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/migrations.hpp"
@@ -53,28 +54,10 @@ fs::path answers_file() { return fs::path(WALLET_SOURCE_DIR) / "t/fixtures/api/p
 // Block numbers of the operation entries in the fixtures of one source.
 std::set<long> fixture_blocks(const std::string& source) {
     std::set<long> blocks;
-    std::function<void(json_t*)> visit = [&](json_t* value) {
-        if (json_is_object(value)) {
-            json_t* block = json_object_get(value, "block");
-            if (json_object_get(value, "op") != nullptr && json_is_integer(block)) {
-                blocks.insert(static_cast<long>(json_integer_value(block)));
-                return;
-            }
-            const char* key = nullptr;
-            json_t* child = nullptr;
-            json_object_foreach(value, key, child) { visit(child); }
-        } else if (json_is_array(value)) {
-            std::size_t index = 0;
-            json_t* child = nullptr;
-            json_array_foreach(value, index, child) { visit(child); }
-        }
-    };
-    for (const auto& entry : fs::recursive_directory_iterator(fs::path(WALLET_HIVE_FIXTURES_DIR) / source)) {
-        if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-        json_error_t error;
-        wallet::JsonPtr document = wallet::json_own(json_load_file(entry.path().c_str(), JSON_DECODE_ANY, &error));
-        if (document) visit(document.get());
-    }
+    fixture_test::for_each_history_entry(fs::path(WALLET_HIVE_FIXTURES_DIR) / source, [&](json_t* entry) {
+        json_t* block = json_object_get(entry, "block");
+        if (json_is_integer(block)) blocks.insert(static_cast<long>(json_integer_value(block)));
+    });
     return blocks;
 }
 

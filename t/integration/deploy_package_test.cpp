@@ -69,6 +69,24 @@ TEST(DebianPackage, LintianReportsNoError) {
     for (const auto& line : lines_of(r.output)) EXPECT_NE(line.rfind("E: ", 0), 0u) << line;
 }
 
+// The package declares the project's licence in Debian's machine-readable
+// copyright format, with the text of the repository's LICENSE.
+TEST(DebianPackage, CopyrightDeclaresTheLicence) {
+    ExtractedPackage root;
+    std::string copyright = read_file(root / "usr/share/doc/hive-wallet/copyright");
+    EXPECT_EQ(copyright.rfind("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n", 0), 0u);
+    EXPECT_NE(copyright.find("\nFiles: *\n"), std::string::npos);
+    EXPECT_NE(copyright.find("\nLicense: Expat\n"), std::string::npos);
+    // Every line of the licence's grant, as the copyright file indents it.
+    std::string licence = read_file(source_dir() / "LICENSE");
+    ASSERT_NE(licence.find("MIT License"), std::string::npos);
+    for (const auto& line : lines_of(licence.substr(licence.find("Permission is hereby granted")))) {
+        if (!line.empty()) {
+            EXPECT_NE(copyright.find("\n " + line + "\n"), std::string::npos) << line;
+        }
+    }
+}
+
 TEST(DebianPackage, FilesAreInDebiansLayout) {
     auto listing = run_command({"dpkg-deb", "-c", deb_path().string()});
     ASSERT_EQ(listing.exit_code, 0) << listing.output;

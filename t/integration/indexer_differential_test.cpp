@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "indexer_support.hpp"
+#include "support/fixture_entries.hpp"
 #include "wallet/decimal.hpp"
 
 using namespace indexer_test;
@@ -25,33 +26,14 @@ struct FixtureWalletOps {
 
 FixtureWalletOps fixture_wallet_ops() {
     FixtureWalletOps found;
-    std::set<std::string>& accounts = found.accounts;
-    std::function<void(json_t*)> visit = [&](json_t* value) {
-        if (json_is_object(value)) {
-            if (json_object_get(value, "op") != nullptr && json_object_get(value, "block") != nullptr) {
-                if (auto events = wallet::decode_entry(value, wallet::AssetTable::mainnet())) {
-                    for (const auto& event : *events) {
-                        accounts.insert(event.account);
-                        found.types.insert(event.op_type);
-                    }
-                }
-                return;
+    fixture_test::for_each_history_entry(fixtures_dir() / "hived-mainnet-5m", [&](json_t* entry) {
+        if (auto events = wallet::decode_entry(entry, wallet::AssetTable::mainnet())) {
+            for (const auto& event : *events) {
+                found.accounts.insert(event.account);
+                found.types.insert(event.op_type);
             }
-            const char* key = nullptr;
-            json_t* child = nullptr;
-            json_object_foreach(value, key, child) { visit(child); }
-        } else if (json_is_array(value)) {
-            std::size_t index = 0;
-            json_t* child = nullptr;
-            json_array_foreach(value, index, child) { visit(child); }
         }
-    };
-    for (const auto& entry : fs::recursive_directory_iterator(fixtures_dir() / "hived-mainnet-5m")) {
-        if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-        json_error_t error;
-        wallet::JsonPtr document = wallet::json_own(json_load_file(entry.path().c_str(), JSON_DECODE_ANY, &error));
-        if (document) visit(document.get());
-    }
+    });
     return found;
 }
 

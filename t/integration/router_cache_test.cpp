@@ -112,7 +112,7 @@ TEST_F(RouterCache, ErrorsAreNeverCachedButResultsMentioningErrorsAre) {
 
 TEST_F(RouterCache, BatchElementsAreCachedOnTheirOwn) {
     post(*nginx, rpc("long.get", "[\"cached\"]"));
-    auto r = post(*nginx, "[" + rpc("long.get", "[\"cached\"]", "1") + "," + rpc("long.get", "[\"fresh\"]", "2") + "]");
+    auto r = post(*nginx, json_list({rpc("long.get", "[\"cached\"]", "1"), rpc("long.get", "[\"fresh\"]", "2")}));
     EXPECT_EQ(r.headers["x-jsonrpc-cache"], "BATCH hits=1 calls=2");
     auto j = parse_json(r.body);
     EXPECT_EQ(text_at(j.get(), "0.id"), "1");
@@ -144,7 +144,7 @@ TEST_F(RouterCache, RedisStoppedAndRestartedUnderLoadFailsNoRequest) {
     for (int t = 0; t < 4; ++t) {
         load.emplace_back([&, t] {
             for (int i = 0; !stop && i < 100000; ++i) {
-                auto r = post(*second, rpc("long.load", "[" + std::to_string((t * 7 + i) % 20) + "]", std::to_string(i)));
+                auto r = post(*second, rpc("long.load", json_list({std::to_string((t * 7 + i) % 20)}), std::to_string(i)));
                 auto j = parse_json(r.body);
                 if (r.status == 200 && text_at(j.get(), "result.backend") == "b" && text_at(j.get(), "id") == std::to_string(i)) {
                     ++ok;
@@ -174,7 +174,7 @@ TEST_F(RouterCache, StalledRedisIsBypassed) {
     std::thread sleeper([&] { redis.command({"DEBUG", "SLEEP", "2"}); });
     std::this_thread::sleep_for(200ms);
     for (int i = 0; i < 5; ++i) {
-        auto r = post(*second, rpc("long.stall", "[" + std::to_string(i + 10) + "]", std::to_string(i)));
+        auto r = post(*second, rpc("long.stall", json_list({std::to_string(i + 10)}), std::to_string(i)));
         EXPECT_EQ(r.status, 200);
         EXPECT_EQ(text_at(parse_json(r.body).get(), "result.backend"), "b");
     }

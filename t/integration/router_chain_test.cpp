@@ -44,7 +44,7 @@ protected:
     }
     HttpResponse header(const std::string& method, std::uint64_t block, const std::string& id) const {
         std::string params = method == "block_api.get_block_header" ? R"({"block_num":)" + std::to_string(block) + "}"
-                                                                     : "[" + std::to_string(block) + "]";
+                                                                     : json_list({std::to_string(block)});
         return http_post_json(nginx->url(), rpc(method, params, id));
     }
     std::string redis_ttl(std::uint64_t block) const {

@@ -74,15 +74,13 @@ TEST_F(RouterInput, OversizedBody) {
 }
 
 TEST_F(RouterInput, HugeBatch) {
-    std::string batch = "[";
-    for (int i = 0; i < 11; ++i) batch += (i ? "," : "") + rpc("b.x", "[]", std::to_string(i));
-    batch += "]";
-    auto r = post(batch);
+    std::vector<std::string> calls;
+    for (int i = 0; i < 11; ++i) calls.push_back(rpc("b.x", "[]", std::to_string(i)));
+    auto r = post(json_list(calls));
     expect_error(r, 200, "1600");
     EXPECT_EQ(text_at(parse_json(r.body).get(), "error.message"), "JSONRPC batch size of 11 exceeds 10");
-    std::string ok = "[";
-    for (int i = 0; i < 10; ++i) ok += (i ? "," : "") + rpc("b.x", "[]", std::to_string(i));
-    auto full = post(ok + "]");
+    calls.pop_back();
+    auto full = post(json_list(calls));
     auto j = parse_json(full.body);
     for (int i = 0; i < 10; ++i) EXPECT_EQ(text_at(j.get(), std::to_string(i) + ".id"), std::to_string(i));
 }

@@ -40,7 +40,7 @@ TEST(RouterPool, ReadsFailOverBroadcastsNeverAndADeadUrlIsProbedBackIn) {
     auto nginx = start_router(dir.path() / "routes.json", redis);
     auto requests = [&](std::size_t i) { return backends[i]->stats().second; };
     auto call = [&](const std::string& method, int id) {
-        return json_of(http_post_json(nginx->url(), rpc(method, "[" + std::to_string(id) + "]", std::to_string(id))).body);
+        return json_of(http_post_json(nginx->url(), rpc(method, json_list({std::to_string(id)}), std::to_string(id))).body);
     };
 
     // Spread over the URLs.

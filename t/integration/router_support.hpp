@@ -164,6 +164,18 @@ inline std::string text_at(json_t* j, const std::string& path) {
     return text.get();
 }
 
+// "[a,b,...]": JSON-RPC positional params or a batch. Built by appending:
+// GCC 12 at -O3 reports a false -Wrestrict on `"[" + std::string(...)`.
+inline std::string json_list(const std::vector<std::string>& items) {
+    std::string list = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) list += ',';
+        list += items[i];
+    }
+    list += ']';
+    return list;
+}
+
 inline std::string rpc(const std::string& method, const std::string& params = "", const std::string& id = "1") {
     std::string body = R"({"jsonrpc":"2.0","method":")" + method + "\"";
     if (!params.empty()) body += R"(,"params":)" + params;

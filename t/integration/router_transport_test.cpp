@@ -44,7 +44,7 @@ TEST_F(RouterTransport, EachTransportReusesItsConnections) {
     for (const char* api : {"h", "u", "w"}) {
         std::set<std::string> connections;
         for (int i = 0; i < 10; ++i) {
-            auto r = post(rpc(std::string(api) + ".get", "[" + std::to_string(i) + "]", std::to_string(i)));
+            auto r = post(rpc(std::string(api) + ".get", json_list({std::to_string(i)}), std::to_string(i)));
             ASSERT_EQ(field(r.body, "result.backend"), api) << r.body;
             EXPECT_EQ(field(r.body, "id"), std::to_string(i));
             connections.insert(field(r.body, "result.connection"));

@@ -72,7 +72,7 @@ TEST_F(RouterWebSocketClients, SeveralMessagesInFlightAnswerWithTheirIds) {
     WsClient c(nginx->port());
     c.send_text(rpc("condenser_api.slow_thing", "[]", "\"slow\""));
     c.send_text(rpc("condenser_api.fast", "[]", "\"fast\""));
-    c.send_text("[" + rpc("condenser_api.a", "[]", "1") + "," + rpc("bridge.b", "[]", "2") + "]");
+    c.send_text(json_list({rpc("condenser_api.a", "[]", "1"), rpc("bridge.b", "[]", "2")}));
     std::vector<std::string> order;
     for (int i = 0; i < 3; ++i) {
         auto j = parse_json(c.next_message());
