@@ -399,6 +399,14 @@ void PgPool::dispatch() {
         const std::size_t server = server_for_new_connection(ngx_queue_data(q, PgOp, queue));
         if (server == kNoServer || !open_connection(server)) break;
     }
+    // Once the pool is in use, every database that can be reached holds a
+    // connection, so that idle ones are taken in turn across the databases
+    // even at low load, and a database back from its backoff is tried again.
+    if (servers_.size() > 1 && !connections_.empty()) {
+        for (std::size_t i = 0; i < servers_.size(); ++i) {
+            if (connections_to(i) == 0 && !backing_off(i)) open_connection(i);
+        }
+    }
 }
 
 void PgPool::requeue_or_fail(PgOp* op) {
