@@ -271,6 +271,7 @@ void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
 void on_deadline(ngx_event_t* ev) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
     ngx_http_request_t* r = ctx->r;
+    if (ctx->rerun.timer_set) ngx_del_timer(&ctx->rerun);
     if (worker_pool) worker_pool->cancel(&ctx->op);
     settle(ctx, api::Outcome::Timeout);
     ngx_int_t rc = NGX_ERROR;

@@ -316,7 +316,7 @@ bool PgPool::has_alternative(std::size_t server) const { return server < servers
 
 bool PgPool::healthy() const {
     for (const PgServer& s : servers_) {
-        if (s.failures == 0) return true;
+        if (s.reachable) return true;
     }
     return servers_.empty();
 }
@@ -433,6 +433,7 @@ bool PgPool::open_connection(std::size_t server) {
     conn->pg.reset(PQconnectStartParams(servers_[server].keywords.data(), servers_[server].values.data(), 0));
     if (!conn->pg || PQstatus(conn->pg.get()) == CONNECTION_BAD || PQsetnonblocking(conn->pg.get(), 1) != 0) {
         ngx_log_error(NGX_LOG_ERR, log_, 0, "wallet_history: database connect failed");
+        servers_[server].reachable = false;
         server_failed(server);
         post_kick();
         return false;
@@ -474,6 +475,7 @@ void PgPool::server_failed(std::size_t server) {
 
 void PgPool::on_connected(PgConnection* conn) {
     servers_[conn->server].failures = 0;
+    servers_[conn->server].reachable = true;
     dispatch();
 }
 
@@ -497,7 +499,11 @@ void PgPool::on_broken(PgConnection* conn, bool during_connect) {
     }
     const std::size_t server = conn->server;
     close(conn);
-    if (!during_connect) ngx_log_error(NGX_LOG_WARN, log_, 0, "wallet_history: database connection lost");
+    if (during_connect) {
+        servers_[server].reachable = false;
+    } else {
+        ngx_log_error(NGX_LOG_WARN, log_, 0, "wallet_history: database connection lost");
+    }
     // A lost connection usually means the server went away: new connections
     // go elsewhere for a while (a lone database is still tried when needed).
     server_failed(server);

@@ -77,6 +77,7 @@ struct PgServer {
     std::string label;  // host:port, for the log
     unsigned failures = 0;
     ngx_msec_t retry_at = 0;  // ngx_current_msec before which no connection is opened
+    bool reachable = true;    // false while its last connection attempt failed
 };
 
 class PgPool {

@@ -109,17 +109,6 @@ read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
    ORDER BY block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
 d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
 
-to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
-  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
-}
-
-# The middle value; with an even count, the mean of the two middle ones.
-median() {
-  tr ' ' '\n' | grep . | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-largest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
-ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 wrk_round() {  # lua-file [port] -> "req/s p99_ms"
   local out

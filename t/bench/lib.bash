@@ -120,3 +120,16 @@ bench_api_nginx() {
   bench_nginx_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
 }
+
+# Figures of wrk rounds (api.sh, replicas.sh).
+to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
+}
+
+# The middle value; with an even count, the mean of the two middle ones.
+median() {
+  tr ' ' '\n' | grep . | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+largest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }

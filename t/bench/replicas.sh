@@ -136,14 +136,6 @@ for port in "$primary_api_port" "$replicas_api_port"; do
 done
 printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = [[%s]]\n' "$body" > "$work/page.lua"
 
-to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
-  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
-}
-median() {
-  tr ' ' '\n' | grep . | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 wrk_round() {  # port -> "req/s p99_ms"
   local out
   out=$(wrk -t1 -c32 -d"${seconds}s" --latency -s "$work/page.lua" "http://127.0.0.1:$1/")
@@ -176,8 +168,8 @@ writer_rate=$(awk -v n="$writer_rows" -v t0="$writer_started" -v t1="$(date +%s.
 kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
 lag_s=$(awk '{ print $1 }' "$work/lag.txt" | tr '\n' ' ')
 lag_b=$(awk '{ print $2 }' "$work/lag.txt" | tr '\n' ' ')
-lag_s_median=$(median <<<"$lag_s") lag_s_max=$(tr ' ' '\n' <<<"$lag_s" | grep . | sort -g | tail -1)
-lag_b_median=$(median <<<"$lag_b") lag_b_max=$(tr ' ' '\n' <<<"$lag_b" | grep . | sort -g | tail -1)
+lag_s_median=$(median <<<"$lag_s") lag_s_max=$(largest <<<"$lag_s")
+lag_b_median=$(median <<<"$lag_b") lag_b_max=$(largest <<<"$lag_b")
 log "replay lag samples (s): $lag_s"
 log "replay lag samples (bytes): $lag_b"
 

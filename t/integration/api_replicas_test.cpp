@@ -57,6 +57,10 @@ public:
                 try {
                     api_test::generate_events(*pg_, "alice", 4, block, block_time(block));
                     set_checkpoint(*pg_, block);
+                    pg_->query("INSERT INTO node_observation (head_block, head_block_time, observed_at) VALUES (" +
+                               std::to_string(block) + ", '" + block_time(block) + "', now()) ON CONFLICT (singleton) "
+                               "DO UPDATE SET head_block = EXCLUDED.head_block, head_block_time = "
+                               "EXCLUDED.head_block_time, observed_at = EXCLUDED.observed_at");
                     next_block_ = block + 1;
                 } catch (const std::exception&) {
                     // The primary was stopped: the test decides what that means.
@@ -191,6 +195,12 @@ TEST_F(ApiReplicas, StandbyReportsWhatItReplayed) {
     const long replayed = checkpoint(*standby);
     ASSERT_TRUE(harness::wait_until([&] { return checkpoint(primary_) > replayed + 3; }));
     EXPECT_EQ(indexed_block(*nginx), replayed);
+    // lag_seconds counts the standby's own delay: the replayed observation
+    // says the node was at the indexed block, but that was seconds ago.
+    std::this_thread::sleep_for(2500ms);
+    JsonPtr status = call(*nginx, "get_status", "{}");
+    json_t* lag = json_object_get(json_object_get(status.get(), "result"), "lag_seconds");
+    EXPECT_GE(json_integer_value(lag), 2) << dump(status.get());
     JsonPtr page = call(*nginx, "get_wallet_history", R"({"account":"alice","limit":3})");
     json_t* result = json_object_get(page.get(), "result");
     ASSERT_NE(result, nullptr) << dump(page.get());
