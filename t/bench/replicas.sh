@@ -110,7 +110,7 @@ writer_started=$(date +%s.%N)
     primary_lsn=$(psql -tAq "$superuser" -c "SELECT pg_current_wal_lsn()")
     psql -tAq -F ' ' "$standby" -c "SELECT CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
         ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END,
-        pg_wal_lsn_diff('$primary_lsn', pg_last_wal_replay_lsn())"
+        greatest(0, pg_wal_lsn_diff('$primary_lsn', pg_last_wal_replay_lsn()))"
     sleep 0.5
   done
 ) > "$work/lag.txt" 2>/dev/null &
