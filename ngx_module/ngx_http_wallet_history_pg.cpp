@@ -517,7 +517,9 @@ void PgPool::on_kick() {
     std::vector<PgOp*> failed;
     failed.swap(failed_);
     for (PgOp* op : failed) op->done(op, PgOutcome::Unavailable, nullptr);
-    if (connections_.empty() && !usable_other(kNoServer)) {
+    // Waiting ops fail once no database could be connected to; after a lost
+    // connection they get a new one (to the same database if it is the only one).
+    if (connections_.empty() && !healthy()) {
         while (!ngx_queue_empty(&waiting_)) {
             ngx_queue_t* head = ngx_queue_head(&waiting_);
             PgOp* op = ngx_queue_data(head, PgOp, queue);
