@@ -12,6 +12,7 @@
 // (so `nginx -t` validates them and names a bad one); conf/nginx/ lists the
 // `env` lines that keep them visible to the worker processes.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <new>
@@ -134,6 +135,7 @@ struct WalletHistoryRequest {
     api::Call call;
     std::string id_json = "null";
     ngx_event_t deadline{};
+    ngx_event_t rerun{};  // runs the statement again after a standby was behind the cursor
     api::ApiCounters* counters = nullptr;
     std::uint64_t started_us = 0;
     std::optional<api::Method> method;  // known once the body is parsed
@@ -141,6 +143,7 @@ struct WalletHistoryRequest {
 
     ~WalletHistoryRequest() {
         if (deadline.timer_set) ngx_del_timer(&deadline);
+        if (rerun.timer_set) ngx_del_timer(&rerun);
         if (worker_pool) worker_pool->cancel(&op);
         if (shared != nullptr) ngx_atomic_fetch_add(&shared->inflight, -1);
         if (!settled && counters != nullptr) counters->record(method, api::Outcome::Aborted, started_us);
@@ -198,9 +201,45 @@ void count_pg_error(WalletHistoryRequest* ctx, api::PgError error) {
     if (ctx->counters != nullptr) metrics::add(ctx->counters->pg_errors[static_cast<std::size_t>(error)]);
 }
 
+// A next page answered by a database that has not yet replayed the block of
+// the cursor's row (a standby behind the primary that served the previous
+// page) could miss the events between the two: that answer is not used.
+bool behind_cursor(const WalletHistoryRequest* ctx, PGresult* rows) {
+    const auto& after = ctx->call.page.after;
+    const auto method = ctx->call.method;
+    const bool page = method == api::Method::GetWalletHistory || method == api::Method::GetAuthorRewards ||
+                      method == api::Method::GetCurationRewards;
+    if (!page || !after || PQntuples(rows) == 0) return false;
+    const int column = api::page_column::kIndexedBlock;
+    const long long indexed = PQgetisnull(rows, 0, column) ? 0 : std::atoll(PQgetvalue(rows, 0, column));
+    return indexed < after->block_num;
+}
+
+// Another database takes the statement now; with none, the same one after
+// a pause (it replays in milliseconds). The deadline still bounds the wait.
+constexpr ngx_msec_t kRerunDelayMs = 20;
+
+void rerun_elsewhere(WalletHistoryRequest* ctx) {
+    ctx->op.avoid = ctx->op.server;
+    if (worker_pool->has_alternative(ctx->op.server)) {
+        worker_pool->submit(&ctx->op);
+    } else {
+        ngx_add_timer(&ctx->rerun, kRerunDelayMs);
+    }
+}
+
+void on_rerun(ngx_event_t* ev) noexcept {
+    auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
+    if (worker_pool) worker_pool->submit(&ctx->op);
+}
+
 void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(op->data);
     ngx_http_request_t* r = ctx->r;
+    if (outcome == PgOutcome::Rows && behind_cursor(ctx, rows)) {
+        rerun_elsewhere(ctx);
+        return;
+    }
     if (ctx->deadline.timer_set) ngx_del_timer(&ctx->deadline);
     ngx_int_t rc = NGX_ERROR;
     try {
@@ -232,6 +271,7 @@ void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
 void on_deadline(ngx_event_t* ev) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
     ngx_http_request_t* r = ctx->r;
+    if (ctx->rerun.timer_set) ngx_del_timer(&ctx->rerun);
     if (worker_pool) worker_pool->cancel(&ctx->op);
     settle(ctx, api::Outcome::Timeout);
     ngx_int_t rc = NGX_ERROR;
@@ -288,6 +328,9 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     ctx->deadline.handler = on_deadline;
     ctx->deadline.data = ctx;
     ctx->deadline.log = r->connection->log;
+    ctx->rerun.handler = on_rerun;
+    ctx->rerun.data = ctx;
+    ctx->rerun.log = r->connection->log;
     ngx_add_timer(&ctx->deadline, static_cast<ngx_msec_t>(rt.config.api.request_deadline_ms));
     worker_pool->submit(&ctx->op);
     // Still queued: no idle connection of this worker's pool took it.
@@ -486,12 +529,14 @@ char* load_runtime(ngx_conf_t* cf, ngx_http_wallet_history_main_conf_t* mcf) {
     rt->limits = api::RequestLimits{s.default_limit, s.max_limit, s.max_range_days, s.max_op_types};
     rt->cursors = wallet::CursorCodec(s.cursor_secret);
     auto& ps = rt->pool_settings;
-    ps.conninfo = std::move(conninfo).value();
-    // The statement timeout and UTC are session settings of every connection.
-    std::string options = ps.conninfo.count("options") ? ps.conninfo["options"] + " " : "";
-    ps.conninfo["options"] = options + "-c statement_timeout=" + std::to_string(s.statement_timeout_ms) +
-                             " -c TimeZone=UTC -c default_transaction_read_only=on";
-    ps.conninfo["application_name"] = "wallet_history_api";
+    ps.servers = std::move(conninfo).value();
+    for (auto& server : ps.servers) {
+        // The statement timeout and UTC are session settings of every connection.
+        std::string options = server.count("options") ? server["options"] + " " : "";
+        server["options"] = options + "-c statement_timeout=" + std::to_string(s.statement_timeout_ms) +
+                            " -c TimeZone=UTC -c default_transaction_read_only=on";
+        server["application_name"] = "wallet_history_api";
+    }
     ps.statements = api::prepared_statements();
     ps.max_connections = static_cast<std::size_t>(s.db_max_conns);
     ps.connect_timeout_ms = static_cast<ngx_msec_t>(std::min<std::int64_t>(s.request_deadline_ms, 10000));

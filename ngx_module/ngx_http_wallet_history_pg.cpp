@@ -3,6 +3,7 @@
 // submit), so a request is never finalized underneath its own caller.
 #include "ngx_http_wallet_history_pg.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -12,6 +13,7 @@ struct PgConnection {
     enum class State { Connecting, Idle, Preparing, Executing };
 
     PgPool* pool = nullptr;
+    std::size_t server = 0;  // index in the pool's databases
     PgConnPtr pg;
     ngx_connection_t* c = nullptr;
     State state = State::Connecting;
@@ -67,6 +69,17 @@ ngx_connection_t* wrap_socket(PgConnection* conn, ngx_log_t* log) {
         return nullptr;
     }
     return c;
+}
+
+// Errors another database (or the same one, a moment later) would not give:
+// a standby cancelling the statement for a recovery conflict (40001, or
+// 40P01 for a buffer-pin deadlock), a server shutting down or still starting
+// (57P01-57P03), a broken connection (class 08).
+bool retryable(PGresult* result) {
+    const char* state = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+    if (state == nullptr) return false;
+    return std::strcmp(state, "40001") == 0 || std::strcmp(state, "40P01") == 0 || std::strncmp(state, "57P0", 4) == 0 ||
+           std::strncmp(state, "08", 2) == 0;
 }
 
 PgOutcome outcome_of(PGresult* result) {
@@ -164,11 +177,23 @@ void command_done(PgConnection* conn) {
     if (outcome == PgOutcome::Failed && result) {
         // The SQLSTATE only: messages may quote values from the request.
         const char* state = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
-        ngx_log_error(NGX_LOG_ERR, pool->log(), 0, "wallet_history: statement %s failed with SQLSTATE %s",
-                      op->statement, state != nullptr ? state : "?");
+        const bool again = !op->retried && retryable(result.get());
+        const ngx_uint_t level = again ? NGX_LOG_WARN : NGX_LOG_ERR;
+        ngx_log_error(level, pool->log(), 0,
+                      "wallet_history: statement %s failed with SQLSTATE %s%s", op->statement,
+                      state != nullptr ? state : "?", again ? ", run again" : "");
+        if (again) {
+            if (PQstatus(conn->pg.get()) == CONNECTION_BAD) {
+                pool->on_broken(conn, false);
+            } else {
+                pool->on_retryable(conn, op);
+            }
+            return;
+        }
     }
     conn->op = nullptr;
     op->connection = nullptr;
+    op->server = conn->server;
     conn->state = PgConnection::State::Idle;
     // The next waiting statement goes out before this answer is written, so
     // the server works on it meanwhile.
@@ -224,12 +249,19 @@ void kick_handler(ngx_event_t* ev);
 
 PgPool::PgPool(PgPoolSettings settings, ngx_log_t* log) : settings_(std::move(settings)), log_(log) {
     ngx_queue_init(&waiting_);
-    for (const auto& [key, value] : settings_.conninfo) {
-        keywords_.push_back(key.c_str());
-        values_.push_back(value.c_str());
+    servers_.resize(settings_.servers.size());
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+        PgServer& server = servers_[i];
+        for (const auto& [key, value] : settings_.servers[i]) {
+            server.keywords.push_back(key.c_str());
+            server.values.push_back(value.c_str());
+        }
+        server.keywords.push_back(nullptr);
+        server.values.push_back(nullptr);
+        const auto& info = settings_.servers[i];
+        const auto host = info.count("host") ? info.at("host") : info.count("hostaddr") ? info.at("hostaddr") : "";
+        server.label = host + ":" + (info.count("port") ? info.at("port") : "5432");
     }
-    keywords_.push_back(nullptr);
-    values_.push_back(nullptr);
     kick_.handler = kick_handler;
     kick_.data = this;
     kick_.log = log_;
@@ -268,39 +300,112 @@ void PgPool::cancel(PgOp* op) {
     }
 }
 
-PgConnection* PgPool::idle_connection() {
-    for (auto& conn : connections_) {
-        if (conn->state == PgConnection::State::Idle) return conn.get();
+bool PgPool::backing_off(std::size_t server) const {
+    const PgServer& s = servers_[server];
+    return s.failures > 0 && static_cast<ngx_msec_int_t>(s.retry_at - ngx_current_msec) > 0;
+}
+
+bool PgPool::usable_other(std::size_t server) const {
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+        if (i != server && !backing_off(i)) return true;
+    }
+    return false;
+}
+
+bool PgPool::has_alternative(std::size_t server) const { return server < servers_.size() && usable_other(server); }
+
+bool PgPool::healthy() const {
+    for (const PgServer& s : servers_) {
+        if (s.reachable) return true;
+    }
+    return servers_.empty();
+}
+
+std::size_t PgPool::connections_to(std::size_t server) const {
+    std::size_t n = 0;
+    for (const auto& conn : connections_) n += conn->server == server ? 1 : 0;
+    return n;
+}
+
+// Idle connections are taken in turn across the pool, so statements spread
+// over the databases; one the op avoids is taken only when no other
+// database can serve it.
+PgConnection* PgPool::idle_connection(const PgOp* op) {
+    const bool avoid = op->avoid != kNoServer && usable_other(op->avoid);
+    const std::size_t n = connections_.size();
+    for (std::size_t k = 0; k < n; ++k) {
+        PgConnection* conn = connections_[(next_idle_ + k) % n].get();
+        if (conn->state != PgConnection::State::Idle || (avoid && conn->server == op->avoid)) continue;
+        next_idle_ = (next_idle_ + k + 1) % n;
+        return conn;
     }
     return nullptr;
 }
 
+// The database with the fewest connections among those not backing off
+// (nor avoided by the op); when every database is backing off, the one due
+// first, so that a lone database is retried as soon as a request needs it.
+std::size_t PgPool::server_for_new_connection(const PgOp* op) const {
+    std::size_t best = kNoServer;
+    std::size_t due = kNoServer;
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+        if (connections_to(i) >= settings_.max_connections) continue;
+        if (backing_off(i)) {
+            if (due == kNoServer || static_cast<ngx_msec_int_t>(servers_[i].retry_at - servers_[due].retry_at) < 0) due = i;
+            continue;
+        }
+        if (i == op->avoid && usable_other(i)) continue;
+        if (best == kNoServer || connections_to(i) < connections_to(best)) best = i;
+    }
+    if (best != kNoServer) return best;
+    return usable_other(kNoServer) ? kNoServer : due;
+}
+
 void PgPool::dispatch() {
-    while (!ngx_queue_empty(&waiting_)) {
-        PgConnection* conn = idle_connection();
-        if (conn == nullptr) break;
-        ngx_queue_t* head = ngx_queue_head(&waiting_);
-        PgOp* op = ngx_queue_data(head, PgOp, queue);
-        ngx_queue_remove(head);
+    ngx_queue_t* q = ngx_queue_head(&waiting_);
+    while (q != ngx_queue_sentinel(&waiting_)) {
+        ngx_queue_t* next = ngx_queue_next(q);
+        PgOp* op = ngx_queue_data(q, PgOp, queue);
+        PgConnection* conn = idle_connection(op);
+        if (conn == nullptr) {
+            if (connections_.empty()) break;
+            q = next;
+            continue;
+        }
+        ngx_queue_remove(q);
         op->queued = false;
         conn->op = op;
         op->connection = conn;
+        op->avoid = kNoServer;
         if (!send_current(conn)) {
             // The connection is unusable; the op goes back to the front and
             // is retried once, completed later from the event loop.
             conn->op = nullptr;
             op->connection = nullptr;
+            op->avoid = conn->server;
             close(conn);
             requeue_or_fail(op);
         }
+        q = next;
     }
+    // One new connection per waiting op beyond those already connecting.
     std::size_t connecting = 0;
-    std::size_t waiting = 0;
     for (auto& conn : connections_) connecting += conn->state == PgConnection::State::Connecting ? 1 : 0;
-    for (ngx_queue_t* q = ngx_queue_head(&waiting_); q != ngx_queue_sentinel(&waiting_); q = ngx_queue_next(q)) ++waiting;
-    while (waiting > connecting && connections_.size() < settings_.max_connections) {
-        if (!open_connection()) break;
-        ++connecting;
+    for (q = ngx_queue_head(&waiting_); q != ngx_queue_sentinel(&waiting_); q = ngx_queue_next(q)) {
+        if (connecting > 0) {
+            --connecting;
+            continue;
+        }
+        const std::size_t server = server_for_new_connection(ngx_queue_data(q, PgOp, queue));
+        if (server == kNoServer || !open_connection(server)) break;
+    }
+    // Once the pool is in use, every database that can be reached holds a
+    // connection, so that idle ones are taken in turn across the databases
+    // even at low load, and a database back from its backoff is tried again.
+    if (servers_.size() > 1 && !connections_.empty()) {
+        for (std::size_t i = 0; i < servers_.size(); ++i) {
+            if (connections_to(i) == 0 && !backing_off(i)) open_connection(i);
+        }
     }
 }
 
@@ -321,13 +426,15 @@ void PgPool::post_kick() {
     }
 }
 
-bool PgPool::open_connection() {
+bool PgPool::open_connection(std::size_t server) {
     auto conn = std::make_unique<PgConnection>();
     conn->pool = this;
-    conn->pg.reset(PQconnectStartParams(keywords_.data(), values_.data(), 0));
+    conn->server = server;
+    conn->pg.reset(PQconnectStartParams(servers_[server].keywords.data(), servers_[server].values.data(), 0));
     if (!conn->pg || PQstatus(conn->pg.get()) == CONNECTION_BAD || PQsetnonblocking(conn->pg.get(), 1) != 0) {
         ngx_log_error(NGX_LOG_ERR, log_, 0, "wallet_history: database connect failed");
-        healthy_ = false;
+        servers_[server].reachable = false;
+        server_failed(server);
         post_kick();
         return false;
     }
@@ -354,8 +461,30 @@ void PgPool::close(PgConnection* conn) {
     }
 }
 
-void PgPool::on_connected(PgConnection*) {
-    healthy_ = true;
+void PgPool::server_failed(std::size_t server) {
+    PgServer& s = servers_[server];
+    const unsigned doublings = std::min(s.failures, 16u);
+    const ngx_msec_t backoff = std::min<ngx_msec_t>(settings_.backoff_min_ms << doublings, settings_.backoff_max_ms);
+    ++s.failures;
+    s.retry_at = ngx_current_msec + backoff;
+    if (servers_.size() > 1) {
+        ngx_log_error(NGX_LOG_WARN, log_, 0, "wallet_history: database %s avoided for %M ms", s.label.c_str(),
+                      backoff);
+    }
+}
+
+void PgPool::on_connected(PgConnection* conn) {
+    servers_[conn->server].failures = 0;
+    servers_[conn->server].reachable = true;
+    dispatch();
+}
+
+void PgPool::on_retryable(PgConnection* conn, PgOp* op) {
+    conn->op = nullptr;
+    op->connection = nullptr;
+    conn->state = PgConnection::State::Idle;
+    op->avoid = conn->server;
+    requeue_or_fail(op);
     dispatch();
 }
 
@@ -366,13 +495,18 @@ void PgPool::on_broken(PgConnection* conn, bool during_connect) {
     if (op != nullptr) {
         conn->op = nullptr;
         op->connection = nullptr;
+        op->avoid = conn->server;
     }
+    const std::size_t server = conn->server;
     close(conn);
     if (during_connect) {
-        healthy_ = false;
+        servers_[server].reachable = false;
     } else {
         ngx_log_error(NGX_LOG_WARN, log_, 0, "wallet_history: database connection lost");
     }
+    // A lost connection usually means the server went away: new connections
+    // go elsewhere for a while (a lone database is still tried when needed).
+    server_failed(server);
     if (op != nullptr) requeue_or_fail(op);
     post_kick();
 }
@@ -383,7 +517,9 @@ void PgPool::on_kick() {
     std::vector<PgOp*> failed;
     failed.swap(failed_);
     for (PgOp* op : failed) op->done(op, PgOutcome::Unavailable, nullptr);
-    if (!healthy_ && connections_.empty()) {
+    // Waiting ops fail once no database could be connected to; after a lost
+    // connection they get a new one (to the same database if it is the only one).
+    if (connections_.empty() && !healthy()) {
         while (!ngx_queue_empty(&waiting_)) {
             ngx_queue_t* head = ngx_queue_head(&waiting_);
             PgOp* op = ngx_queue_data(head, PgOp, queue);

@@ -7,6 +7,13 @@
 // A statement is prepared on a connection the first time that connection
 // runs it (one extra round trip), so a connection serving one statement never
 // waits on locks that only another statement's tables hold.
+//
+// The pool may serve from several databases (a primary and its hot standbys,
+// docs/scaling-out.md): new connections go to the database with the fewest,
+// idle ones are handed out in turn, and a database whose connection failed or
+// broke gets no new connection until its backoff passes (unless every one is
+// backing off). A statement cancelled by a recovery conflict or cut by a lost
+// connection is run once more, on another database when there is one.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +35,9 @@ enum class PgOutcome {
     Unavailable,  // no connection could be made or the connection broke
 };
 
+// No database: PgOp::avoid when none is to be avoided.
+inline constexpr std::size_t kNoServer = static_cast<std::size_t>(-1);
+
 struct PgConnection;
 class PgPool;
 
@@ -46,13 +56,28 @@ struct PgOp {
     PgConnection* connection = nullptr;
     bool queued = false;
     bool retried = false;
+    std::size_t server = kNoServer;  // the database that ran it last
+    std::size_t avoid = kNoServer;   // a database not to run it on, while another can
 };
 
 struct PgPoolSettings {
-    std::map<std::string, std::string> conninfo;  // libpq keywords (see api::nonblocking_conninfo)
+    // libpq keywords of each database (see api::nonblocking_conninfo).
+    std::vector<std::map<std::string, std::string>> servers;
     std::map<std::string, std::string> statements;  // name -> "(types) AS sql" for PREPARE
-    std::size_t max_connections = 10;
+    std::size_t max_connections = 10;               // per database
     ngx_msec_t connect_timeout_ms = 5000;
+    ngx_msec_t backoff_min_ms = 100;                // after a database's first failure
+    ngx_msec_t backoff_max_ms = 5000;               // doubling up to this
+};
+
+// One database of the pool and its connection failures.
+struct PgServer {
+    std::vector<const char*> keywords;
+    std::vector<const char*> values;
+    std::string label;  // host:port, for the log
+    unsigned failures = 0;
+    ngx_msec_t retry_at = 0;  // ngx_current_msec before which no connection is opened
+    bool reachable = true;    // false while its last connection attempt failed
 };
 
 class PgPool {
@@ -68,35 +93,44 @@ public:
     // running statement cannot be cancelled without blocking in PG15).
     void cancel(PgOp* op);
 
-    // False after a connection attempt failed while none is open.
-    bool healthy() const { return healthy_; }
+    // False while the last connection attempt to every database failed.
+    bool healthy() const;
     std::size_t open_connections() const { return connections_.size(); }
+    // Whether a database other than `server` can take statements now.
+    bool has_alternative(std::size_t server) const;
 
     // Used by the connections' event handlers.
     void on_connected(PgConnection* connection);
     void on_idle(PgConnection* connection);
     void on_broken(PgConnection* connection, bool during_connect);
+    // The statement failed in a way another database may not: run it again.
+    void on_retryable(PgConnection* connection, PgOp* op);
     void on_kick();
     const PgPoolSettings& settings() const { return settings_; }
     ngx_log_t* log() const { return log_; }
 
 private:
     void dispatch();
-    bool open_connection();
+    bool open_connection(std::size_t server);
     void close(PgConnection* connection);
     void requeue_or_fail(PgOp* op);
     void post_kick();
-    PgConnection* idle_connection();
+    void server_failed(std::size_t server);
+    bool backing_off(std::size_t server) const;
+    bool usable_other(std::size_t server) const;
+    std::size_t connections_to(std::size_t server) const;
+    // The database for a new connection of `op`, or kNoServer when full.
+    std::size_t server_for_new_connection(const PgOp* op) const;
+    PgConnection* idle_connection(const PgOp* op);
 
     PgPoolSettings settings_;
     ngx_log_t* log_;
+    std::vector<PgServer> servers_;
     std::vector<std::unique_ptr<PgConnection>> connections_;
     ngx_queue_t waiting_{};
     std::vector<PgOp*> failed_;  // completed with Unavailable by the next kick
     ngx_event_t kick_{};
-    std::vector<const char*> keywords_;
-    std::vector<const char*> values_;
-    bool healthy_ = true;
+    std::size_t next_idle_ = 0;  // where the search for an idle connection starts
 };
 
 }  // namespace wallet::ngx

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <memory>
 
 #include <libpq-fe.h>
@@ -41,7 +42,42 @@ Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::stri
     return config;
 }
 
-Result<std::map<std::string, std::string>> nonblocking_conninfo(const std::string& url) {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+    std::vector<std::string> parts;
+    std::size_t begin = 0;
+    for (;;) {
+        const std::size_t comma = text.find(',', begin);
+        parts.push_back(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+        if (comma == std::string::npos) return parts;
+        begin = comma + 1;
+    }
+}
+
+// The numeric address of a host name or address; empty when it cannot be
+// resolved. Runs at configuration time, where blocking is allowed.
+std::string numeric_address(const std::string& host) {
+    in6_addr v6{};
+    in_addr v4{};
+    if (inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1) return host;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr = found->ai_family == AF_INET
+                           ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr)
+                           : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr);
+    inet_ntop(found->ai_family, addr, text, sizeof text);
+    freeaddrinfo(found);
+    return text;
+}
+
+}  // namespace
+
+Result<std::vector<std::map<std::string, std::string>>> nonblocking_conninfo(const std::string& url) {
     char* error = nullptr;
     std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> options(PQconninfoParse(url.c_str(), &error),
                                                                         &PQconninfoFree);
@@ -49,38 +85,48 @@ Result<std::map<std::string, std::string>> nonblocking_conninfo(const std::strin
         if (error != nullptr) PQfreemem(error);
         return make_error("invalid API_DATABASE_URL");
     }
-    std::map<std::string, std::string> out;
+    std::map<std::string, std::string> common;
     for (PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
-        if (o->val != nullptr && o->val[0] != '\0') out[o->keyword] = o->val;
+        if (o->val != nullptr && o->val[0] != '\0') common[o->keyword] = o->val;
     }
-    const std::string host = out.count("host") ? out["host"] : "";
-    if (host.find(',') != std::string::npos) return make_error("API_DATABASE_URL: one host only");
-    if (!out.count("hostaddr") && !host.empty() && host.front() != '/') {
-        in6_addr v6{};
-        in_addr v4{};
-        if (inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
-            out["hostaddr"] = host;
-        } else {
-            // Resolved once, at configuration time, where blocking is allowed.
-            addrinfo hints{};
-            hints.ai_family = AF_UNSPEC;
-            hints.ai_socktype = SOCK_STREAM;
-            addrinfo* found = nullptr;
-            if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
-                return make_error("API_DATABASE_URL: cannot resolve the database host");
-            }
-            char text[INET6_ADDRSTRLEN] = {};
-            const void* addr = found->ai_family == AF_INET
-                                   ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr)
-                                   : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr);
-            inet_ntop(found->ai_family, addr, text, sizeof text);
-            freeaddrinfo(found);
-            out["hostaddr"] = text;
+    if (!common.count("sslmode") || common["sslmode"] == "prefer" || common["sslmode"] == "allow") {
+        common["sslmode"] = "disable";
+    }
+    common["gssencmode"] = "disable";
+    if (!common.count("connect_timeout")) common["connect_timeout"] = "5";
+    // Each database is its own server here: libpq's choice among the hosts
+    // (target_session_attrs) does not apply.
+    common.erase("target_session_attrs");
+
+    // libpq's lists: host, hostaddr and port hold one entry per database (a
+    // single port applies to every host).
+    const auto hosts = split_commas(common.count("host") ? common["host"] : "");
+    const auto addrs = split_commas(common.count("hostaddr") ? common["hostaddr"] : "");
+    const auto ports = split_commas(common.count("port") ? common["port"] : "");
+    const std::size_t count = std::max(hosts.size(), addrs.size());
+    if ((hosts.size() != count && hosts.size() != 1) || (addrs.size() != count && addrs.size() != 1) ||
+        (ports.size() != count && ports.size() != 1)) {
+        return make_error("API_DATABASE_URL: the host, hostaddr and port lists differ in length");
+    }
+    std::vector<std::map<std::string, std::string>> out;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto info = common;
+        info.erase("host");
+        info.erase("hostaddr");
+        info.erase("port");
+        const std::string host = hosts.size() == 1 ? hosts[0] : hosts[i];
+        const std::string addr = addrs.size() == 1 ? addrs[0] : addrs[i];
+        const std::string port = ports.size() == 1 ? ports[0] : ports[i];
+        if (!host.empty()) info["host"] = host;
+        if (!port.empty()) info["port"] = port;
+        if (!addr.empty()) {
+            info["hostaddr"] = addr;
+        } else if (!host.empty() && host.front() != '/') {
+            info["hostaddr"] = numeric_address(host);
+            if (info["hostaddr"].empty()) return make_error("API_DATABASE_URL: cannot resolve the database host");
         }
+        out.push_back(std::move(info));
     }
-    if (!out.count("sslmode") || out["sslmode"] == "prefer" || out["sslmode"] == "allow") out["sslmode"] = "disable";
-    out["gssencmode"] = "disable";
-    if (!out.count("connect_timeout")) out["connect_timeout"] = "5";
     return out;
 }
 

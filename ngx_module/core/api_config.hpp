@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "wallet/config.hpp"
 #include "wallet/result.hpp"
@@ -22,10 +23,13 @@ struct ApiConfig {
 // names the offending variable.
 Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::string, std::string>& overrides);
 
-// libpq connection keywords for a non-blocking connect: the URL's own
-// settings, plus hostaddr resolved now (libpq would otherwise resolve the
-// name with blocking DNS inside the event loop) and no SSL or GSS
-// negotiation fallback (which makes libpq switch sockets mid-connect).
-Result<std::map<std::string, std::string>> nonblocking_conninfo(const std::string& url);
+// libpq connection keywords for a non-blocking connect, one set per
+// database: the URL's own settings, plus hostaddr resolved now (libpq would
+// otherwise resolve the name with blocking DNS inside the event loop) and no
+// SSL or GSS negotiation fallback (which makes libpq switch sockets
+// mid-connect). A URL naming several hosts in libpq's form
+// (postgresql://user@primary:5432,standby:5433/wallet) gives one database per
+// host, in that order (a primary and its standbys: docs/scaling-out.md).
+Result<std::vector<std::map<std::string, std::string>>> nonblocking_conninfo(const std::string& url);
 
 }  // namespace wallet::api

@@ -448,7 +448,7 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
 
 std::string status_result(PGresult* rows) {
     // Columns: indexed block, its time, head block, its time, observation
-    // fresh, now (epoch seconds).
+    // fresh, now (epoch seconds), the standby's replay delay (seconds).
     const bool indexed = PQntuples(rows) == 1 && !is_null(rows, 0, 0);
     const std::int64_t indexed_block = indexed ? integer_of(rows, 0, 0) : 0;
     const std::int64_t indexed_time = indexed ? integer_of(rows, 0, 1) : 0;
@@ -463,6 +463,9 @@ std::string status_result(PGresult* rows) {
         out += ",\"lag_blocks\":" + std::to_string(std::max<std::int64_t>(0, head - indexed_block));
         lag_seconds = integer_of(rows, 0, 3) - indexed_time;
     }
+    // On a standby the observation itself is as old as the replay: the
+    // chain has moved on by that much more.
+    if (node_known && PQnfields(rows) > 6 && !is_null(rows, 0, 6)) lag_seconds += integer_of(rows, 0, 6);
     out += ",\"lag_seconds\":" + std::to_string(std::max<std::int64_t>(0, lag_seconds));
     out += '}';
     return out;

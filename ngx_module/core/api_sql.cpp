@@ -122,7 +122,11 @@ const std::map<std::string, std::string>& statements() {
             "SELECT c.block_num, extract(epoch FROM c.block_time)::bigint,"
             " n.head_block, extract(epoch FROM n.head_block_time)::bigint,"
             " n.observed_at IS NOT NULL AND now() - n.observed_at <= $1 * interval '1 millisecond',"
-            " extract(epoch FROM now())::bigint"
+            " extract(epoch FROM now())::bigint,"
+            // A standby's own delay: the rows above are as old as its replay
+            // (0 on a primary, and on a standby that replayed all it received).
+            " CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
+            " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))::bigint ELSE 0 END"
             " FROM (SELECT 1) AS one LEFT JOIN indexer_checkpoint c ON true LEFT JOIN node_observation n ON true";
         return s;
     }();

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "api_config.hpp"
 #include "api_limits.hpp"
 #include "api_request.hpp"
 #include "api_response.hpp"
@@ -145,4 +146,31 @@ TEST(ApiCore, TokenBucketsRefillAtTheRate) {
     for (int i = 0; i < 1000; ++i) table.allow("client-" + std::to_string(i), 2000, 2, 3);
     EXPECT_FALSE(table.allow("a", 1500, 2, 3) && table.allow("a", 1500, 2, 3) && table.allow("a", 1500, 2, 3) &&
                  table.allow("a", 1500, 2, 3));
+}
+
+TEST(ApiCore, ADatabaseUrlWithSeveralHostsGivesOneDatabaseEach) {
+    auto one = nonblocking_conninfo("postgresql://reader:pw@127.0.0.1:5433/wallet");
+    ASSERT_TRUE(one) << one.error();
+    ASSERT_EQ(one->size(), 1u);
+    EXPECT_EQ(one->at(0).at("hostaddr"), "127.0.0.1");
+    EXPECT_EQ(one->at(0).at("port"), "5433");
+    EXPECT_EQ(one->at(0).at("sslmode"), "disable");
+
+    auto several = nonblocking_conninfo(
+        "postgresql://reader:pw@127.0.0.1:5433,127.0.0.2:5434,localhost/wallet?target_session_attrs=read-write");
+    ASSERT_TRUE(several) << several.error();
+    ASSERT_EQ(several->size(), 3u);
+    EXPECT_EQ(several->at(1).at("hostaddr"), "127.0.0.2");
+    EXPECT_EQ(several->at(1).at("port"), "5434");
+    EXPECT_EQ(several->at(1).at("user"), "reader");
+    EXPECT_EQ(several->at(1).at("dbname"), "wallet");
+    EXPECT_FALSE(several->at(2).at("hostaddr").empty());  // resolved now, not in the event loop
+    EXPECT_EQ(several->at(2).count("target_session_attrs"), 0u);
+
+    auto shared_port = nonblocking_conninfo("postgresql://reader:pw@127.0.0.1,127.0.0.2/wallet?port=6000");
+    ASSERT_TRUE(shared_port) << shared_port.error();
+    ASSERT_EQ(shared_port->size(), 2u);
+    EXPECT_EQ(shared_port->at(0).at("port"), "6000");
+    EXPECT_EQ(shared_port->at(1).at("port"), "6000");
+    EXPECT_FALSE(nonblocking_conninfo("host=127.0.0.1,127.0.0.2,127.0.0.3 port=1,2 dbname=wallet"));
 }

@@ -64,35 +64,10 @@ export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD
 writer="postgresql://wallet_writer:$WALLET_WRITER_PASSWORD@127.0.0.1:$pg_port/wallet"
 reader="postgresql://wallet_api_reader:$WALLET_API_READER_PASSWORD@127.0.0.1:$pg_port/wallet"
 
-# ---- data --------------------------------------------------------------------------
-# Indexes are built after the load (much faster than maintaining them per row);
-# the reward aggregates are maintained by the insert trigger, as in production.
-# Accounts and events are COPYed as the writer stores them (migration 0004);
-# the block rows (times, and each operation once) follow set-based.
+# ---- data (bench_load_events) -------------------------------------------------------
 load_start=$(date +%s)
-psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
-DROP INDEX wallet_events_keyset;
-DROP INDEX wallet_events_type_keyset;
-DROP INDEX wallet_events_block_brin;
-SQL
 log "loading $((events + big_events)) events over $accounts accounts ($big: $big_events)"
-"$tool" accounts "$accounts" "$big" | psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_accounts (id, name) FROM STDIN" >&2
-"$tool" copy "$accounts" "$events" "$big" "$big_events" |
-  psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_events (ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, vesting_symbol, trx_id, counterparty, memo, author, permlink, assets) FROM STDIN" >&2
-log "building indexes"
-psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
-SET maintenance_work_mem = '1GB';
-SET max_parallel_maintenance_workers = 2;
-SELECT setval(pg_get_serial_sequence('wallet_accounts', 'id'), (SELECT max(id) FROM wallet_accounts)) AS last_account_id \gset
-INSERT INTO wallet_blocks (block_num, ts, ops)
-SELECT block_num, min(ts), json_object_agg(block_seq, '[0, {}]'::json)
-  FROM (SELECT DISTINCT block_num, block_seq, ts FROM wallet_events) o GROUP BY block_num;
-CREATE UNIQUE INDEX wallet_events_keyset ON wallet_events (account_id, block_num, block_seq, role);
-CREATE INDEX wallet_events_type_keyset ON wallet_events (account_id, op_type, block_num, block_seq, role);
-CREATE INDEX wallet_events_block_brin ON wallet_events USING brin (block_num);
-INSERT INTO indexer_checkpoint (block_num, block_id, block_time) VALUES (31536000, 'bench', '2023-01-01T00:00:00Z');
-VACUUM ANALYZE wallet_accounts, wallet_events, wallet_blocks, wallet_reward_daily, wallet_reward_liquid_daily;
-SQL
+bench_load_events "$writer" "$tool" "$accounts" "$events" "$big" "$big_events"
 load_seconds=$(( $(date +%s) - load_start ))
 total_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_events")
 agg_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_reward_daily WHERE account_id = (SELECT id FROM wallet_accounts WHERE name = '$big')")
@@ -111,24 +86,9 @@ export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
 
 started_port=""
 start_nginx() {  # name pool-size; sets started_port (one worker)
-  local dir=$work/nginx-$1 port
-  port=$(free_port)
-  mkdir -p "$dir/logs" "$dir/tmp" "$dir/conf"
-  {
-    echo "daemon off; master_process on; worker_processes 1;"
-    echo "error_log $dir/logs/error.log warn; pid $dir/logs/nginx.pid;"
-    [ "$(id -u)" = 0 ] && echo "user root root;"
-    echo "load_module $module;"
-    grep '^env ' "$root/conf/nginx/wallet-history-env.conf"
-    echo "events { worker_connections 4096; }"
-    echo "http { access_log off; client_body_temp_path $dir/tmp;"
-    API_BIND_HOST=127.0.0.1 API_BIND_PORT=$port "$root/scripts/render-api-conf"
-    echo "}"
-  } > "$dir/conf/nginx.conf"
-  WALLET_API_DB_MAX_CONNS=$2 /usr/sbin/nginx -p "$dir" -c "$dir/conf/nginx.conf" >&2 &
-  nginx_pids+=($!)
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
-  started_port=$port
+  started_port=$(free_port)
+  WALLET_API_DB_MAX_CONNS=$2 bench_api_nginx "$work/nginx-$1" "$started_port" "$module" "$root"
+  nginx_pids+=("$bench_nginx_pid")
 }
 start_nginx api "$pool_size"
 api_port=$started_port
@@ -149,17 +109,6 @@ read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
    ORDER BY block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
 d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
 
-to_ms() {  # wrk latency: 812.00us, 1.23ms, 2.01s
-  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
-}
-
-# The middle value; with an even count, the mean of the two middle ones.
-median() {
-  tr ' ' '\n' | grep . | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-largest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
-ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 wrk_round() {  # lua-file [port] -> "req/s p99_ms"
   local out

@@ -107,18 +107,68 @@ PostgresServer::PostgresServer() : dir_("wallet-pg") {
     password_ = fresh;
 }
 
+PostgresServer::PostgresServer(const StandbyOf& standby) : dir_("wallet-pg-standby") {
+    fs::create_directories(dir_.path() / "run");
+    chown_to_nobody(dir_.path());
+    port_ = free_port();
+    password_ = standby.primary.password_;
+    settings_ = standby.settings;
+    ProcessOptions options;
+    options.log_path = dir_.path() / "basebackup.log";
+    options.unprivileged = true;
+    // The password reaches primary_conninfo (-R) through the connection.
+    options.env["PGPASSWORD"] = password_;
+    auto backup = Process::start({postgres_bin("pg_basebackup").string(), "-h", "127.0.0.1", "-p",
+                                  std::to_string(standby.primary.port_), "-U", "postgres", "-D",
+                                  (dir_.path() / "data").string(), "-R", "-X", "stream", "-c", "fast", "--no-sync"},
+                                 options);
+    auto status = backup.wait_exit(120s);
+    if (!status || *status != 0) throw std::runtime_error("pg_basebackup failed:\n" + backup.log());
+    start();
+}
+
 PostgresServer::~PostgresServer() { stop(); }
+
+void PostgresServer::promote() {
+    ProcessOptions options;
+    options.log_path = dir_.path() / "promote.log";
+    options.unprivileged = true;
+    auto p = Process::start({postgres_bin("pg_ctl").string(), "promote", "-w", "-t", "60", "-D",
+                             (dir_.path() / "data").string()},
+                            options);
+    auto status = p.wait_exit(90s);
+    if (!status || *status != 0) throw std::runtime_error("pg_ctl promote failed:\n" + p.log());
+    if (!wait_until([&] { return query("SELECT pg_is_in_recovery()", "postgres").at(0) == "f"; }, 60s)) {
+        throw std::runtime_error("the promoted standby is still in recovery");
+    }
+}
+
+void PostgresServer::pause_replay(bool paused) {
+    query(paused ? "SELECT pg_wal_replay_pause()" : "SELECT pg_wal_replay_resume()", "postgres");
+}
+
+void PostgresServer::wait_replayed(const PostgresServer& primary) {
+    const std::string written = primary.query("SELECT pg_current_wal_lsn()", "postgres").at(0);
+    const bool caught_up = wait_until(
+        [&] { return query("SELECT pg_last_wal_replay_lsn() >= '" + written + "'::pg_lsn", "postgres").at(0) == "t"; },
+        60s);
+    if (!caught_up) throw std::runtime_error("the standby did not replay " + written);
+}
 
 void PostgresServer::start() {
     ProcessOptions options;
     options.log_path = dir_.path() / "postgres.log";
     options.unprivileged = true;
-    process_ = Process::start({postgres_bin("postgres").string(), "-D", (dir_.path() / "data").string(), "-p",
-                               std::to_string(port_), "-k", (dir_.path() / "run").string(), "-c",
-                               "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c",
-                               "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=64MB", "-c",
-                               "log_min_messages=warning"},
-                              options);
+    std::vector<std::string> argv{postgres_bin("postgres").string(), "-D", (dir_.path() / "data").string(), "-p",
+                                  std::to_string(port_), "-k", (dir_.path() / "run").string(), "-c",
+                                  "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c",
+                                  "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=64MB", "-c",
+                                  "log_min_messages=warning"};
+    for (const auto& setting : settings_) {
+        argv.push_back("-c");
+        argv.push_back(setting);
+    }
+    process_ = Process::start(argv, options);
     bool up = wait_until(
         [&] {
             if (!process_.running()) return true;

@@ -106,8 +106,22 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::map<s
 // unprivileged user. The superuser is "postgres" with a random password.
 class PostgresServer {
 public:
+    // A hot standby of `primary`: pg_basebackup -R (streaming replication on
+    // loopback), started with the given extra settings ("name=value").
+    struct StandbyOf {
+        const PostgresServer& primary;
+        std::vector<std::string> settings;
+    };
+
     PostgresServer();
+    explicit PostgresServer(const StandbyOf& standby);
     ~PostgresServer();
+    // Standby only: pg_ctl promote, waiting until it accepts writes.
+    void promote();
+    // Standby only: pause or resume WAL replay (the standby falls behind).
+    void pause_replay(bool paused);
+    // Standby only: waits until everything `primary` wrote so far is replayed.
+    void wait_replayed(const PostgresServer& primary);
     std::uint16_t port() const { return port_; }
     const std::string& superuser_password() const { return password_; }
     std::string url(const std::string& user, const std::string& password, const std::string& database) const;
@@ -127,6 +141,7 @@ private:
     TempDir dir_;
     std::uint16_t port_ = 0;
     std::string password_;
+    std::vector<std::string> settings_;  // extra "-c" settings
     Process process_;
 };
 
