@@ -2,7 +2,7 @@
 // transport never completes a Call from inside submit(); failures found there
 // are posted (Call::fail_later) so that an Exchange is never completed while
 // it is still starting its calls.
-#include "ngx_http_jsonrpc_router_engine.hpp"
+#include "ngx_http_jsonrpc_router_exchange.hpp"
 
 #include <hiredis/hiredis.h>
 #include <openssl/ssl.h>
