@@ -2,7 +2,7 @@
 // module's glue files (HTTP handler, WebSocket endpoint).
 #pragma once
 
-#include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_http_jsonrpc_router_instance.hpp"
 #include "ngx_wallet_nginx.hpp"
 
 extern "C" ngx_module_t ngx_http_jsonrpc_router_module;

@@ -18,7 +18,9 @@
 #include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
-#include "ngx_wallet_metrics.hpp"
+#include "ngx_http_jsonrpc_router_health.hpp"
+#include "ngx_http_jsonrpc_router_metrics.hpp"
+#include "ngx_http_jsonrpc_router_worker.hpp"
 #include "ngx_wallet_shared.hpp"
 
 extern "C" {
@@ -206,33 +208,6 @@ ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t statu
     }
 }
 
-// The status answer with the health of every URL of the chain nodes and
-// pools, and what their polls learned (jussi's /health gives the LIB too).
-static std::string health_status(const RouterInstance& instance) {
-    std::string out = R"({"status":"OK","service":"jsonrpc_router","targets":{)";
-    bool first = true;
-    for (std::size_t t = 0; t < instance.table.targets.size(); ++t) {
-        const router::Target& target = instance.table.targets[t];
-        if (instance.url_health(t, 0) == nullptr) continue;
-        if (!first) out += ',';
-        first = false;
-        wallet::json::append_quoted(out, target.name);
-        out += ":[";
-        for (std::size_t u = 0; u < target.urls.size(); ++u) {
-            const jsonrpc_router::UrlHealth& h = *instance.url_health(t, u);
-            if (u > 0) out += ',';
-            out += R"({"url":)";
-            wallet::json::append_quoted(out, target.urls[u].url);
-            out += R"(,"in":)" + std::string(h.down.load() == 0 ? "true" : "false") +
-                   R"(,"failures":)" + std::to_string(h.failures.load()) +
-                   R"(,"head_block_number":)" + std::to_string(h.head.load()) +
-                   R"(,"last_irreversible_block_num":)" + std::to_string(h.lib.load()) + "}";
-        }
-        out += ']';
-    }
-    return out + "}}";
-}
-
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
@@ -248,7 +223,7 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
             return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
         }
         try {
-            return wallet::ngx::send_json(r, NGX_HTTP_OK, health_status(*conf->instance));
+            return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc_router::health_status(*conf->instance));
         } catch (...) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -273,38 +248,12 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
 
 // ---- metrics ----------------------------------------------------------------------------
 
-// The counters of every router location of the running configuration (one
-// zone per routing table), then the wallet_history API's.
-static std::string metrics_text() {
-    std::vector<router::RouterScrape> routers;
-    std::vector<const ngx_shm_zone_t*> seen;
-    for (const RouterInstance* instance : instances()) {
-        auto counters = instance->metrics();
-        if (instance->cycle != ngx_cycle || !counters || std::ranges::find(seen, instance->metrics_zone) != seen.end()) {
-            continue;
-        }
-        seen.push_back(instance->metrics_zone);
-        router::RouterScrape scrape{&instance->table, *counters, {}};
-        for (std::size_t t = 0; t < instance->table.targets.size(); ++t) {
-            for (std::size_t u = 0; u < instance->table.targets[t].urls.size(); ++u) {
-                const jsonrpc_router::UrlHealth* health = instance->url_health(t, u);
-                scrape.url_in.push_back(health == nullptr ? -1 : health->down.load() == 0 ? 1 : 0);
-            }
-        }
-        routers.push_back(std::move(scrape));
-    }
-    metrics::TextWriter out;
-    if (!routers.empty()) router::write_router_metrics(out, routers);
-    ngx_http_wallet_history_write_metrics(out);
-    return std::move(out.text());
-}
-
 static ngx_int_t ngx_http_jsonrpc_router_metrics_handler(ngx_http_request_t* r) {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return NGX_HTTP_NOT_ALLOWED;
     ngx_int_t rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) return rc;
     try {
-        return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text());
+        return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", jsonrpc_router::metrics_page(instances()));
     } catch (...) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -605,7 +554,7 @@ static ngx_int_t ngx_http_jsonrpc_router_init_process(ngx_cycle_t* cycle) {
     if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE) return NGX_OK;
     try {
         for (RouterInstance* instance : instances()) {
-            if (instance->cycle == cycle) jsonrpc_router::Worker::get().start_polls(*instance);
+            if (instance->cycle == cycle) jsonrpc_router::Worker::get().pools().start_polls(*instance);
         }
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "jsonrpc_router: cannot start chain-node polls: %s", e.what());

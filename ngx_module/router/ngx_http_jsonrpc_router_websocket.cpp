@@ -7,16 +7,19 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "ngx_http_jsonrpc_router_conf.hpp"
+#include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_wallet_connection.hpp"
 #include "ngx_wallet_shared.hpp"
 #include "router_http.hpp"
 #include "router_websocket.hpp"
 
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
-using jsonrpc_router::post_event;
-using jsonrpc_router::unpost_event;
+using wallet::ngx::post_event;
+using wallet::ngx::unpost_event;
 namespace ws = router::ws;
 
 namespace {
