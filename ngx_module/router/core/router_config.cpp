@@ -322,7 +322,10 @@ private:
                                      std::initializer_list<std::string_view> allowed, RoutingTable& table,
                                      Apply&& apply) const {
         std::string expected;
-        for (std::string_view name : allowed) expected += (expected.empty() ? "" : ", ") + std::string(name);
+        for (std::string_view name : allowed) {
+            if (!expected.empty()) expected += ", ";
+            expected += name;
+        }
         if (doc.kind(node) != JsonKind::Object) return fail(section, "must be an object of target -> settings");
         auto nodes = doc.children(node);
         for (std::size_t i = 0; i < nodes.size(); i += 2) {
