@@ -138,3 +138,54 @@ TEST(RouterPool, AChainNodeThatLagsIsAvoidedAndADeadOneLosesNoRead) {
     for (const std::string& head : read_heads(12, 100)) EXPECT_EQ(head, "5000100");
     EXPECT_TRUE(nginx->fatal_log_lines().empty());
 }
+
+// `node-pools` sets a pool's failure threshold and probe interval: a URL of
+// "fast" goes out after one failure and, while out, is probed every 0.2 s;
+// "usual" keeps the defaults (3 failures, 3 s; not named "slow": the backend
+// answers such methods late). Each probe of a dead URL is one more
+// consecutive failure in GET /, so the counts compare the probe rates.
+TEST(RouterPool, NodePoolsSetTheFailureThresholdAndTheProbeInterval) {
+    TempDir dir("router-pool-settings");
+    Backend fast_alive("fast-a");
+    Backend fast_dead("fast-b");
+    Backend usual_alive("usual-a");
+    Backend usual_dead("usual-b");
+    write_file(dir.path() / "routes.json", R"({
+  "targets": {"fast": [")" + fast_alive.http_url() + R"(", ")" + fast_dead.http_url() + R"("],
+              "usual": [")" + usual_alive.http_url() + R"(", ")" + usual_dead.http_url() + R"("]},
+  "timeouts": 2,
+  "node-pools": {"fast": {"max_failures": 1, "probe_interval": 0.2}},
+  "routes": {"^fast\\.": {"target": "fast"}, "^usual\\.": {"target": "usual"}}
+})");
+    RedisServer redis;
+    auto nginx = start_router(dir.path() / "routes.json", redis);
+    fast_dead.stop();
+    usual_dead.stop();
+    auto read = [&](const std::string& method, int id) {
+        auto r = json_of(http_post_json(nginx->url(), rpc(method, "[]", std::to_string(id))).body);
+        EXPECT_EQ(text_at(r.get(), "error"), "<absent>") << method << " was lost";
+    };
+    auto failures = [&](const std::string& target) {
+        return json_integer_value(at(url_state(*nginx, target, 1).get(), "failures"));
+    };
+
+    // Round robin: two reads meet the dead URL once (and are retried on the
+    // other). One failure takes "fast"'s out; "usual"'s stays in until three.
+    for (int i = 0; i < 2; ++i) read("fast.get", i);
+    for (int i = 0; i < 2; ++i) read("usual.get", 10 + i);
+    EXPECT_EQ(text_at(url_state(*nginx, "fast", 1).get(), "in"), "false");
+    EXPECT_EQ(text_at(url_state(*nginx, "usual", 1).get(), "in"), "true");
+    for (int i = 0; i < 4; ++i) read("usual.get", 20 + i);
+    EXPECT_EQ(text_at(url_state(*nginx, "usual", 1).get(), "in"), "false");
+
+    // Both dead URLs are out and probed: "fast"'s far more often.
+    ASSERT_TRUE(wait_until([&] { return failures("fast") >= 10; })) << "the out URL of fast is not probed";
+    const json_int_t fast_probes = failures("fast") - 1;
+    const json_int_t usual_probes = failures("usual") - 3;
+    EXPECT_LT(usual_probes * 3, fast_probes) << "probe_interval did not shorten the probes of fast";
+
+    // A revived URL comes back in with its first probe.
+    fast_dead.start();
+    ASSERT_TRUE(wait_until([&] { return text_at(url_state(*nginx, "fast", 1).get(), "in") == "true"; }));
+    EXPECT_TRUE(nginx->fatal_log_lines().empty());
+}

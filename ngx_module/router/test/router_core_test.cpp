@@ -143,7 +143,8 @@ TEST(RouterConfig, ErrorsNameFileKeyAndReason) {
     EXPECT_EQ(load_error(R"({"targets":{"a":"sock://rel.sock"},"routes":{}})"),
               "bad.json: targets.a: a sock:// target needs an absolute socket path (sock:///abs/path.sock)");
     EXPECT_EQ(load_error(R"({"targets":{},"routes":{},"default_cache":1})"),
-              "bad.json: default_cache: unknown key (expected targets, timeouts, routes, default-cache, chain-nodes)");
+              "bad.json: default_cache: unknown key (expected targets, timeouts, routes, default-cache, chain-nodes, "
+              "node-pools)");
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"routes":[]})"), "bad.json: routes: must be an object of regex -> route");
     EXPECT_EQ(load_error("{"), "bad.json: not valid JSON: expected an object key at offset 1");
 }
@@ -208,6 +209,42 @@ TEST(RouterConfig, ATargetMayListSeveralUrls) {
     EXPECT_EQ(load_error(R"({"targets":{"a":["http://h", "http://h"]},"routes":{}})"), "bad.json: targets.a[1]: duplicate URL");
     EXPECT_EQ(load_error(R"({"targets":{"a":"http://h"},"chain-nodes":{"a":{"max_lag":-1}},"routes":{}})"),
               "bad.json: chain-nodes.a.max_lag: must be a non-negative integer");
+}
+
+TEST(RouterConfig, NodePoolsSetFailureThresholdAndProbeInterval) {
+    auto t = parse_routing_table(R"({
+      "targets": {"node": ["http://10.0.0.1:8091", "http://10.0.0.2:8091"], "api": ["http://a1", "http://a2"],
+                  "chain": ["http://c1", "http://c2"]},
+      "chain-nodes": {"chain": {"poll_interval": 2}},
+      "node-pools": {"node": {"max_failures": 5, "probe_interval": 0.25}, "api": {}},
+      "routes": {"^": {"target": "node"}}})", "pools.json");
+    ASSERT_TRUE(t.ok()) << t.error();
+    EXPECT_EQ(t->targets[0].max_failures, 5u);
+    EXPECT_EQ(t->targets[0].probe_interval_ms(), 250);
+    // Defaults unchanged: 3 failures, probed every poll interval (3 s, or
+    // the chain node's poll_interval).
+    EXPECT_EQ(t->targets[1].max_failures, 3u);
+    EXPECT_EQ(t->targets[1].probe_interval_ms(), 3000);
+    EXPECT_EQ(t->targets[2].max_failures, 3u);
+    EXPECT_EQ(t->targets[2].probe_interval_ms(), 2000);
+    auto floor = parse_routing_table(
+        R"({"targets":{"a":["http://h","http://i"]},"node-pools":{"a":{"probe_interval":0.01}},"routes":{}})", "f.json");
+    ASSERT_TRUE(floor.ok()) << floor.error();
+    EXPECT_EQ(floor->targets[0].probe_interval_ms(), 100);  // at least 0.1 s, like poll_interval
+
+    const std::string pool = R"({"targets":{"a":["http://h","http://i"],"one":"http://j"},"routes":{},"node-pools":)";
+    EXPECT_EQ(load_error(pool + R"({"one":{}}})"), "bad.json: node-pools.one: target 'one' has one URL: it is not a pool");
+    EXPECT_EQ(load_error(pool + R"({"b":{}}})"), "bad.json: node-pools.b: unknown target 'b'");
+    EXPECT_EQ(load_error(pool + R"({"a":{"failures":2}}})"),
+              "bad.json: node-pools.a.failures: unknown key (expected max_failures, probe_interval)");
+    EXPECT_EQ(load_error(pool + R"({"a":{"max_failures":0}}})"),
+              "bad.json: node-pools.a.max_failures: must be an integer from 1 to 1000");
+    EXPECT_EQ(load_error(pool + R"({"a":{"max_failures":1.5}}})"),
+              "bad.json: node-pools.a.max_failures: must be an integer from 1 to 1000");
+    EXPECT_EQ(load_error(pool + R"({"a":{"probe_interval":0}}})"),
+              "bad.json: node-pools.a.probe_interval: must be a positive number of seconds (at most 86400)");
+    EXPECT_EQ(load_error(pool + R"({"a":{},"a":{}}})"), "bad.json: node-pools.a: duplicate target");
+    EXPECT_EQ(load_error(pool + R"(["a"]})"), "bad.json: node-pools: must be an object of target -> settings");
 }
 
 TEST(RouterConfig, BroadcastsAreWrites) {

@@ -42,7 +42,12 @@ struct Target {
     bool chain_node = false;
     std::int64_t poll_ms = 3000;
     std::uint64_t max_lag = 20;   // blocks a URL may be behind the best URL of the target
+    // A pool (routing-file key `node-pools`): consecutive failures that take
+    // a URL out, and how often a URL that is out is probed (0: every poll_ms).
+    std::uint64_t max_failures = 3;
+    std::int64_t probe_ms = 0;
     bool pool() const { return urls.size() > 1; }
+    std::int64_t probe_interval_ms() const { return probe_ms > 0 ? probe_ms : poll_ms; }
 };
 
 // A compiled PCRE2 pattern with Python re.match semantics (anchored at the

@@ -7,40 +7,25 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "ngx_http_jsonrpc_router_conf.hpp"
+#include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_wallet_connection.hpp"
 #include "ngx_wallet_shared.hpp"
 #include "router_http.hpp"
 #include "router_websocket.hpp"
 
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
-using jsonrpc_router::post_event;
-using jsonrpc_router::unpost_event;
+using wallet::ngx::post_event;
+using wallet::ngx::unpost_event;
 namespace ws = router::ws;
 
 namespace {
 
 constexpr std::size_t kMaxInFlight = 256;          // messages per connection before reading pauses
 constexpr std::size_t kMaxPendingOutput = 16 << 20;  // bytes queued to the client before reading pauses
-
-std::string find_header(ngx_http_request_t* r, std::string_view name) {
-    ngx_list_part_t* part = &r->headers_in.headers.part;
-    auto* h = static_cast<ngx_table_elt_t*>(part->elts);
-    for (ngx_uint_t i = 0;; ++i) {
-        if (i >= part->nelts) {
-            if (part->next == nullptr) break;
-            part = part->next;
-            h = static_cast<ngx_table_elt_t*>(part->elts);
-            i = 0;
-        }
-        std::string_view key = wallet::ngx::to_view(h[i].key);
-        if (key.size() == name.size() && ngx_strncasecmp(h[i].key.data, reinterpret_cast<u_char*>(const_cast<char*>(name.data())), name.size()) == 0) {
-            return std::string(wallet::ngx::to_view(h[i].value));
-        }
-    }
-    return {};
-}
 
 class Session final : public ExchangeOwner {
 public:
@@ -262,15 +247,15 @@ Session* Session::session(ngx_http_request_t* r) {
 }
 
 bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r) {
-    std::string upgrade = find_header(r, "Upgrade");
+    std::string upgrade = wallet::ngx::request_header(r, "Upgrade");
     return !upgrade.empty() && router::header_has_token(upgrade, "websocket");
 }
 
 ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf) {
     try {
-        std::string connection = find_header(r, "Connection");
-        std::string version = find_header(r, "Sec-WebSocket-Version");
-        std::string key = find_header(r, "Sec-WebSocket-Key");
+        std::string connection = wallet::ngx::request_header(r, "Connection");
+        std::string version = wallet::ngx::request_header(r, "Sec-WebSocket-Version");
+        std::string key = wallet::ngx::request_header(r, "Sec-WebSocket-Key");
         if (r->method != NGX_HTTP_GET || r->http_version != NGX_HTTP_VERSION_11 ||
             !router::header_has_token(connection, "upgrade") || version != "13" || key.size() != 24) {
             return NGX_HTTP_BAD_REQUEST;

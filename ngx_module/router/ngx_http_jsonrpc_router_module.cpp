@@ -18,15 +18,15 @@
 #include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
-#include "ngx_wallet_metrics.hpp"
+#include "ngx_http_jsonrpc_router_health.hpp"
+#include "ngx_http_jsonrpc_router_metrics.hpp"
+#include "ngx_http_jsonrpc_router_worker.hpp"
 #include "ngx_wallet_shared.hpp"
 
 extern "C" {
 #include <ngx_event_openssl.h>
 }
 
-using jsonrpc_router::Exchange;
-using jsonrpc_router::ExchangeOwner;
 using jsonrpc_router::RouterInstance;
 
 static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
@@ -104,7 +104,7 @@ ngx_module_t ngx_http_jsonrpc_router_module = {
     NGX_MODULE_V1_PADDING};
 }
 
-// ---- HTTP POST: one Exchange per request ---------------------------------------------
+// ---- requests ---------------------------------------------------------------------------
 
 namespace {
 
@@ -115,123 +115,7 @@ std::vector<RouterInstance*>& instances() {
     return all;
 }
 
-class HttpJob final : public ExchangeOwner {
-public:
-    HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
-
-    void start(std::string body) { exchange_.start(std::move(body)); }
-    bool finished() const { return finished_; }
-    bool in_handler = true;
-
-    void exchange_done(Exchange& exchange) override {
-        finished_ = true;
-        ngx_int_t rc = NGX_ERROR;
-        try {
-            response_ = exchange.take_response();
-            wallet::ngx::add_response_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
-            wallet::ngx::add_response_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
-            if (exchange.route() != nullptr) {
-                wallet::ngx::add_response_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
-                wallet::ngx::add_response_header(r_, "X-JSONRPC-Target", exchange.target_name());
-            }
-            rc = wallet::ngx::send_json_unowned(r_, NGX_HTTP_OK, response_);
-        } catch (...) {
-            rc = NGX_ERROR;
-        }
-        ngx_connection_t* c = r_->connection;
-        bool async = !in_handler;
-        ngx_http_finalize_request(r_, rc);  // may free the request and this job
-        if (async) ngx_http_run_posted_requests(c);
-    }
-
-private:
-    ngx_http_request_t* r_;
-    Exchange exchange_;
-    std::string response_;  // referenced by the output chain until the request ends
-    bool finished_ = false;
-};
-
-void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob*>(data)); }
-
-void body_handler(ngx_http_request_t* r) {
-    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
-    std::string body;
-    if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
-        ngx_http_finalize_request(
-            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
-                                              "Invalid Request: request too large"));
-        return;
-    }
-    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
-    if (cleanup == nullptr) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-    HttpJob* job = nullptr;
-    try {
-        auto owned = std::make_unique<HttpJob>(r, *conf->instance);
-        job = owned.get();
-        cleanup->handler = delete_job;
-        cleanup->data = owned.release();
-    } catch (...) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-    r->main->count++;  // held while the calls start: a synchronous answer must not free r here
-    try {
-        job->start(std::move(body));
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0, "jsonrpc_router: exception while starting a request");
-    }
-    job->in_handler = false;
-    if (!job->finished()) {
-        // Waiting for the cache or a target: notice a client that goes away.
-        r->read_event_handler = ngx_http_test_reading;
-        r->write_event_handler = ngx_http_request_empty_handler;
-    }
-    ngx_http_finalize_request(r, NGX_DONE);
-}
-
 }  // namespace
-
-ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message) {
-    try {
-        std::string request_id = jsonrpc_router::Worker::get().next_request_id();
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
-                      code, message);
-        wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);
-        return wallet::ngx::send_json(r, status, wallet::jsonrpc::error_response("null", code, message, request_id));
-    } catch (...) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-}
-
-// The status answer with the health of every URL of the chain nodes and
-// pools, and what their polls learned (jussi's /health gives the LIB too).
-static std::string health_status(const RouterInstance& instance) {
-    std::string out = R"({"status":"OK","service":"jsonrpc_router","targets":{)";
-    bool first = true;
-    for (std::size_t t = 0; t < instance.table.targets.size(); ++t) {
-        const router::Target& target = instance.table.targets[t];
-        if (instance.url_health(t, 0) == nullptr) continue;
-        if (!first) out += ',';
-        first = false;
-        wallet::json::append_quoted(out, target.name);
-        out += ":[";
-        for (std::size_t u = 0; u < target.urls.size(); ++u) {
-            const jsonrpc_router::UrlHealth& h = *instance.url_health(t, u);
-            if (u > 0) out += ',';
-            out += R"({"url":)";
-            wallet::json::append_quoted(out, target.urls[u].url);
-            out += R"(,"in":)" + std::string(h.down.load() == 0 ? "true" : "false") +
-                   R"(,"failures":)" + std::to_string(h.failures.load()) +
-                   R"(,"head_block_number":)" + std::to_string(h.head.load()) +
-                   R"(,"last_irreversible_block_num":)" + std::to_string(h.lib.load()) + "}";
-        }
-        out += ']';
-    }
-    return out + "}}";
-}
 
 static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
@@ -248,7 +132,7 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
             return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
         }
         try {
-            return wallet::ngx::send_json(r, NGX_HTTP_OK, health_status(*conf->instance));
+            return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc_router::health_status(*conf->instance));
         } catch (...) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -266,45 +150,19 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
                                               "Invalid Request: request too large");
     }
     r->request_body_in_single_buf = 1;
-    ngx_int_t rc = ngx_http_read_client_request_body(r, body_handler);
+    ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
     return NGX_DONE;
 }
 
 // ---- metrics ----------------------------------------------------------------------------
 
-// The counters of every router location of the running configuration (one
-// zone per routing table), then the wallet_history API's.
-static std::string metrics_text() {
-    std::vector<router::RouterScrape> routers;
-    std::vector<const ngx_shm_zone_t*> seen;
-    for (const RouterInstance* instance : instances()) {
-        auto counters = instance->metrics();
-        if (instance->cycle != ngx_cycle || !counters || std::ranges::find(seen, instance->metrics_zone) != seen.end()) {
-            continue;
-        }
-        seen.push_back(instance->metrics_zone);
-        router::RouterScrape scrape{&instance->table, *counters, {}};
-        for (std::size_t t = 0; t < instance->table.targets.size(); ++t) {
-            for (std::size_t u = 0; u < instance->table.targets[t].urls.size(); ++u) {
-                const jsonrpc_router::UrlHealth* health = instance->url_health(t, u);
-                scrape.url_in.push_back(health == nullptr ? -1 : health->down.load() == 0 ? 1 : 0);
-            }
-        }
-        routers.push_back(std::move(scrape));
-    }
-    metrics::TextWriter out;
-    if (!routers.empty()) router::write_router_metrics(out, routers);
-    ngx_http_wallet_history_write_metrics(out);
-    return std::move(out.text());
-}
-
 static ngx_int_t ngx_http_jsonrpc_router_metrics_handler(ngx_http_request_t* r) {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return NGX_HTTP_NOT_ALLOWED;
     ngx_int_t rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) return rc;
     try {
-        return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text());
+        return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", jsonrpc_router::metrics_page(instances()));
     } catch (...) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -605,7 +463,7 @@ static ngx_int_t ngx_http_jsonrpc_router_init_process(ngx_cycle_t* cycle) {
     if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE) return NGX_OK;
     try {
         for (RouterInstance* instance : instances()) {
-            if (instance->cycle == cycle) jsonrpc_router::Worker::get().start_polls(*instance);
+            if (instance->cycle == cycle) jsonrpc_router::Worker::get().pools().start_polls(*instance);
         }
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "jsonrpc_router: cannot start chain-node polls: %s", e.what());

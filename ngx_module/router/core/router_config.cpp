@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
+#include <string_view>
 
 #include "jsonrpc_json.hpp"
 #include "wallet/json_util.hpp"
@@ -175,8 +177,9 @@ public:
         for (std::size_t i = 0; i < top.size(); i += 2) {
             std::string key = doc.string_value(top[i]);
             if (key != "targets" && key != "timeouts" && key != "routes" && key != "default-cache" &&
-                key != "chain-nodes") {
-                return fail(key, "unknown key (expected targets, timeouts, routes, default-cache, chain-nodes)");
+                key != "chain-nodes" && key != "node-pools") {
+                return fail(key,
+                            "unknown key (expected targets, timeouts, routes, default-cache, chain-nodes, node-pools)");
             }
             for (std::size_t j = 0; j < i; j += 2) {
                 if (doc.string_value(top[j]) == key) return fail(key, "duplicate key");
@@ -237,6 +240,10 @@ public:
 
         if (auto chain = doc.member(0, "chain-nodes")) {
             auto loaded = load_chain_nodes(doc, *chain, table);
+            if (!loaded) return wallet::make_error(loaded.error());
+        }
+        if (auto pools = doc.member(0, "node-pools")) {
+            auto loaded = load_node_pools(doc, *pools, table);
             if (!loaded) return wallet::make_error(loaded.error());
         }
 
@@ -308,39 +315,87 @@ public:
     }
 
 private:
-    // "chain-nodes": {"<target>": {"poll_interval": seconds, "max_lag": blocks}}
-    wallet::Result<bool> load_chain_nodes(const JsonDocument& doc, std::size_t node, RoutingTable& table) const {
-        if (doc.kind(node) != JsonKind::Object) return fail("chain-nodes", "must be an object of target -> settings");
+    // A top-level object of target name -> settings object with the keys
+    // `allowed` only; `apply(target, settings, key)` reads one target's.
+    template <typename Apply>
+    wallet::Result<bool> each_target(const JsonDocument& doc, std::size_t node, const std::string& section,
+                                     std::initializer_list<std::string_view> allowed, RoutingTable& table,
+                                     Apply&& apply) const {
+        std::string expected;
+        for (std::string_view name : allowed) {
+            if (!expected.empty()) expected += ", ";
+            expected += name;
+        }
+        if (doc.kind(node) != JsonKind::Object) return fail(section, "must be an object of target -> settings");
         auto nodes = doc.children(node);
         for (std::size_t i = 0; i < nodes.size(); i += 2) {
             std::string name = doc.string_value(nodes[i]);
-            std::string key = "chain-nodes." + name;
+            std::string key = section + "." + name;
             auto index = table.find_target(name);
             if (!index) return fail(key, "unknown target '" + name + "'");
-            Target& target = table.targets[*index];
-            if (target.chain_node) return fail(key, "duplicate target");
+            for (std::size_t j = 0; j < i; j += 2) {
+                if (doc.string_value(nodes[j]) == name) return fail(key, "duplicate target");
+            }
             std::size_t settings = nodes[i + 1];
             if (doc.kind(settings) != JsonKind::Object) return fail(key, "must be an object");
             auto members = doc.children(settings);
             for (std::size_t m = 0; m < members.size(); m += 2) {
                 std::string member = doc.string_value(members[m]);
-                if (member != "poll_interval" && member != "max_lag") {
-                    return fail(key + "." + member, "unknown key (expected poll_interval, max_lag)");
+                if (std::find(allowed.begin(), allowed.end(), member) == allowed.end()) {
+                    return fail(key + "." + member, "unknown key (expected " + expected + ")");
                 }
             }
+            auto applied = apply(table.targets[*index], settings, key);
+            if (!applied) return applied;
+        }
+        return true;
+    }
+
+    // An interval in seconds (a number, at least 0.1 s).
+    wallet::Result<std::int64_t> interval_ms(const JsonDocument& doc, std::size_t node, const std::string& key) const {
+        auto ms = timeout_ms(doc, node, key);
+        if (!ms) return ms;
+        return std::max<std::int64_t>(*ms, 100);
+    }
+
+    // "chain-nodes": {"<target>": {"poll_interval": seconds, "max_lag": blocks}}
+    wallet::Result<bool> load_chain_nodes(const JsonDocument& doc, std::size_t node, RoutingTable& table) const {
+        return each_target(doc, node, "chain-nodes", {"poll_interval", "max_lag"}, table,
+                           [&](Target& target, std::size_t settings, const std::string& key) -> wallet::Result<bool> {
             target.chain_node = true;
             if (auto poll = doc.member(settings, "poll_interval")) {
-                auto ms = timeout_ms(doc, *poll, key + ".poll_interval");
+                auto ms = interval_ms(doc, *poll, key + ".poll_interval");
                 if (!ms) return wallet::make_error(ms.error());
-                target.poll_ms = std::max<std::int64_t>(*ms, 100);
+                target.poll_ms = *ms;
             }
             if (auto lag = doc.member(settings, "max_lag")) {
                 auto blocks = doc.unsigned_integer(*lag);
                 if (!blocks || *blocks > 1'000'000'000) return fail(key + ".max_lag", "must be a non-negative integer");
                 target.max_lag = *blocks;
             }
-        }
-        return true;
+            return true;
+        });
+    }
+
+    // "node-pools": {"<target>": {"max_failures": count, "probe_interval": seconds}}
+    wallet::Result<bool> load_node_pools(const JsonDocument& doc, std::size_t node, RoutingTable& table) const {
+        return each_target(doc, node, "node-pools", {"max_failures", "probe_interval"}, table,
+                           [&](Target& target, std::size_t settings, const std::string& key) -> wallet::Result<bool> {
+            if (!target.pool()) return fail(key, "target '" + target.name + "' has one URL: it is not a pool");
+            if (auto failures = doc.member(settings, "max_failures")) {
+                auto count = doc.unsigned_integer(*failures);
+                if (!count || *count < 1 || *count > 1000) {
+                    return fail(key + ".max_failures", "must be an integer from 1 to 1000");
+                }
+                target.max_failures = *count;
+            }
+            if (auto probe = doc.member(settings, "probe_interval")) {
+                auto ms = interval_ms(doc, *probe, key + ".probe_interval");
+                if (!ms) return wallet::make_error(ms.error());
+                target.probe_ms = *ms;
+            }
+            return true;
+        });
     }
 
     wallet::Error fail(const std::string& key, const std::string& reason) const {

@@ -2,7 +2,7 @@
 // module's glue files (HTTP handler, WebSocket endpoint).
 #pragma once
 
-#include "ngx_http_jsonrpc_router_engine.hpp"
+#include "ngx_http_jsonrpc_router_instance.hpp"
 #include "ngx_wallet_nginx.hpp"
 
 extern "C" ngx_module_t ngx_http_jsonrpc_router_module;
@@ -29,5 +29,7 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
 // Takes over a WebSocket upgrade request; returns what the content handler returns.
 ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf);
 bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r);
+// Reads a POST's body (ngx_http_read_client_request_body) and answers it.
+void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r);
 // A JSON-RPC error answer generated before any routing (bad method, too large).
 ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message);

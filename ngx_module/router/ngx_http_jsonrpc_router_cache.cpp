@@ -1,0 +1,187 @@
+#include "ngx_http_jsonrpc_router_cache.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <list>
+#include <utility>
+
+#include "ngx_http_jsonrpc_router_redis.hpp"
+
+namespace jsonrpc_router {
+
+namespace {
+
+// A stored expiry of 0 means none (a final answer about an irreversible block).
+std::int64_t memory_expiry(std::int64_t stored_expiry) {
+    return stored_expiry == 0 ? std::numeric_limits<std::int64_t>::max() : stored_expiry;
+}
+
+}  // namespace
+
+// ---- per-worker memory layer ---------------------------------------------------------
+
+class MemoryCache {
+public:
+    void configure(std::size_t capacity) { capacity_ = std::max(capacity_, capacity); }
+
+    // The stored value, valid until the next store.
+    const std::string* lookup(const std::string& key, std::int64_t now_ms) {
+        auto it = entries_.find(key);
+        if (it == entries_.end()) return nullptr;
+        if (it->second.expires_ms <= now_ms) {
+            erase(it);
+            return nullptr;
+        }
+        lru_.splice(lru_.begin(), lru_, it->second.position);
+        return &it->second.value;
+    }
+
+    void store(const std::string& key, const std::string& value, std::int64_t expires_ms) {
+        if (capacity_ == 0 || value.size() + key.size() > capacity_ / 8) return;
+        auto it = entries_.find(key);
+        if (it != entries_.end()) erase(it);
+        lru_.push_front(key);
+        entries_.emplace(key, Entry{value, expires_ms, lru_.begin()});
+        bytes_ += key.size() + value.size();
+        while (bytes_ > capacity_ && !lru_.empty()) erase(entries_.find(lru_.back()));
+    }
+
+private:
+    struct Entry {
+        std::string value;
+        std::int64_t expires_ms;
+        std::list<std::string>::iterator position;
+    };
+    void erase(std::unordered_map<std::string, Entry>::iterator it) {
+        bytes_ -= it->first.size() + it->second.value.size();
+        lru_.erase(it->second.position);
+        entries_.erase(it);
+    }
+
+    std::size_t capacity_ = 0;
+    std::size_t bytes_ = 0;
+    std::list<std::string> lru_;
+    std::unordered_map<std::string, Entry> entries_;
+};
+
+// ---- coalesced misses -----------------------------------------------------------------
+
+void MissGroup::close() {
+    if (index == nullptr) return;
+    auto it = index->find(key);
+    if (it != index->end() && it->second == this) index->erase(it);
+    index = nullptr;
+}
+
+Call* MissGroup::leave(const Call* member) {
+    for (Call*& m : members) {
+        if (m == member) m = nullptr;
+    }
+    if (leader != member) return nullptr;
+    leader = nullptr;
+    for (Call* m : members) {
+        if (m != nullptr) {
+            leader = m;
+            return m;
+        }
+    }
+    return nullptr;
+}
+
+void MissGroup::answer_all(std::shared_ptr<MissGroup> group, const MissOutcome& outcome) {
+    group->close();
+    group->leader = nullptr;
+    // Only locals (and `group`, kept alive here) are used past a delivery.
+    for (std::size_t i = 0; i < group->members.size(); ++i) {
+        Call* member = group->members[i];
+        if (member == nullptr) continue;
+        group->members[i] = nullptr;
+        member->miss_group.reset();
+        member->deliver(outcome);
+    }
+}
+
+bool ResponseCache::join_miss(Call& call) {
+    auto& misses = state(call.exchange().instance()).misses;
+    const std::string& key = call.plan().cache_key;
+    auto it = misses.find(key);
+    if (it != misses.end()) {
+        it->second->members.push_back(&call);
+        call.miss_group = it->second->shared_from_this();
+        return true;
+    }
+    auto group = std::make_shared<MissGroup>();
+    group->key = key;
+    group->members.push_back(&call);
+    group->leader = &call;
+    group->index = &misses;
+    misses.emplace(key, group.get());
+    call.miss_group = std::move(group);
+    return false;
+}
+
+// ---- lookups and stores ----------------------------------------------------------------
+
+ResponseCache::ResponseCache() : memory_(std::make_unique<MemoryCache>()) {}
+
+ResponseCache::~ResponseCache() = default;
+
+ResponseCache::InstanceState& ResponseCache::state(const RouterInstance& instance) { return instances_[&instance]; }
+
+RedisClient& ResponseCache::redis(const RouterInstance& instance) {
+    auto& redis = state(instance).redis;
+    if (!redis) redis = std::make_unique<RedisClient>(instance, ngx_cycle->log);
+    return *redis;
+}
+
+void ResponseCache::lookup(Call& call) {
+    const RouterInstance& instance = call.exchange().instance();
+    std::string key = instance.cache_prefix + call.plan().cache_key;
+    if (instance.memory_cache_bytes > 0) {
+        memory_->configure(instance.memory_cache_bytes);
+        if (const std::string* value = memory_->lookup(key, wall_clock_ms())) {
+            call.cache_answered(CacheSource::Memory, *value);
+            return;
+        }
+    }
+    if (!instance.redis_enabled || !redis(instance).usable()) {
+        call.cache_answered(CacheSource::None, {});
+        return;
+    }
+    call.wait_for_redis();
+    redis(instance).get(call, key);
+}
+
+void ResponseCache::cancel(Call& call) {
+    call.waiting_cache = false;
+    auto& redis = state(call.exchange().instance()).redis;
+    if (redis) redis->cancel(call);
+}
+
+void ResponseCache::trip(Call& call) {
+    auto& redis = state(call.exchange().instance()).redis;
+    if (redis) redis->trip();
+}
+
+void ResponseCache::store(const Call& call, const std::string& result, std::int64_t lifetime) {
+    const RouterInstance& instance = call.instance();
+    std::string key = instance.cache_prefix + call.plan().cache_key;
+    // The stored value carries its expiry (0: none), so that a worker's
+    // memory copy of an entry read from Redis never outlives the Redis entry.
+    std::int64_t expires = lifetime == 0 ? 0 : wall_clock_ms() + lifetime * 1000;
+    std::string value = std::to_string(expires) + " " + result;
+    if (instance.memory_cache_bytes > 0) memory_->store(key, value, memory_expiry(expires));
+    if (instance.redis_enabled && redis(instance).usable()) redis(instance).set(key, value, lifetime);
+}
+
+void ResponseCache::remember(const Call& call, std::string_view stored) {
+    const RouterInstance& instance = call.instance();
+    if (instance.memory_cache_bytes == 0) return;
+    auto space = stored.find(' ');
+    if (space == std::string_view::npos) return;
+    std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
+    memory_->store(instance.cache_prefix + call.plan().cache_key, std::string(stored), memory_expiry(expires));
+}
+
+}  // namespace jsonrpc_router

@@ -1,0 +1,365 @@
+// The router's calls and exchanges (see the header). Re-entrancy rule: a
+// transport never completes a Call from inside submit(); failures found there
+// are posted (Call::fail_later) so that an Exchange is never completed while
+// it is still starting its calls.
+#include "ngx_http_jsonrpc_router_exchange.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "jsonrpc_writer.hpp"
+#include "ngx_http_jsonrpc_router_metrics.hpp"
+#include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_connection.hpp"
+
+namespace jsonrpc_router {
+
+using wallet::ngx::post_event;
+using wallet::ngx::unpost_event;
+
+Call::Call(Exchange& exchange, std::size_t index) : exchange_(exchange), index_(index) {
+    timer_.handler = on_timer;
+    timer_.data = this;
+    timer_.log = exchange.log();
+}
+
+Call::~Call() {
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    unpost_event(&timer_);
+    if (waiting_cache) Worker::get().cache().cancel(*this);
+    if (upstream != nullptr) upstream->cancel(*this);
+    leave_group();
+}
+
+const router::CallPlan& Call::plan() const { return exchange_.plan().calls[index_]; }
+const RouterInstance& Call::instance() const { return exchange_.instance(); }
+ngx_log_t* Call::log() const { return exchange_.log(); }
+
+void Call::start() {
+    const router::CallPlan& p = plan();
+    if (!exchange_.quiet()) count_call(exchange_.instance(), p.error ? nullptr : p.route, exchange_.transport());
+    if (p.error) {
+        fail(p.error->code, p.error->message, "");
+        return;
+    }
+    if (p.cache_key.empty()) {
+        go_upstream();
+        return;
+    }
+    cache_status = "MISS";
+    Worker::get().cache().lookup(*this);
+}
+
+void Call::wait_for_redis() {
+    waiting_cache = true;
+    ngx_add_timer(&timer_, exchange_.instance().redis_timeout);
+}
+
+void Call::cache_answered(CacheSource source, std::string_view stored) {
+    if (done_) return;
+    waiting_cache = false;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    if (source != CacheSource::None) {
+        // "<expiry ms, 0 = none> <result>"; anything else is not ours and is a miss.
+        auto space = stored.find(' ');
+        if (space != std::string_view::npos && space > 0) {
+            std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
+            if (expires == 0 || expires > wall_clock_ms()) {
+                if (source == CacheSource::Redis) Worker::get().cache().remember(*this, stored);
+                cache_status = "HIT";
+                count_cache(exchange_.instance(), *plan().route, router::CacheResult::Hit);
+                finish(router::render_cached(stored.substr(space + 1), plan().id));
+                return;
+            }
+        }
+    }
+    go_upstream();
+}
+
+void Call::go_upstream() {
+    if (!plan().cache_key.empty() && Worker::get().cache().join_miss(*this)) {
+        // An identical miss is already with the target: wait for its answer.
+        cache_status = "COALESCED";
+        count_cache(exchange_.instance(), *plan().route, router::CacheResult::Coalesced);
+        const router::Target& target = exchange_.instance().table.targets[plan().route->target];
+        ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+        return;
+    }
+    if (!plan().cache_key.empty()) count_cache(exchange_.instance(), *plan().route, router::CacheResult::Miss);
+    send_upstream();
+}
+
+void Call::upstream_sent() {
+    if (!exchange_.quiet()) upstream_sent_us_ = metrics::monotonic_us();
+}
+
+void Call::upstream_ended(std::optional<router::UpstreamError> error) {
+    if (upstream_sent_us_ == 0) return;
+    count_upstream(exchange_.instance(), plan().route->target, url, std::exchange(upstream_sent_us_, 0), error);
+}
+
+void Call::send_upstream() {
+    const RouterInstance& instance = exchange_.instance();
+    const router::Route& route = *plan().route;
+    const router::Target& target = instance.table.targets[route.target];
+    url = pinned_url ? *pinned_url : Worker::get().pools().pick_url(instance, route.target, std::nullopt).value_or(0);
+    ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+    upstream_sent();
+    Worker::get().upstream(instance, route.target, url).submit(*this);
+}
+
+bool Call::fail_over(const char* what) {
+    if (exchange_.quiet()) return false;  // a poll counts its own outcome
+    const RouterInstance& instance = exchange_.instance();
+    const std::size_t target_index = plan().route->target;
+    const router::Target& target = instance.table.targets[target_index];
+    record_health(instance.url_health(target_index, url), target, url, false);
+    // A broadcast may have reached the node before the failure: never twice.
+    if (failed_over_ || !target.pool() || router::is_write(plan().path)) return false;
+    auto other = Worker::get().pools().pick_url(instance, target_index, url);
+    if (!other) return false;
+    failed_over_ = true;
+    ngx_log_error(NGX_LOG_WARN, log(), 0, "jsonrpc_router: request_id=%s method=%s: %s failed (%s), retried on %s",
+                  exchange_.request_id().c_str(), plan().path.c_str(), target.urls[url].url.c_str(), what,
+                  target.urls[*other].url.c_str());
+    url = *other;
+    retried = false;
+    ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
+    upstream_sent();
+    Worker::get().upstream(instance, target_index, url).submit(*this);
+    return true;
+}
+
+void Call::lead() {
+    cache_status = "MISS";
+    send_upstream();
+}
+
+void Call::leave_group() {
+    if (!miss_group) return;
+    std::shared_ptr<MissGroup> group = std::move(miss_group);
+    miss_group.reset();
+    // The leader's client went away: the next member asks the target.
+    if (Call* next = group->leave(this)) next->lead();
+}
+
+void Call::answer_group(const MissOutcome& outcome) {
+    std::shared_ptr<MissGroup> group = std::move(miss_group);
+    miss_group.reset();
+    MissGroup::answer_all(std::move(group), outcome);
+}
+
+void Call::deliver(const MissOutcome& outcome) {
+    if (done_) return;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    if (outcome.code == 0) {
+        finish(outcome.answer_head + plan().id + "}");
+    } else {
+        fail(outcome.code, outcome.message, outcome.detail);
+    }
+}
+
+void Call::fail_later(int code, std::string reason) {
+    deferred_code_ = code;
+    deferred_reason_ = std::move(reason);
+    post_event(&timer_);
+}
+
+void Call::on_timer(ngx_event_t* ev) {
+    auto* call = static_cast<Call*>(ev->data);
+    if (call->done_) return;
+    if (call->deferred_code_ != 0) {
+        int code = call->deferred_code_;
+        call->deferred_code_ = 0;
+        call->upstream_failed(code, call->deferred_reason_);
+        return;
+    }
+    if (!ev->timedout) return;
+    ev->timedout = 0;
+    if (call->waiting_cache) {
+        // Redis is slow: serve this call uncached, and skip Redis for a while.
+        Worker::get().cache().cancel(*call);
+        Worker::get().cache().trip(*call);
+        call->go_upstream();
+        return;
+    }
+    if (call->miss_group && call->miss_group->leader != call) {
+        // A waiting member times out alone; the leader's timeout is the group's.
+        call->leave_group();
+    } else {
+        if (call->upstream != nullptr) call->upstream->cancel(*call);
+        call->upstream_ended(router::UpstreamError::Timeout);
+        if (call->fail_over("timeout")) return;
+    }
+    const router::Target& target = call->exchange_.instance().table.targets[call->plan().route->target];
+    MissOutcome outcome;
+    outcome.code = jsonrpc::code::upstream_timeout;
+    outcome.message = "Request Timeout: target " + target.name + " did not answer within " +
+                      std::to_string(target.timeout_ms) + " ms";
+    outcome.detail = "timeout";
+    call->answer(outcome);
+}
+
+void Call::upstream_replied(int status, std::string body) {
+    if (done_) return;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    const RouterInstance& instance = exchange_.instance();
+    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
+    upstream_ended(reply.valid ? std::nullopt : std::optional(router::UpstreamError::BadAnswer));
+    if (!reply.valid) {
+        if (fail_over("bad answer")) return;
+        MissOutcome outcome;
+        outcome.code = jsonrpc::code::bad_upstream_response;
+        outcome.message = "Upstream response error: " + reply.problem + " (HTTP " + std::to_string(status) + ")";
+        outcome.detail = reply.problem;
+        answer(outcome);
+        return;
+    }
+    answered_by_target = true;
+    const std::size_t target_index = plan().route->target;
+    UrlHealth* health = instance.url_health(target_index, url);
+    if (!exchange_.quiet()) record_health(health, instance.table.targets[target_index], url, true);
+    if (reply.cacheable && !plan().cache_key.empty()) {
+        // Final only at or below the LIB of the node that answered.
+        std::uint64_t lib = health != nullptr ? health->lib.load(std::memory_order_relaxed) : 0;
+        if (auto lifetime = router::cache_lifetime(plan(), reply.result, lib)) {
+            Worker::get().cache().store(*this, reply.result, *lifetime);
+        }
+    }
+    if (miss_group) {
+        MissOutcome outcome;
+        outcome.answer_head = reply.response.substr(0, reply.id_offset);
+        answer_group(outcome);
+        return;
+    }
+    finish(std::move(reply.response));
+}
+
+void Call::upstream_failed(int code, const std::string& reason) {
+    if (done_) return;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    upstream_ended(code == jsonrpc::code::upstream_timeout         ? router::UpstreamError::Timeout
+                   : code == jsonrpc::code::bad_upstream_response ? router::UpstreamError::BadAnswer
+                                                                  : router::UpstreamError::Unavailable);
+    if (fail_over(reason.c_str())) return;
+    const router::Target& target = exchange_.instance().table.targets[plan().route->target];
+    MissOutcome outcome;
+    outcome.code = code;
+    outcome.message = code == jsonrpc::code::upstream_unavailable ? "Upstream unavailable: target " + target.name
+                                                                  : "Upstream response error: target " + target.name;
+    outcome.detail = reason;
+    answer(outcome);
+}
+
+void Call::answer(const MissOutcome& outcome) {
+    if (miss_group) {
+        answer_group(outcome);
+    } else {
+        deliver(outcome);
+    }
+}
+
+void Call::fail(int code, const std::string& message, const std::string& detail) {
+    const std::string& request_id = exchange_.request_id();
+    std::string path = plan().path.empty() ? std::string("-") : plan().path;
+    if (exchange_.quiet()) {
+        // A chain-node poll: its poller reports the target's state.
+    } else if (code >= 1000) {
+        ngx_log_error(NGX_LOG_ERR, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s (%s)",
+                      request_id.c_str(), code, path.c_str(), message.c_str(), detail.c_str());
+    } else {
+        ngx_log_error(NGX_LOG_INFO, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s", request_id.c_str(),
+                      code, path.c_str(), message.c_str());
+    }
+    if (code != jsonrpc::code::upstream_timeout && code < 1000) cache_status = "BYPASS";
+    finish(wallet::jsonrpc::error_response(plan().id, code, message, request_id));
+}
+
+void Call::finish(std::string text) {
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    unpost_event(&timer_);
+    response = std::move(text);
+    done_ = true;
+    exchange_.call_finished();  // may destroy this Call: nothing after it
+}
+
+// ---- Exchange -------------------------------------------------------------------------
+
+Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
+                   router::ClientTransport transport)
+    : instance_(instance), log_(log), owner_(owner), transport_(transport), request_id_(Worker::get().next_request_id()) {}
+
+Exchange::~Exchange() = default;
+
+void Exchange::start(std::string body) {
+    body_ = std::move(body);
+    plan_ = router::plan_request(body_, instance_.table, instance_.limits);
+    count_request(instance_, transport_, plan_.error.has_value());
+    if (plan_.error) {
+        ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id_.c_str(),
+                      plan_.error->code, plan_.error->message.c_str());
+        whole_error_ = wallet::jsonrpc::error_response("null", plan_.error->code, plan_.error->message, request_id_);
+        done_ = true;
+        owner_.exchange_done(*this);  // may destroy this Exchange
+        return;
+    }
+    calls_.reserve(plan_.calls.size());
+    for (std::size_t i = 0; i < plan_.calls.size(); ++i) calls_.push_back(std::make_unique<Call>(*this, i));
+    pending_ = calls_.size();
+    for (auto& call : calls_) call->start();
+    started_ = true;
+    if (pending_ == 0) {
+        done_ = true;
+        owner_.exchange_done(*this);  // may destroy this Exchange
+    }
+}
+
+void Exchange::start_poll(std::size_t target, std::size_t url) {
+    quiet_ = true;
+    plan_.calls.push_back(router::chain_poll_plan(instance_.probe_routes[target]));
+    calls_.push_back(std::make_unique<Call>(*this, 0));
+    calls_[0]->pinned_url = url;
+    pending_ = 1;
+    calls_[0]->start();  // a transport never answers from inside start()
+    started_ = true;
+}
+
+void Exchange::call_finished() {
+    --pending_;
+    if (started_ && pending_ == 0) {
+        done_ = true;
+        owner_.exchange_done(*this);  // may destroy this Exchange
+    }
+}
+
+std::string Exchange::take_response() {
+    if (!whole_error_.empty()) return std::move(whole_error_);
+    if (!plan_.batch) return calls_.empty() ? std::string() : std::move(calls_[0]->response);
+    std::vector<std::string> parts;
+    parts.reserve(calls_.size());
+    for (const auto& call : calls_) parts.push_back(call->response);
+    return router::render_batch(parts);
+}
+
+std::string Exchange::cache_status() const {
+    if (calls_.empty()) return "BYPASS";
+    if (!plan_.batch) return calls_[0]->cache_status;
+    std::size_t hits = 0;
+    for (const auto& call : calls_) hits += std::strcmp(call->cache_status, "HIT") == 0 ? 1 : 0;
+    return "BATCH hits=" + std::to_string(hits) + " calls=" + std::to_string(calls_.size());
+}
+
+const router::Route* Exchange::route() const {
+    if (plan_.batch || plan_.calls.empty()) return nullptr;
+    return plan_.calls[0].route;
+}
+
+std::string Exchange::target_name() const {
+    const router::Route* r = route();
+    return r ? instance_.table.targets[r->target].name : std::string();
+}
+
+std::string Exchange::path() const { return plan_.batch || plan_.calls.empty() ? std::string() : plan_.calls[0].path; }
+
+}  // namespace jsonrpc_router

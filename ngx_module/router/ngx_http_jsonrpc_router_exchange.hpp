@@ -1,0 +1,167 @@
+// The router's requests inside one nginx worker: an Exchange is one request
+// body (an HTTP POST or a WebSocket message) split into Calls; each Call is
+// answered from the cache (ngx_http_jsonrpc_router_cache) or by its route's
+// target over the target's transport (an Upstream: _http_upstream,
+// _ws_upstream), on a URL the pool health picks (_health). All I/O runs on
+// nginx's event loop; nothing here blocks and no exception leaves these
+// classes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ngx_http_jsonrpc_router_instance.hpp"
+#include "ngx_wallet_nginx.hpp"
+
+namespace jsonrpc_router {
+
+class Call;
+class Exchange;
+struct MissGroup;
+struct MissOutcome;
+
+enum class CacheSource { None, Memory, Redis };
+
+// A transport to one target; it answers Calls through Call::upstream_*.
+class Upstream {
+public:
+    virtual ~Upstream() = default;
+    virtual void submit(Call& call) = 0;
+    // The call gave up (timeout, client gone): forget it.
+    virtual void cancel(Call& call) = 0;
+};
+
+// One JSON-RPC call of an Exchange.
+class Call {
+public:
+    Call(Exchange& exchange, std::size_t index);
+    ~Call();
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+    const router::CallPlan& plan() const;
+    Exchange& exchange() { return exchange_; }
+    const RouterInstance& instance() const;
+    ngx_log_t* log() const;
+    void start();
+    // A Redis lookup is sent: its reply, or the Redis timeout, comes next.
+    void wait_for_redis();
+
+    // Transport callbacks; the transport has already dropped its reference.
+    void upstream_replied(int http_status, std::string body);
+    void upstream_failed(int code, const std::string& reason);
+    // A failure found inside submit(): reported from the event loop.
+    void fail_later(int code, std::string reason);
+    // Cache lookup outcome: the stored value, or a miss (source None).
+    void cache_answered(CacheSource source, std::string_view stored);
+    // The answer of a coalesced miss (the group's upstream reply or failure).
+    void deliver(const MissOutcome& outcome);
+    // Becomes the one call of its miss group that asks the target.
+    void lead();
+
+    // Transport bookkeeping.
+    std::size_t url = 0;            // which URL of the target has the call
+    std::optional<std::size_t> pinned_url;  // a poll: this URL only
+    bool answered_by_target = false;        // a JSON-RPC answer came (not a proxy error)
+    Upstream* upstream = nullptr;   // set while the call is with a transport
+    void* upstream_link = nullptr;  // transport's own handle (connection)
+    std::uint64_t upstream_id = 0;  // id sent upstream
+    bool retried = false;           // a stale keep-alive connection was retried
+    bool waiting_cache = false;     // a Redis lookup is in flight
+
+    std::string response;           // the answer for this call
+    const char* cache_status = "BYPASS";
+
+    // The identical misses this call shares an upstream request with.
+    std::shared_ptr<MissGroup> miss_group;
+
+private:
+    void go_upstream();
+    void send_upstream();
+    // The end of this call's upstream request: its answer, or its group's.
+    void answer(const MissOutcome& outcome);
+    void answer_group(const MissOutcome& outcome);
+    void leave_group();
+    // Counts a failure of the call's URL; true when the call went to another
+    // URL of its pool instead (an idempotent read, once).
+    bool fail_over(const char* what);
+    void finish(std::string response);
+    void fail(int code, const std::string& message, const std::string& detail);
+    static void on_timer(ngx_event_t* ev);
+    // Upstream latency and errors of a client's call (polls are not counted).
+    void upstream_sent();
+    void upstream_ended(std::optional<router::UpstreamError> error);
+
+    Exchange& exchange_;
+    std::size_t index_;
+    ngx_event_t timer_{};
+    bool done_ = false;
+    bool failed_over_ = false;
+    int deferred_code_ = 0;
+    std::string deferred_reason_;
+    std::uint64_t upstream_sent_us_ = 0;  // the attempt in flight (0: none)
+};
+
+// Whoever waits for an Exchange (an HTTP request, a WebSocket session).
+class ExchangeOwner {
+public:
+    virtual void exchange_done(Exchange& exchange) = 0;
+
+protected:
+    ~ExchangeOwner() = default;
+};
+
+class Exchange {
+public:
+    Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
+             router::ClientTransport transport = router::ClientTransport::Http);
+    ~Exchange();
+    Exchange(const Exchange&) = delete;
+    Exchange& operator=(const Exchange&) = delete;
+
+    // Plans and starts every call; may complete (call exchange_done) before returning.
+    void start(std::string body);
+    // One get_dynamic_global_properties call to one URL of `target` (the
+    // poll of a chain node or of a pool's URL that is out): never cached,
+    // coalesced, retried or logged as a client's error.
+    void start_poll(std::size_t target, std::size_t url);
+    bool quiet() const { return quiet_; }
+    // Whether the first call got a JSON-RPC answer from its target.
+    bool answered_by_target() const { return !calls_.empty() && calls_[0]->answered_by_target; }
+    bool done() const { return done_; }
+    // The response body (one object, or an array for a batch), moved out.
+    std::string take_response();
+    const std::string& request_id() const { return request_id_; }
+    // Headers that describe a single call: cache status, route, target.
+    std::string cache_status() const;
+    const router::Route* route() const;
+    std::string target_name() const;
+    std::string path() const;
+
+    const RouterInstance& instance() const { return instance_; }
+    ngx_log_t* log() const { return log_; }
+    const router::RequestPlan& plan() const { return plan_; }
+    router::ClientTransport transport() const { return transport_; }
+    void call_finished();
+
+private:
+    const RouterInstance& instance_;
+    ngx_log_t* log_;
+    ExchangeOwner& owner_;
+    router::ClientTransport transport_;
+    std::string body_;
+    router::RequestPlan plan_;
+    std::string whole_error_;  // response when the whole body failed
+    std::vector<std::unique_ptr<Call>> calls_;
+    std::size_t pending_ = 0;
+    bool started_ = false;
+    bool done_ = false;
+    bool quiet_ = false;
+    std::string request_id_;
+};
+
+}  // namespace jsonrpc_router

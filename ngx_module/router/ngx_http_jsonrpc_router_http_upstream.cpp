@@ -1,0 +1,201 @@
+#include "ngx_http_jsonrpc_router_http_upstream.hpp"
+
+#include <list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jsonrpc_error.hpp"
+#include "ngx_http_jsonrpc_router_stream.hpp"
+#include "ngx_http_jsonrpc_router_worker.hpp"
+#include "router_http.hpp"
+
+namespace jsonrpc_router {
+
+namespace {
+
+class HttpUpstream;
+
+class HttpConn final : public Stream {
+public:
+    HttpConn(HttpUpstream& upstream, ngx_log_t* log, std::size_t max_body)
+        : Stream(log), upstream_(upstream), parser_(router::HttpMessageParser::Kind::Response, max_body),
+          max_body_(max_body) {}
+    void start(Call& call, std::string request, bool reused);
+    void drop_call() { call_ = nullptr; }
+    std::list<std::unique_ptr<HttpConn>>::iterator self;
+
+private:
+    bool on_open() override { return true; }
+    bool on_data(std::string_view data) override;
+    bool on_closed(bool during_connect, const char* what) override;
+    bool complete();
+
+    HttpUpstream& upstream_;
+    router::HttpMessageParser parser_;
+    Call* call_ = nullptr;
+    bool reused_ = false;
+    bool got_bytes_ = false;
+    std::size_t max_body_ = 0;
+};
+
+class HttpUpstream final : public Upstream {
+public:
+    HttpUpstream(const RouterInstance& instance, std::size_t target, std::size_t url)
+        : instance_(instance), target_(instance.table.targets[target]), endpoint_(target_.urls[url]),
+          addr_(instance.target_addrs[target][url]) {}
+    ~HttpUpstream() override = default;
+
+    void submit(Call& call) override {
+        call.upstream = this;
+        call.upstream_id = Worker::get().next_upstream_id();
+        std::string body = call.plan().upstream_body(call.upstream_id);
+        std::string request;
+        request.reserve(body.size() + 160);
+        request += "POST ";
+        request += endpoint_.path;
+        request += " HTTP/1.1\r\nHost: ";
+        request += endpoint_.host_header;
+        request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ";
+        request += std::to_string(body.size());
+        request += "\r\n\r\n";
+        request += body;
+        while (!idle_.empty()) {
+            HttpConn* conn = idle_.back();
+            idle_.pop_back();
+            if (conn->is_open()) {
+                conn->unpark();
+                conn->start(call, std::move(request), true);
+                return;
+            }
+            destroy(conn);
+        }
+        conns_.push_back(std::make_unique<HttpConn>(*this, ngx_cycle->log, instance_.max_response));
+        HttpConn* conn = conns_.back().get();
+        conn->self = std::prev(conns_.end());
+        if (!conn->open(addr_, endpoint_.tls() ? instance_.ssl : nullptr, endpoint_.host, instance_.ssl_verify,
+                        static_cast<ngx_msec_t>(target_.timeout_ms))) {
+            destroy(conn);
+            call.upstream = nullptr;
+            call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
+            return;
+        }
+        conn->start(call, std::move(request), false);
+    }
+
+    void cancel(Call& call) override {
+        auto* conn = static_cast<HttpConn*>(call.upstream_link);
+        call.upstream = nullptr;
+        call.upstream_link = nullptr;
+        if (conn == nullptr) return;
+        conn->drop_call();
+        destroy(conn);  // an unfinished exchange leaves the connection unusable
+    }
+
+    void release(HttpConn* conn) {
+        if (idle_.size() >= instance_.keepalive) {
+            destroy(conn);
+            return;
+        }
+        conn->park(instance_.keepalive_timeout);
+        idle_.push_back(conn);
+    }
+
+    void destroy(HttpConn* conn) {
+        for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+            if (*it == conn) {
+                idle_.erase(it);
+                break;
+            }
+        }
+        conns_.erase(conn->self);
+    }
+
+private:
+    const RouterInstance& instance_;
+    const router::Target& target_;
+    const router::Endpoint& endpoint_;
+    const ngx_addr_t& addr_;
+    std::list<std::unique_ptr<HttpConn>> conns_;
+    std::vector<HttpConn*> idle_;
+};
+
+void HttpConn::start(Call& call, std::string request, bool reused) {
+    call_ = &call;
+    call.upstream_link = this;
+    reused_ = reused;
+    got_bytes_ = false;
+    parser_ = router::HttpMessageParser(router::HttpMessageParser::Kind::Response, max_body_);
+    write(request);
+}
+
+bool HttpConn::on_data(std::string_view data) {
+    got_bytes_ = true;
+    if (call_ == nullptr) {
+        upstream_.destroy(this);  // an answer nobody waits for: not reusable
+        return false;
+    }
+    auto state = parser_.feed(data);
+    if (state == router::HttpMessageParser::State::Incomplete) return true;
+    if (state == router::HttpMessageParser::State::Error) {
+        Call* call = call_;
+        call_ = nullptr;
+        call->upstream = nullptr;
+        call->upstream_link = nullptr;
+        std::string reason = "bad HTTP response: " + parser_.error();
+        upstream_.destroy(this);
+        call->upstream_failed(jsonrpc::code::bad_upstream_response, reason);
+        return false;
+    }
+    return complete();
+}
+
+bool HttpConn::complete() {
+    Call* call = call_;
+    call_ = nullptr;
+    call->upstream = nullptr;
+    call->upstream_link = nullptr;
+    int status = parser_.status();
+    std::string body = parser_.take_body();
+    bool reusable = parser_.keep_alive() && parser_.take_leftover().empty() && is_open();
+    if (reusable) {
+        upstream_.release(this);
+    } else {
+        upstream_.destroy(this);
+    }
+    call->upstream_replied(status, std::move(body));
+    return false;
+}
+
+bool HttpConn::on_closed(bool during_connect, const char* what) {
+    Call* call = call_;
+    if (call == nullptr) {
+        upstream_.destroy(this);
+        return false;
+    }
+    if (parser_.finish() == router::HttpMessageParser::State::Complete) return complete();
+    call_ = nullptr;
+    call->upstream = nullptr;
+    call->upstream_link = nullptr;
+    // A kept-alive connection the target closed meanwhile: one fresh try.
+    if (reused_ && !got_bytes_ && !call->retried) {
+        call->retried = true;
+        HttpUpstream& upstream = upstream_;
+        upstream.destroy(this);
+        upstream.submit(*call);
+        return false;
+    }
+    int code = (during_connect || !got_bytes_) ? jsonrpc::code::upstream_unavailable : jsonrpc::code::bad_upstream_response;
+    std::string reason = std::string(what) + (got_bytes_ ? " in the middle of a response" : "");
+    upstream_.destroy(this);
+    call->upstream_failed(code, reason);
+    return false;
+}
+
+}  // namespace
+
+std::unique_ptr<Upstream> make_http_upstream(const RouterInstance& instance, std::size_t target, std::size_t url) {
+    return std::make_unique<HttpUpstream>(instance, target, url);
+}
+
+}  // namespace jsonrpc_router

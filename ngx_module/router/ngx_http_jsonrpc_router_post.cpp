@@ -1,0 +1,107 @@
+// HTTP POST clients of the router: one Exchange per request body, answered
+// with the X-JSONRPC-* headers; and the JSON-RPC errors sent before any
+// routing (bad method, too large).
+#include <memory>
+#include <string>
+
+#include "jsonrpc_writer.hpp"
+#include "ngx_http_jsonrpc_router_conf.hpp"
+#include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_shared.hpp"
+
+using jsonrpc_router::Exchange;
+using jsonrpc_router::ExchangeOwner;
+using jsonrpc_router::RouterInstance;
+
+namespace {
+
+class HttpJob final : public ExchangeOwner {
+public:
+    HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
+
+    void start(std::string body) { exchange_.start(std::move(body)); }
+    bool finished() const { return finished_; }
+    bool in_handler = true;
+
+    void exchange_done(Exchange& exchange) override {
+        finished_ = true;
+        ngx_int_t rc = NGX_ERROR;
+        try {
+            response_ = exchange.take_response();
+            wallet::ngx::add_response_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
+            wallet::ngx::add_response_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
+            if (exchange.route() != nullptr) {
+                wallet::ngx::add_response_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
+                wallet::ngx::add_response_header(r_, "X-JSONRPC-Target", exchange.target_name());
+            }
+            rc = wallet::ngx::send_json_unowned(r_, NGX_HTTP_OK, response_);
+        } catch (...) {
+            rc = NGX_ERROR;
+        }
+        ngx_connection_t* c = r_->connection;
+        bool async = !in_handler;
+        ngx_http_finalize_request(r_, rc);  // may free the request and this job
+        if (async) ngx_http_run_posted_requests(c);
+    }
+
+private:
+    ngx_http_request_t* r_;
+    Exchange exchange_;
+    std::string response_;  // referenced by the output chain until the request ends
+    bool finished_ = false;
+};
+
+void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob*>(data)); }
+
+}  // namespace
+
+void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
+    std::string body;
+    if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
+        ngx_http_finalize_request(
+            r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
+                                              "Invalid Request: request too large"));
+        return;
+    }
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+    if (cleanup == nullptr) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    HttpJob* job = nullptr;
+    try {
+        auto owned = std::make_unique<HttpJob>(r, *conf->instance);
+        job = owned.get();
+        cleanup->handler = delete_job;
+        cleanup->data = owned.release();
+    } catch (...) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    r->main->count++;  // held while the calls start: a synchronous answer must not free r here
+    try {
+        job->start(std::move(body));
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0, "jsonrpc_router: exception while starting a request");
+    }
+    job->in_handler = false;
+    if (!job->finished()) {
+        // Waiting for the cache or a target: notice a client that goes away.
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_request_empty_handler;
+    }
+    ngx_http_finalize_request(r, NGX_DONE);
+}
+
+ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message) {
+    try {
+        std::string request_id = jsonrpc_router::Worker::get().next_request_id();
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
+                      code, message);
+        wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);
+        return wallet::ngx::send_json(r, status, wallet::jsonrpc::error_response("null", code, message, request_id));
+    } catch (...) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
