@@ -64,6 +64,28 @@ std::string storable_json(std::string text) {
     return text;
 }
 
+// trx_id as stored (bytea, migration 0007's wallet_trx_id_bytes), in
+// bytea's hex input form: the 20 bytes a 40-digit lowercase hex id spells;
+// any other text as its own bytes, a NUL appended when those are exactly 20
+// (text never holds one), so that wallet_trx_id_text reads every value back.
+std::string trx_id_bytes_text(std::string_view trx_id) {
+    constexpr std::size_t kIdDigits = 40;
+    const bool canonical = trx_id.size() == kIdDigits && std::all_of(trx_id.begin(), trx_id.end(), [](char c) {
+                               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                           });
+    if (canonical) return "\\x" + std::string(trx_id);
+    static constexpr char kHex[] = "0123456789abcdef";
+    const std::string text = storable_text(trx_id);
+    std::string out = "\\x";
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        out += kHex[byte >> 4];
+        out += kHex[byte & 15];
+    }
+    if (text.size() == kIdDigits / 2) out += "00";
+    return out;
+}
+
 // NUMERIC(30,6) rounds silently; an amount it cannot hold exactly is refused.
 Result<std::string> numeric_text(const Asset& asset, const char* column) {
     auto at_scale_6 = asset.amount.rescaled(6);
@@ -153,7 +175,7 @@ Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
         row[10] = std::move(amount).value();
         row[11] = e.vesting->symbol;
     }
-    if (e.trx_id) row[12] = storable_text(*e.trx_id);
+    if (e.trx_id) row[12] = trx_id_bytes_text(*e.trx_id);
     if (e.counterparty) row[13] = storable_text(*e.counterparty);
     if (e.memo) row[14] = storable_text(*e.memo);
     if (e.author) row[15] = storable_text(*e.author);
@@ -189,6 +211,9 @@ Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const Accou
         if (!row) return make_error(row.error());
         out.events.push_back(std::move(row).value());
         if (event.block_num != block) {
+            // A block's operations must be together: a batch of events out
+            // of block order would give one block two rows.
+            if (event.block_num < block) return make_error("events are not in block order");
             close_block();
             block = event.block_num;
             block_time = event.timestamp.to_iso_z();
@@ -204,13 +229,6 @@ Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const Accou
         }
     }
     close_block();
-    // A block's operations must be together: a batch of events out of block
-    // order would give one block two rows.
-    for (std::size_t i = 1; i < out.blocks.size(); ++i) {
-        if (std::stoll(*out.blocks[i][0]) <= std::stoll(*out.blocks[i - 1][0])) {
-            return make_error("events are not in block order");
-        }
-    }
     return out;
 }
 

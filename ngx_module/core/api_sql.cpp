@@ -12,8 +12,10 @@ namespace {
 // named in SQL (inlined immutable functions); `assets` is NULL when the
 // amount columns hold it (wallet_derived_assets), the compact triples of
 // wallet_assets_json, or JSON printed as jsonb; the writer renders it.
+// trx_id is stored as bytes (migration 0007).
 constexpr const char* kEventColumns =
-    "wallet_role_name(role) AS role, wallet_op_type_name(op_type) AS op_type, block_num, block_seq, trx_id,"
+    "wallet_role_name(role) AS role, wallet_op_type_name(op_type) AS op_type, block_num, block_seq,"
+    " wallet_trx_id_text(trx_id) AS trx_id,"
     " op_in_trx, virtual_op, extract(epoch FROM ts)::bigint AS epoch, amount::text AS amount, symbol,"
     " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
     " CASE WHEN assets LIKE '[%' THEN assets::jsonb::text ELSE assets END AS assets";
@@ -25,15 +27,17 @@ constexpr const char* kAccount = " account_id = (SELECT id FROM wallet_accounts 
 // strictly older than the cursor's row. Block times never decrease, so the
 // keyset (block_num, block_seq, role) orders rows as (timestamp, block_num,
 // block_seq, role) does, and a window is a block range (looked up only when
-// the window has that bound) plus the exact time test.
+// the window has that bound) plus the exact time test. The indexes hold
+// (block_seq, role) folded into block_seq * 100 + role (migration 0007:
+// roles are codes below 100), which orders rows exactly as the pair does.
 constexpr const char* kWindowAndKeyset =
     " ts >= $2 AND ts < $3"
     " AND block_num >= CASE WHEN $2 = '-infinity' THEN 0 ELSE wallet_first_block_at($2) END"
     " AND block_num < CASE WHEN $3 = 'infinity' THEN 2147483647 ELSE wallet_first_block_at($3) END"
-    " AND (e.block_num, e.block_seq, e.role) < ($4, $5, coalesce(wallet_role_code($6), 0))"
+    " AND (e.block_num, e.block_seq * 100 + e.role) < ($4, $5 * 100 + coalesce(wallet_role_code($6), 0))"
     // Qualified: a bare `role` would name the output column (the role's
     // name, text), and the generic plan would sort the whole account.
-    " ORDER BY e.block_num DESC, e.block_seq DESC, e.role DESC LIMIT $7";
+    " ORDER BY e.block_num DESC, e.block_seq * 100 + e.role DESC LIMIT $7";
 
 constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
 
@@ -42,6 +46,15 @@ std::string with_indexed_block(const std::string& page_sql) {
     return "SELECT (SELECT block_num FROM indexer_checkpoint) AS indexed_block, e.*"
            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
            page_sql + ") AS e ON true";
+}
+
+// The reward events of the account ($1) in [from, to), for the parts of
+// days a totals window cuts.
+std::string reward_events_sql(const char* from, const char* to) {
+    return std::string("  SELECT op_type, vesting_amount, assets FROM wallet_events"
+                       "   WHERE account_id = (SELECT id FROM account) AND wallet_is_reward_type(op_type)"
+                       "     AND block_num >= wallet_first_block_at(") + from + ") AND block_num < wallet_first_block_at(" +
+           to + ")     AND ts >= " + from + " AND ts < " + to;
 }
 
 // Reward totals: the aggregate rows of days $2..$3 (inclusive; the lifetime
@@ -53,20 +66,9 @@ std::string totals_sql(bool with_partial_days) {
     std::string raw_liquid;
     std::string sql;
     if (with_partial_days) {
-        const std::string raw_part =
-            "  SELECT op_type, vesting_amount, assets FROM wallet_events"
-            "   WHERE account_id = (SELECT id FROM account) AND wallet_is_reward_type(op_type)"
-            "     AND block_num >= wallet_first_block_at($F) AND block_num < wallet_first_block_at($T)"
-            "     AND ts >= $F AND ts < $T";
-        auto part = [&raw_part](const char* from, const char* to) {
-            std::string text = raw_part;
-            for (std::size_t at = text.find("$F"); at != std::string::npos; at = text.find("$F")) text.replace(at, 2, from);
-            for (std::size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T")) text.replace(at, 2, to);
-            return text;
-        };
         sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
               "WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), raw AS (" +
-              part("$4", "$5") + "  UNION ALL" + part("$6", "$7") + "), ";
+              reward_events_sql("$4", "$5") + "  UNION ALL" + reward_events_sql("$6", "$7") + "), ";
         raw_vesting = "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw";
         raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r,"
                      " wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l";

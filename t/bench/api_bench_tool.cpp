@@ -84,7 +84,7 @@ void emit(long account_id, const char* account, long i, long per_account, Rng& r
         const unsigned long long milli = units % 100000;
         const unsigned long long trx_high = rng.next();
         const unsigned long long trx_low = rng.next();
-        std::printf("%s\t%ld\t%ld\t%d\t0\t0\t%d\t%d\t%llu.%03llu\tHIVE\t\\N\t\\N\t%016llx%016llx00000000\tpeer%llu"
+        std::printf("%s\t%ld\t%ld\t%d\t0\t0\t%d\t%d\t%llu.%03llu\tHIVE\t\\N\t\\N\t\\\\x%016llx%016llx00000000\tpeer%llu"
                     "\tpayment %ld\t\\N\t\\N\t\\N\n",
                     ts, account_id, block, seq, kTransfer, kind == 7 ? kReceiver : kSender, milli / 1000,
                     milli % 1000, trx_high, trx_low, units % 977, i);

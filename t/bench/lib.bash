@@ -71,7 +71,7 @@ bench_pg_stop() {
 # BIG_EVENTS of its own) into a freshly provisioned database. Indexes are built
 # after the load (much faster than maintaining them per row); the reward
 # aggregates are maintained by the insert trigger, as in production. Accounts
-# and events are COPYed as the writer stores them (migration 0004); the block
+# and events are COPYed as the writer stores them (migrations 0004, 0007); the block
 # rows (times, and each operation once) follow set-based.
 bench_load_events() {
   local writer=$1 tool=$2 accounts=$3 events=$4 big=$5 big_events=$6
@@ -90,8 +90,10 @@ SELECT setval(pg_get_serial_sequence('wallet_accounts', 'id'), (SELECT max(id) F
 INSERT INTO wallet_blocks (block_num, ts, ops)
 SELECT block_num, min(ts), json_object_agg(block_seq, '[0, {}]'::json)
   FROM (SELECT DISTINCT block_num, block_seq, ts FROM wallet_events) o GROUP BY block_num;
-CREATE UNIQUE INDEX wallet_events_keyset ON wallet_events (account_id, block_num, block_seq, role);
-CREATE INDEX wallet_events_type_keyset ON wallet_events (account_id, op_type, block_num, block_seq, role);
+CREATE UNIQUE INDEX wallet_events_keyset ON wallet_events (account_id, wide, block_num, (block_seq * 100 + role))
+    WITH (fillfactor = 100);
+CREATE INDEX wallet_events_type_keyset ON wallet_events (account_id, op_type, block_num, (block_seq * 100 + role))
+    WITH (fillfactor = 100);
 CREATE INDEX wallet_events_block_brin ON wallet_events USING brin (block_num);
 INSERT INTO indexer_checkpoint (block_num, block_id, block_time) VALUES (31536000, 'bench', '2023-01-01T00:00:00Z');
 VACUUM ANALYZE wallet_accounts, wallet_events, wallet_blocks, wallet_reward_daily, wallet_reward_liquid_daily;

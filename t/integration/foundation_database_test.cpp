@@ -192,3 +192,27 @@ TEST(FoundationStoreCodes, SqlAndCppAgreeOnOpTypesRolesAndSoleAssetFields) {
         }
     }
 }
+
+// trx_id is stored as bytes (migration 0007): a 40-digit lowercase hex id as
+// the 20 bytes it spells, any other text as its own bytes; every text reads
+// back as it was written, the 20-byte texts an id could be mistaken for too.
+TEST(FoundationStoreCodes, TransactionIdsReadBackAsWritten) {
+    PostgresServer pg;
+    pg.provision();
+    // Each text and the bytes it is stored in.
+    const std::vector<std::pair<std::string, int>> ids = {
+        {"0e4bf604dfa68169b01dd537901ebf7bd775470f", 20},   // an id
+        {"0E4BF604DFA68169B01DD537901EBF7BD775470F", 40},   // upper case: kept as text
+        {"0e4bf604dfa68169b01dd537901ebf7bd775470", 39},    // odd length
+        {"0e4bf604dfa68169b01dd537901ebf7bd775470ff", 41},  // 41 digits
+        {"twenty-characters-ab", 21},                       // 20 bytes of text, a NUL appended
+        {"\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC", 21},  // 20 bytes of UTF-8
+        {"00ff", 4},
+        {"", 0}};
+    for (const auto& [id, stored] : ids) {
+        EXPECT_EQ(pg.query("SELECT wallet_trx_id_text(wallet_trx_id_bytes('" + id + "')) || '|' ||"
+                           " octet_length(wallet_trx_id_bytes('" + id + "'))"),
+                  std::vector<std::string>{id + "|" + std::to_string(stored)})
+            << id;
+    }
+}
