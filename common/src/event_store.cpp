@@ -220,15 +220,18 @@ void append_copy_field(std::string& out, const std::optional<std::string>& value
         out += "\\N";
         return;
     }
-    for (const char c : *value) {
-        switch (c) {
-            case '\\': out += "\\\\"; break;
-            case '\t': out += "\\t"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            default: out += c;
-        }
+    // Runs without a delimiter are appended whole (a byte at a time was 8% of
+    // the loader's instructions).
+    const std::string_view text = *value;
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c != '\\' && c != '\t' && c != '\n' && c != '\r') continue;
+        out.append(text.data() + run, i - run);
+        out += c == '\\' ? "\\\\" : c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r";
+        run = i + 1;
     }
+    out.append(text.data() + run, text.size() - run);
 }
 
 std::int64_t affected_rows(PGresult* result) {
@@ -246,8 +249,9 @@ std::optional<CopyFailure> copy_rows(PGconn* conn, const std::string& table, std
                                      const std::vector<Row>& rows) {
     auto started = pg::exec(conn, "COPY " + table + " (" + std::string(columns) + ") FROM STDIN");
     if (!started) return CopyFailure{"COPY: " + started.error(), ""};
-    std::string buffer;
     constexpr std::size_t kFlushBytes = 1 << 20;
+    std::string buffer;
+    buffer.reserve(kFlushBytes + (64 << 10));
     bool sent = true;
     for (const auto& row : rows) {
         for (std::size_t column = 0; column < row.size(); ++column) {
@@ -404,6 +408,20 @@ Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& e
     std::sort(missing.begin(), missing.end());
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     if (ids_.size() + missing.size() > kMaxCachedAccounts) ids_.clear();
+    auto remember = [this](PGresult* result) {
+        for (int row = 0; row < PQntuples(result); ++row) {
+            ids_[PQgetvalue(result, row, 0)] = static_cast<std::int32_t>(std::strtol(PQgetvalue(result, row, 1), nullptr, 10));
+        }
+    };
+    // Names other writers (a backfill's other workers) stored are read first:
+    // an INSERT ... ON CONFLICT of a stored name burns an identity value, a
+    // gap in the ids for every name each worker meets first.
+    auto stored = pg::exec_params(conn, "SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
+                                  {text_array_literal(missing)});
+    if (!stored) return make_error("account ids: " + stored.error());
+    remember(stored->get());
+    std::erase_if(missing, [this](const std::string& name) { return ids_.contains(name); });
+    if (missing.empty()) return true;
     // New names in sorted order, so that writers adding overlapping names
     // wait for each other instead of deadlocking. The SELECT sees the names
     // stored before this statement, the INSERT returns the new ones.
@@ -414,11 +432,6 @@ Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& e
                                  " UNION ALL SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
                                  {text_array_literal(missing)});
     if (!found) return make_error("account ids: " + found.error());
-    auto remember = [this](PGresult* result) {
-        for (int row = 0; row < PQntuples(result); ++row) {
-            ids_[PQgetvalue(result, row, 0)] = static_cast<std::int32_t>(std::strtol(PQgetvalue(result, row, 1), nullptr, 10));
-        }
-    };
     remember(found->get());
     // A name another writer added concurrently is neither returned (the
     // INSERT waited for that writer and did nothing) nor in the statement's
