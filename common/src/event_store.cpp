@@ -1,6 +1,7 @@
 #include "wallet/event_store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <limits>
 #include <string_view>
@@ -222,11 +223,16 @@ void append_copy_field(std::string& out, const std::optional<std::string>& value
     }
     // Runs without a delimiter are appended whole (a byte at a time was 8% of
     // the loader's instructions).
+    static constexpr auto kDelimiter = [] {
+        std::array<bool, 256> table{};
+        table['\\'] = table['\t'] = table['\n'] = table['\r'] = true;
+        return table;
+    }();
     const std::string_view text = *value;
     std::size_t run = 0;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (c != '\\' && c != '\t' && c != '\n' && c != '\r') continue;
+        if (!kDelimiter[static_cast<unsigned char>(c)]) continue;
         out.append(text.data() + run, i - run);
         out += c == '\\' ? "\\\\" : c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r";
         run = i + 1;

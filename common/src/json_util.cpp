@@ -54,6 +54,8 @@ private:
     bool plain_string(std::string_view& out) noexcept {
         const std::size_t start = pos_;
         while (pos_ < text_.size()) {
+            pos_ += plain_run(text_.substr(pos_));
+            if (pos_ >= text_.size()) break;
             const unsigned char c = static_cast<unsigned char>(text_[pos_]);
             if (c == '"') {
                 out = text_.substr(start, pos_ - start);
@@ -171,8 +173,8 @@ int special_bytes(__m128i block) noexcept {
 }
 #endif
 
-// The length of the prefix of text that needs no escaping: sixteen bytes at
-// a time where SSE2 is there (every x86-64), the rest byte by byte.
+}  // namespace
+
 std::size_t plain_run(std::string_view text) noexcept {
     std::size_t i = 0;
 #if defined(__SSE2__)
@@ -184,6 +186,8 @@ std::size_t plain_run(std::string_view text) noexcept {
     while (i < text.size() && !kNeedsEscape[static_cast<unsigned char>(text[i])]) ++i;
     return i;
 }
+
+namespace {
 
 char* write_escape(char* out, unsigned char c) noexcept {
     static constexpr char kHex[] = "0123456789abcdef";
