@@ -419,23 +419,18 @@ Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& e
             ids_[PQgetvalue(result, row, 0)] = static_cast<std::int32_t>(std::strtol(PQgetvalue(result, row, 1), nullptr, 10));
         }
     };
-    // Names other writers (a backfill's other workers) stored are read first:
-    // an INSERT ... ON CONFLICT of a stored name burns an identity value, a
-    // gap in the ids for every name each worker meets first.
-    auto stored = pg::exec_params(conn, "SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
-                                  {text_array_literal(missing)});
-    if (!stored) return make_error("account ids: " + stored.error());
-    remember(stored->get());
-    std::erase_if(missing, [this](const std::string& name) { return ids_.contains(name); });
-    if (missing.empty()) return true;
     // New names in sorted order, so that writers adding overlapping names
-    // wait for each other instead of deadlocking. The SELECT sees the names
-    // stored before this statement, the INSERT returns the new ones.
+    // wait for each other instead of deadlocking. Only names the statement's
+    // snapshot lacks are offered to the INSERT: ON CONFLICT burns an identity
+    // value for every name it finds stored, a gap in the ids for each name a
+    // writer (one of a backfill's workers, with caches of their own) meets
+    // first. The INSERT returns the new names, `known` the stored ones.
     auto found = pg::exec_params(conn,
-                                 "WITH added AS (INSERT INTO wallet_accounts (name) SELECT unnest($1::text[]) ORDER BY 1"
+                                 "WITH known AS (SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])),"
+                                 " added AS (INSERT INTO wallet_accounts (name)"
+                                 "  SELECT n FROM unnest($1::text[]) n WHERE n NOT IN (SELECT name FROM known) ORDER BY 1"
                                  "  ON CONFLICT (name) DO NOTHING RETURNING name, id)"
-                                 " SELECT name, id FROM added"
-                                 " UNION ALL SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
+                                 " SELECT name, id FROM added UNION ALL SELECT name, id FROM known",
                                  {text_array_literal(missing)});
     if (!found) return make_error("account ids: " + found.error());
     remember(found->get());
