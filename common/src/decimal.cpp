@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 namespace wallet {
 namespace {
@@ -46,24 +47,31 @@ bool append_digit(Units& accumulator, char digit) {
     return true;
 }
 
-std::string digits_of(Units non_negative) {
-    std::string digits;
-    do {
-        digits.push_back(static_cast<char>('0' + static_cast<int>(non_negative % 10)));
-        non_negative /= 10;
-    } while (non_negative != 0);
-    std::reverse(digits.begin(), digits.end());
-    return digits;
-}
-
-// Formats a unit count already expressed at `scale`.
+// Formats a unit count already expressed at `scale`: digits written from the
+// end of a buffer, with 64-bit divisions while the value fits (a 128-bit
+// division per digit was 5% of the loader's instructions).
 std::string format_units(Units units, int scale) {
-    std::string digits = digits_of(magnitude(units));
-    const auto fraction_digits = static_cast<std::size_t>(scale);
-    if (digits.size() <= fraction_digits) digits.insert(0, fraction_digits + 1 - digits.size(), '0');
-    if (fraction_digits > 0) digits.insert(digits.size() - fraction_digits, 1, '.');
-    if (units < 0) digits.insert(0, 1, '-');
-    return digits;
+    char buffer[64];  // 39 digits, '.', '-' and the leading zeros of scale <= 18
+    char* const end = buffer + sizeof buffer;
+    char* p = end;
+    Units rest = magnitude(units);
+    int written = 0;
+    auto put = [&](char digit) {
+        *--p = digit;
+        if (++written == scale) *--p = '.';
+    };
+    while (rest > static_cast<Units>(UINT64_MAX)) {
+        put(static_cast<char>('0' + static_cast<int>(rest % 10)));
+        rest /= 10;
+    }
+    auto small = static_cast<std::uint64_t>(rest);
+    do {
+        put(static_cast<char>('0' + static_cast<int>(small % 10)));
+        small /= 10;
+    } while (small != 0);
+    while (written <= scale) put('0');  // "0.001": zeros up to the one before the point
+    if (units < 0) *--p = '-';
+    return std::string(p, end);
 }
 
 }  // namespace

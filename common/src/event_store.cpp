@@ -1,6 +1,7 @@
 #include "wallet/event_store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <limits>
 #include <string_view>
@@ -238,15 +239,23 @@ void append_copy_field(std::string& out, const std::optional<std::string>& value
         out += "\\N";
         return;
     }
-    for (const char c : *value) {
-        switch (c) {
-            case '\\': out += "\\\\"; break;
-            case '\t': out += "\\t"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            default: out += c;
-        }
+    // Runs without a delimiter are appended whole (a byte at a time was 8% of
+    // the loader's instructions).
+    static constexpr auto kDelimiter = [] {
+        std::array<bool, 256> table{};
+        table['\\'] = table['\t'] = table['\n'] = table['\r'] = true;
+        return table;
+    }();
+    const std::string_view text = *value;
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (!kDelimiter[static_cast<unsigned char>(c)]) continue;
+        out.append(text.data() + run, i - run);
+        out += c == '\\' ? "\\\\" : c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r";
+        run = i + 1;
     }
+    out.append(text.data() + run, text.size() - run);
 }
 
 std::int64_t affected_rows(PGresult* result) {
@@ -264,8 +273,9 @@ std::optional<CopyFailure> copy_rows(PGconn* conn, const std::string& table, std
                                      const std::vector<Row>& rows) {
     auto started = pg::exec(conn, "COPY " + table + " (" + std::string(columns) + ") FROM STDIN");
     if (!started) return CopyFailure{"COPY: " + started.error(), ""};
-    std::string buffer;
     constexpr std::size_t kFlushBytes = 1 << 20;
+    std::string buffer;
+    buffer.reserve(kFlushBytes + (64 << 10));
     bool sent = true;
     for (const auto& row : rows) {
         for (std::size_t column = 0; column < row.size(); ++column) {
@@ -422,21 +432,25 @@ Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& e
     std::sort(missing.begin(), missing.end());
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     if (ids_.size() + missing.size() > kMaxCachedAccounts) ids_.clear();
-    // New names in sorted order, so that writers adding overlapping names
-    // wait for each other instead of deadlocking. The SELECT sees the names
-    // stored before this statement, the INSERT returns the new ones.
-    auto found = pg::exec_params(conn,
-                                 "WITH added AS (INSERT INTO wallet_accounts (name) SELECT unnest($1::text[]) ORDER BY 1"
-                                 "  ON CONFLICT (name) DO NOTHING RETURNING name, id)"
-                                 " SELECT name, id FROM added"
-                                 " UNION ALL SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
-                                 {text_array_literal(missing)});
-    if (!found) return make_error("account ids: " + found.error());
     auto remember = [this](PGresult* result) {
         for (int row = 0; row < PQntuples(result); ++row) {
             ids_[PQgetvalue(result, row, 0)] = static_cast<std::int32_t>(std::strtol(PQgetvalue(result, row, 1), nullptr, 10));
         }
     };
+    // New names in sorted order, so that writers adding overlapping names
+    // wait for each other instead of deadlocking. Only names the statement's
+    // snapshot lacks are offered to the INSERT: ON CONFLICT burns an identity
+    // value for every name it finds stored, a gap in the ids for each name a
+    // writer (one of a backfill's workers, with caches of their own) meets
+    // first. The INSERT returns the new names, `known` the stored ones.
+    auto found = pg::exec_params(conn,
+                                 "WITH known AS (SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])),"
+                                 " added AS (INSERT INTO wallet_accounts (name)"
+                                 "  SELECT n FROM unnest($1::text[]) n WHERE n NOT IN (SELECT name FROM known) ORDER BY 1"
+                                 "  ON CONFLICT (name) DO NOTHING RETURNING name, id)"
+                                 " SELECT name, id FROM added UNION ALL SELECT name, id FROM known",
+                                 {text_array_literal(missing)});
+    if (!found) return make_error("account ids: " + found.error());
     remember(found->get());
     // A name another writer added concurrently is neither returned (the
     // INSERT waited for that writer and did nothing) nor in the statement's

@@ -141,6 +141,7 @@ bool Scanner::skip_string() {
     const std::size_t size = text_.size();
     const char* data = text_.data();
     while (pos_ < size) {
+        pos_ += plain_run(text_.substr(pos_));  // stops at DEL too, which the table lets through
         while (pos_ < size && !kStringSpecial[static_cast<unsigned char>(data[pos_])]) ++pos_;
         if (pos_ >= size) break;
         const char c = text_[pos_];

@@ -2,6 +2,7 @@
 // byte that JSON text may not hold raw is escaped, wherever it stands
 // relative to the 16-byte blocks the scanner reads, and nothing else changes.
 #include <random>
+#include <vector>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -83,4 +84,34 @@ TEST(JsonQuoted, EmptyAndMultibyteText) {
     // UTF-8 passes through untouched.
     EXPECT_EQ(written_quoted("żółw \xe2\x82\xac"), "\"żółw \xe2\x82\xac\"");
     EXPECT_EQ(written_quoted(std::string_view("a\0b", 3)), "\"a\\u0000b\"");
+}
+
+// json::parse builds plain node text itself and leaves the rest to jansson:
+// either way the tree (types, values, member order) and the errors are
+// jansson's own.
+TEST(JsonParse, SameTreeAsJansson) {
+    const std::vector<std::string> texts = {
+        R"({"trx_id":"00ab","block":5000000,"trx_in_block":3,"virtual_op":true,"op":["transfer",{"amount":"1.000 HIVE","memo":""}]})",
+        R"( [ 1 , -2 , 0 , -0, 123456789012345678, 1234567890123456789, 1.5, 2e3, true, false, null, {}, [] ] )",
+        R"({"a":1,"a":2,"b":{"c":[{"d":"x"}]}})",
+        R"({"memo":"tab\tand \"quote\" and \u00e9"})",
+        "{\"memo\":\"caf\xc3\xa9\"}",
+        R"({"nul":"a\u0000b"})",
+        "\"plain\"",
+        "42",
+    };
+    for (const auto& text : texts) {
+        SCOPED_TRACE(text);
+        auto ours = wallet::json::parse(text);
+        ASSERT_TRUE(ours.ok()) << ours.error();
+        json_error_t error;
+        wallet::JsonPtr theirs(json_loadb(text.data(), text.size(), JSON_DECODE_ANY | JSON_ALLOW_NUL, &error));
+        ASSERT_TRUE(theirs);
+        EXPECT_TRUE(json_equal(ours->get(), theirs.get()));
+        EXPECT_EQ(wallet::json::dump_compact(ours->get()), wallet::json::dump_compact(theirs.get()));
+    }
+    for (const std::string text : {"", "{", "[1,]", "{\"a\" 1}", "tru", "01", "\"a\tb\"", "[1] x", "{\"a\":1}}", "\"\xff\""}) {
+        SCOPED_TRACE(text);
+        EXPECT_FALSE(wallet::json::parse(text).ok());
+    }
 }

@@ -127,15 +127,19 @@ log "backfill: $rows rows in $backfill_seconds s"
 # Each table's rows in the order the loader writes them (block order).
 tables=(wallet_accounts wallet_blocks wallet_events)
 declare -A order=([wallet_accounts]=id [wallet_blocks]=block_num [wallet_events]="block_num, block_seq, account_id, role")
+# Stored columns only: a generated one (wallet_events.wide) cannot be copied in.
+declare -A columns
 for table in "${tables[@]}"; do
+  columns[$table]=$(psql -qAt -v ON_ERROR_STOP=1 "$super/wallet" -c "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum)
+    FROM pg_attribute WHERE attrelid = '$table'::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = ''")
   psql -qAt -v ON_ERROR_STOP=1 "$super/wallet" \
-    -c "COPY (SELECT * FROM $table ORDER BY ${order[$table]}) TO '$work/data/$table.copy'"
+    -c "COPY (SELECT ${columns[$table]} FROM $table ORDER BY ${order[$table]}) TO '$work/data/$table.copy'"
 done
 psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "CHECKPOINT" >/dev/null
 pg_before=$(pg_cpu)
 start=$(now)
 for table in "${tables[@]}"; do
-  psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "COPY $table FROM '$work/data/$table.copy'" >/dev/null
+  psql -qAt -v ON_ERROR_STOP=1 "$super/copytarget" -c "COPY $table (${columns[$table]}) FROM '$work/data/$table.copy'" >/dev/null
 done
 end=$(now)
 sleep 1  # the COPY's backend has exited; its time counts once the postmaster reaped it

@@ -29,6 +29,11 @@ std::string dump_compact(const json_t* value);
 char* write_quoted(char* out, std::string_view text) noexcept;
 constexpr std::size_t quoted_capacity(std::size_t text_size) noexcept { return text_size * 6 + 2; }
 
+// The length of text's prefix that a JSON string holds as it is (no
+// control character, DEL, '"' or '\\'): sixteen bytes at a time where SSE2
+// is there (every x86-64). Shared by the escaper and the scanners.
+std::size_t plain_run(std::string_view text) noexcept;
+
 // Appends text as a JSON string literal (see write_quoted).
 void append_quoted(std::string& out, std::string_view text);
 // text as a JSON string literal (see write_quoted).
