@@ -7,6 +7,8 @@
 #include <cstring>
 #include <set>
 
+#include "ngx_wallet_connection.hpp"
+
 namespace wallet::ngx {
 
 struct PgConnection {
@@ -15,7 +17,7 @@ struct PgConnection {
     PgPool* pool = nullptr;
     std::size_t server = 0;  // index in the pool's databases
     PgConnPtr pg;
-    ngx_connection_t* c = nullptr;
+    EventConnection c;  // declared after pg: released before PQfinish closes the socket
     State state = State::Connecting;
     PgOp* op = nullptr;
     std::set<std::string> prepared;
@@ -24,51 +26,11 @@ struct PgConnection {
 
 namespace {
 
-void enable_write(ngx_connection_t* c) {
-    if (!c->write->active) ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
-}
-
-// A level-triggered write interest left registered would make the worker spin.
-void disable_write(ngx_connection_t* c) {
-    if (c->write->active) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
-}
-
-// Stops watching a socket that libpq owns (and closes): nginx's
-// ngx_connection_t is released without closing the descriptor.
-void release_socket(ngx_connection_t* c) {
-    if (c->read->timer_set) ngx_del_timer(c->read);
-    if (c->write->timer_set) ngx_del_timer(c->write);
-    // ngx_delete_posted_event is a multi-statement macro: braces required.
-    if (c->read->posted) {
-        ngx_delete_posted_event(c->read);
-    }
-    if (c->write->posted) {
-        ngx_delete_posted_event(c->write);
-    }
-    // The descriptor is about to be closed, which removes it from epoll.
-    if (c->read->active) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
-    if (c->write->active) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
-    ngx_free_connection(c);
-    c->fd = static_cast<ngx_socket_t>(-1);
-}
-
 void pg_event_handler(ngx_event_t* ev);
 
-ngx_connection_t* wrap_socket(PgConnection* conn, ngx_log_t* log) {
-    ngx_connection_t* c = ngx_get_connection(PQsocket(conn->pg.get()), log);
-    if (c == nullptr) return nullptr;
-    c->data = conn;
-    c->log = log;
-    c->read->log = log;
-    c->write->log = log;
-    c->read->handler = pg_event_handler;
-    c->write->handler = pg_event_handler;
-    // Level-triggered: libpq does not promise to drain the socket per call.
-    if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK) {
-        ngx_free_connection(c);
-        return nullptr;
-    }
-    return c;
+// Watches the socket libpq currently uses (libpq owns and closes it).
+bool watch_socket(PgConnection* conn, ngx_log_t* log) {
+    return conn->c.watch_foreign(PQsocket(conn->pg.get()), conn, pg_event_handler, log);
 }
 
 // Errors another database (or the same one, a moment later) would not give:
@@ -95,11 +57,7 @@ PgOutcome outcome_of(PGresult* result) {
 bool flush(PgConnection* conn) {
     const int rc = PQflush(conn->pg.get());
     if (rc < 0) return false;
-    if (rc == 1) {
-        enable_write(conn->c);
-    } else {
-        disable_write(conn->c);
-    }
+    conn->c.want_write(rc == 1);
     return true;
 }
 
@@ -135,9 +93,7 @@ void drive_connect(PgConnection* conn, ngx_event_t* ev) {
     // libpq may move to another socket while connecting; follow it.
     if (status != PGRES_POLLING_FAILED && PQsocket(conn->pg.get()) != conn->c->fd) {
         const ngx_msec_t remaining = conn->c->read->timer_set ? conn->c->read->timer.key - ngx_current_msec : 0;
-        release_socket(conn->c);
-        conn->c = wrap_socket(conn, pool->log());
-        if (conn->c == nullptr) {
+        if (!watch_socket(conn, pool->log())) {
             pool->on_broken(conn, true);
             return;
         }
@@ -145,14 +101,14 @@ void drive_connect(PgConnection* conn, ngx_event_t* ev) {
     }
     switch (status) {
     case PGRES_POLLING_READING:
-        disable_write(conn->c);
+        conn->c.want_write(false);
         return;
     case PGRES_POLLING_WRITING:
-        enable_write(conn->c);
+        conn->c.want_write(true);
         return;
     case PGRES_POLLING_OK:
         if (conn->c->read->timer_set) ngx_del_timer(conn->c->read);
-        disable_write(conn->c);
+        conn->c.want_write(false);
         conn->state = PgConnection::State::Idle;
         pool->on_connected(conn);
         return;
@@ -268,14 +224,8 @@ PgPool::PgPool(PgPoolSettings settings, ngx_log_t* log) : settings_(std::move(se
 }
 
 PgPool::~PgPool() {
-    if (kick_.posted) {
-        ngx_delete_posted_event(&kick_);
-    }
-    while (!connections_.empty()) {
-        PgConnection* conn = connections_.back().get();
-        if (conn->c != nullptr) release_socket(conn->c);
-        connections_.pop_back();
-    }
+    unpost_event(&kick_);
+    connections_.clear();
 }
 
 void PgPool::submit(PgOp* op) {
@@ -421,9 +371,7 @@ void PgPool::requeue_or_fail(PgOp* op) {
 }
 
 void PgPool::post_kick() {
-    if (!kick_.posted) {
-        ngx_post_event(&kick_, &ngx_posted_events);
-    }
+    if (!kick_.posted) post_event(&kick_);
 }
 
 bool PgPool::open_connection(std::size_t server) {
@@ -438,21 +386,19 @@ bool PgPool::open_connection(std::size_t server) {
         post_kick();
         return false;
     }
-    conn->c = wrap_socket(conn.get(), log_);
-    if (conn->c == nullptr) {
+    if (!watch_socket(conn.get(), log_)) {
         ngx_log_error(NGX_LOG_ERR, log_, 0, "wallet_history: no free nginx connection for the database");
         post_kick();
         return false;
     }
-    enable_write(conn->c);
+    conn->c.want_write(true);
     ngx_add_timer(conn->c->read, settings_.connect_timeout_ms);
     connections_.push_back(std::move(conn));
     return true;
 }
 
 void PgPool::close(PgConnection* conn) {
-    if (conn->c != nullptr) release_socket(conn->c);
-    conn->c = nullptr;
+    conn->c.close();
     for (auto it = connections_.begin(); it != connections_.end(); ++it) {
         if (it->get() == conn) {
             connections_.erase(it);  // PQfinish closes the socket
