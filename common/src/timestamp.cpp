@@ -48,11 +48,17 @@ CivilTime civil_from_seconds(std::int64_t seconds) {
     std::int64_t year = kEpochYear + days / 365;
     while (days_before_year(year) > days) --year;
     const std::int64_t day_of_year = days - days_before_year(year);
-    std::int64_t month = 12;
-    while (days_before_month(year, month) > day_of_year) --month;
+    // No month is longer than 32 days: day_of_year / 32 never overshoots the
+    // month, and is at most two short of it.
+    const std::int64_t leap_day = is_leap_year(year) ? 1 : 0;
+    auto days_before = [leap_day](std::int64_t month) {
+        return kDaysBeforeMonth[static_cast<std::size_t>(month - 1)] + (month > 2 ? leap_day : 0);
+    };
+    std::int64_t month = day_of_year / 32 + 1;
+    while (month < 12 && days_before(month + 1) <= day_of_year) ++month;
     return CivilTime{year,
                      month,
-                     day_of_year - days_before_month(year, month) + 1,
+                     day_of_year - days_before(month) + 1,
                      second_of_day / 3600,
                      second_of_day / 60 % 60,
                      second_of_day % 60};
