@@ -70,28 +70,37 @@ std::int64_t digits_value(std::string_view digits) {
     return value;
 }
 
-char* write_digits(char* out, std::int64_t value, int width) {
-    for (int i = width - 1; i >= 0; --i) {
-        out[i] = static_cast<char>('0' + value % 10);
-        value /= 10;
-    }
-    return out + width;
+// Two digits of 0..99, from a table (the API writes a timestamp per event).
+char* write_two_digits(char* out, std::int64_t value) {
+    static constexpr auto kPairs = [] {
+        std::array<char, 200> pairs{};
+        for (std::size_t i = 0; i < 100; ++i) {
+            pairs[2 * i] = static_cast<char>('0' + i / 10);
+            pairs[2 * i + 1] = static_cast<char>('0' + i % 10);
+        }
+        return pairs;
+    }();
+    const auto at = static_cast<std::size_t>(value) * 2;
+    out[0] = kPairs[at];
+    out[1] = kPairs[at + 1];
+    return out + 2;
 }
 
 // "YYYY-MM-DDTHH:MM:SS" (kNodeFormPattern.size() bytes).
 char* write_node_form(char* out, std::int64_t seconds) {
     const CivilTime t = civil_from_seconds(seconds);
-    out = write_digits(out, t.year, 4);
+    out = write_two_digits(out, t.year / 100);
+    out = write_two_digits(out, t.year % 100);
     *out++ = '-';
-    out = write_digits(out, t.month, 2);
+    out = write_two_digits(out, t.month);
     *out++ = '-';
-    out = write_digits(out, t.day, 2);
+    out = write_two_digits(out, t.day);
     *out++ = 'T';
-    out = write_digits(out, t.hour, 2);
+    out = write_two_digits(out, t.hour);
     *out++ = ':';
-    out = write_digits(out, t.minute, 2);
+    out = write_two_digits(out, t.minute);
     *out++ = ':';
-    return write_digits(out, t.second, 2);
+    return write_two_digits(out, t.second);
 }
 
 }  // namespace

@@ -29,10 +29,14 @@ std::string_view text_of(PGresult* rows, int row, int column) {
     return {PQgetvalue(rows, row, column), static_cast<std::size_t>(PQgetlength(rows, row, column))};
 }
 
+// An integer as PostgreSQL prints one: [-]digits (0 for anything else).
 std::int64_t integer_in(std::string_view text) {
-    std::int64_t value = 0;
-    std::from_chars(text.data(), text.data() + text.size(), value);
-    return value;
+    const bool negative = !text.empty() && text.front() == '-';
+    std::uint64_t value = 0;
+    for (std::size_t i = negative ? 1 : 0; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+        value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    }
+    return static_cast<std::int64_t>(negative ? 0 - value : value);  // modular: no overflow
 }
 
 std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }

@@ -144,6 +144,9 @@ JsonParseStatus JsonDocument::parse(std::string_view text, std::size_t max_depth
         fail("document too large");
         return JsonParseStatus::Syntax;
     }
+    // Room for a JSON-RPC envelope and its params without growing step by
+    // step: every value takes at least two bytes with its separator.
+    nodes_.reserve(std::min<std::size_t>(text.size() / 2 + 1, 32));
     skip_space();
     if (!parse_value(1)) return too_deep_ ? JsonParseStatus::TooDeep : JsonParseStatus::Syntax;
     skip_space();

@@ -229,10 +229,12 @@ int load(int port, const std::string& body, long requests, int connections) {
         conn.waiting = true;
         return true;
     };
-    for (auto& conn : conns) {
+    auto open = [&](LoadConnection& conn) {
         conn.fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        if (conn.fd < 0 || ::connect(conn.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            !send_next(conn)) {
+        return conn.fd >= 0 && ::connect(conn.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    };
+    for (auto& conn : conns) {
+        if (!open(conn) || !send_next(conn)) {
             std::perror("load: connect");
             return 1;
         }
@@ -249,6 +251,17 @@ int load(int port, const std::string& body, long requests, int connections) {
             if (polls[i].revents == 0) continue;
             LoadConnection& conn = conns[i];
             const ssize_t got = ::recv(conn.fd, chunk, sizeof chunk, 0);
+            if (got == 0 && conn.in.empty()) {
+                // nginx closes a connection after keepalive_requests answers:
+                // the request sent after the last one goes again on a new one.
+                ::close(conn.fd);
+                --sent;
+                if (!open(conn) || !send_next(conn)) {
+                    std::perror("load: reconnect");
+                    return 1;
+                }
+                continue;
+            }
             if (got <= 0) {
                 std::fprintf(stderr, "load: connection closed\n");
                 return 1;
