@@ -4,10 +4,9 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <map>
-#include <tuple>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
