@@ -12,6 +12,7 @@
 // (so `nginx -t` validates them and names a bad one); conf/nginx/ lists the
 // `env` lines that keep them visible to the worker processes.
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -113,8 +114,28 @@ namespace {
 
 // The worker's database pool (one per worker process).
 std::unique_ptr<PgPool> worker_pool;
-// Pages are written here and copied once into the response buffer.
-api::ResponseBuffer page_buffer;
+
+// Answers are written into a buffer that the request keeps until nginx frees
+// it (the write may end later, from the event loop), so nginx sends them
+// without a copy. Freed requests leave their buffers here for the next ones:
+// once warm, a worker renders answers without allocating.
+class SpareResponses {
+public:
+    std::unique_ptr<api::ResponseBuffer> take() {
+        if (count_ == 0) return std::make_unique<api::ResponseBuffer>();
+        return std::move(spares_[--count_]);
+    }
+    void give_back(std::unique_ptr<api::ResponseBuffer> buffer) noexcept {
+        if (count_ < spares_.size()) spares_[count_++] = std::move(buffer);
+    }
+
+private:
+    // About the answers a worker has in flight at once: a spare beyond that
+    // would only hold memory.
+    std::array<std::unique_ptr<api::ResponseBuffer>, 16> spares_;
+    std::size_t count_ = 0;
+};
+SpareResponses spare_responses;
 
 ngx_http_wallet_history_main_conf_t* main_conf(ngx_http_request_t* r) {
     return static_cast<ngx_http_wallet_history_main_conf_t*>(
@@ -140,8 +161,10 @@ struct WalletHistoryRequest {
     std::uint64_t started_us = 0;
     std::optional<api::Method> method;  // known once the body is parsed
     bool settled = false;               // counted with its outcome
+    std::unique_ptr<api::ResponseBuffer> response;  // the answer nginx is sending
 
     ~WalletHistoryRequest() {
+        if (response) spare_responses.give_back(std::move(response));
         if (deadline.timer_set) ngx_del_timer(&deadline);
         if (rerun.timer_set) ngx_del_timer(&rerun);
         if (worker_pool) worker_pool->cancel(&op);
@@ -170,6 +193,24 @@ ngx_int_t send_result(ngx_http_request_t* r, std::string_view id_json, const std
     return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc::result_response(id_json, result));
 }
 
+// The request's answer buffer, emptied.
+api::ResponseBuffer& response_buffer(WalletHistoryRequest* ctx) {
+    if (!ctx->response) ctx->response = spare_responses.take();
+    ctx->response->clear();
+    return *ctx->response;
+}
+
+// A result written in the request's answer buffer and sent from there.
+ngx_int_t send_result_unowned(WalletHistoryRequest* ctx, std::string_view result) {
+    api::ResponseBuffer& buffer = response_buffer(ctx);
+    buffer.append(jsonrpc::kResultHead);
+    buffer.append(result);
+    std::string tail;
+    jsonrpc::append_response_id(tail, ctx->id_json);
+    buffer.append(tail);
+    return wallet::ngx::send_json_unowned(ctx->r, NGX_HTTP_OK, buffer.view());
+}
+
 // Ends a request that waited for the database or a timer: runs outside the
 // request's own handlers, so posted subrequests must be run here too.
 void finish_async(ngx_http_request_t* r, ngx_int_t rc) {
@@ -184,13 +225,14 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     case api::Method::GetWalletHistory:
     case api::Method::GetAuthorRewards:
     case api::Method::GetCurationRewards:
-        return wallet::ngx::send_json(ctx->r, NGX_HTTP_OK,
-                                      api::write_page_response(page_buffer, ctx->id_json, ctx->call.method,
-                                                               ctx->call.page, rows, rt.cursors));
+        return wallet::ngx::send_json_unowned(ctx->r, NGX_HTTP_OK,
+                                              api::write_page_response(response_buffer(ctx), ctx->id_json,
+                                                                       ctx->call.method, ctx->call.page, rows,
+                                                                       rt.cursors));
     case api::Method::GetRewardTotals:
-        return send_result(ctx->r, ctx->id_json, api::totals_result(ctx->call.page, rows));
+        return send_result_unowned(ctx, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
-        return send_result(ctx->r, ctx->id_json, api::status_result(rows));
+        return send_result_unowned(ctx, api::status_result(rows));
     case api::Method::GetMethods:
         break;
     }
@@ -287,8 +329,9 @@ void on_deadline(ngx_event_t* ev) noexcept {
 ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     ngx_http_wallet_history_main_conf_t* mcf = main_conf(r);
     const WalletHistoryRuntime& rt = *mcf->runtime;
-    std::string body;
-    if (wallet::ngx::request_body(r, static_cast<std::size_t>(rt.config.api.max_body_bytes), body) ==
+    std::string scratch;
+    std::string_view body;
+    if (wallet::ngx::request_body_view(r, static_cast<std::size_t>(rt.config.api.max_body_bytes), scratch, body) ==
         wallet::ngx::BodyRead::TooLarge) {
         settle(ctx, api::Outcome::TooLarge);
         return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");

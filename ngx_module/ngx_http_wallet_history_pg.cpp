@@ -4,8 +4,10 @@
 #include "ngx_http_wallet_history_pg.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <set>
+#include <string_view>
 
 #include "ngx_wallet_connection.hpp"
 
@@ -20,7 +22,7 @@ struct PgConnection {
     EventConnection c;  // declared after pg: released before PQfinish closes the socket
     State state = State::Connecting;
     PgOp* op = nullptr;
-    std::set<std::string> prepared;
+    std::set<std::string, std::less<>> prepared;
     PgResultPtr result;
 };
 
@@ -65,18 +67,19 @@ bool send_current(PgConnection* conn) {
     PgOp* op = conn->op;
     PGconn* pg = conn->pg.get();
     int sent = 0;
-    if (conn->prepared.count(op->statement) == 0) {
+    if (!conn->prepared.contains(std::string_view(op->statement))) {
         auto it = conn->pool->settings().statements.find(op->statement);
         if (it == conn->pool->settings().statements.end()) return false;
         const std::string sql = std::string("PREPARE ") + op->statement + " " + it->second;
         conn->state = PgConnection::State::Preparing;
         sent = PQsendQuery(pg, sql.c_str());
     } else {
-        std::vector<const char*> values;
-        values.reserve(op->params.size());
-        for (const auto& p : op->params) values.push_back(p ? p->c_str() : nullptr);
+        // The statements take a handful of parameters: no allocation for them.
+        std::array<const char*, 16> values;
+        if (op->params.size() > values.size()) return false;
+        for (std::size_t i = 0; i < op->params.size(); ++i) values[i] = op->params[i] ? op->params[i]->c_str() : nullptr;
         conn->state = PgConnection::State::Executing;
-        sent = PQsendQueryPrepared(pg, op->statement, static_cast<int>(values.size()), values.data(), nullptr,
+        sent = PQsendQueryPrepared(pg, op->statement, static_cast<int>(op->params.size()), values.data(), nullptr,
                                    nullptr, 0);
     }
     return sent == 1 && flush(conn);

@@ -55,7 +55,7 @@ ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view b
     return send_buffer(r, status, kJson, body, true);
 }
 
-ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
+ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, std::string_view body) {
     return send_buffer(r, status, kJson, body, false);
 }
 
@@ -95,17 +95,31 @@ std::string request_header(ngx_http_request_t* r, std::string_view name) {
     return out;
 }
 
-BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out) {
-    out.clear();
+BodyRead request_body_view(ngx_http_request_t* r, std::size_t max_bytes, std::string& scratch, std::string_view& out) {
+    out = {};
+    scratch.clear();
     if (r->request_body == nullptr) return BodyRead::Ok;
-    for (ngx_chain_t* cl = r->request_body->bufs; cl != nullptr; cl = cl->next) {
+    ngx_chain_t* bufs = r->request_body->bufs;
+    for (ngx_chain_t* cl = bufs; cl != nullptr; cl = cl->next) {
         ngx_buf_t* b = cl->buf;
         if (b->in_file && !ngx_buf_in_memory(b)) return BodyRead::TooLarge;
         const auto size = static_cast<std::size_t>(b->last - b->pos);
-        if (out.size() + size > max_bytes) return BodyRead::TooLarge;
-        out.append(reinterpret_cast<const char*>(b->pos), size);
+        if (scratch.size() + size > max_bytes) return BodyRead::TooLarge;
+        if (cl == bufs && cl->next == nullptr) {  // one buffer: read in place
+            out = {reinterpret_cast<const char*>(b->pos), size};
+            return BodyRead::Ok;
+        }
+        scratch.append(reinterpret_cast<const char*>(b->pos), size);
     }
+    out = scratch;
     return BodyRead::Ok;
+}
+
+BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out) {
+    std::string_view body;
+    const BodyRead read = request_body_view(r, max_bytes, out, body);
+    if (read == BodyRead::Ok && body.data() != out.data()) out.assign(body);
+    return read;
 }
 
 }  // namespace wallet::ngx

@@ -16,8 +16,9 @@ namespace wallet::ngx {
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, std::string_view body);
 
 // As send_json, without copying: `body` must stay alive until the request
-// ends (the router's hot path answers from a buffer the request owns).
-ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
+// ends (the router's and the API's hot paths answer from a buffer the
+// request owns).
+ngx_int_t send_json_unowned(ngx_http_request_t* r, ngx_uint_t status, std::string_view body);
 
 // Sends `body` (copied) as the whole response with a literal content type.
 ngx_int_t send_text(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body);
@@ -35,6 +36,9 @@ enum class BodyRead { Ok, TooLarge };
 // that nginx spilled to a file, or that is larger than max_bytes, is refused
 // without being read (disk reads would block the event loop).
 BodyRead request_body(ngx_http_request_t* r, std::size_t max_bytes, std::string& out);
+// The same without a copy when nginx holds the body in one buffer (as with
+// request_body_in_single_buf): `out` views that buffer, or else `scratch`.
+BodyRead request_body_view(ngx_http_request_t* r, std::size_t max_bytes, std::string& scratch, std::string_view& out);
 
 inline ngx_str_t to_ngx_str(std::string_view s) {
     return ngx_str_t{s.size(), reinterpret_cast<u_char*>(const_cast<char*>(s.data()))};

@@ -95,7 +95,8 @@ Result<CursorPosition> read_position(std::string_view bytes) {
 // HMAC-SHA256 (RFC 2104) on a SHA-256 fetched once: OpenSSL's one-shot HMAC
 // and SHA256() look the algorithm up on every call, and a duplicated keyed
 // EVP_MAC context costs several allocations; this costs one digest context
-// per tag and four compression rounds.
+// per tag and two compression rounds (the padded keys' rounds are done once,
+// each tag starts from a copy of their states).
 struct CursorCodec::KeyedMac {
     static constexpr std::size_t kBlockSize = 64;
 
@@ -122,43 +123,47 @@ struct CursorCodec::KeyedMac {
         } else {
             std::memcpy(key, secret.data(), secret.size());
         }
+        unsigned char inner_pad[kBlockSize];
+        unsigned char outer_pad[kBlockSize];
         for (std::size_t i = 0; i < kBlockSize; ++i) {
-            keyed->inner_pad[i] = static_cast<unsigned char>(key[i] ^ 0x36);
-            keyed->outer_pad[i] = static_cast<unsigned char>(key[i] ^ 0x5c);
+            inner_pad[i] = static_cast<unsigned char>(key[i] ^ 0x36);
+            outer_pad[i] = static_cast<unsigned char>(key[i] ^ 0x5c);
         }
+        keyed->inner.reset(EVP_MD_CTX_new());
+        keyed->outer.reset(EVP_MD_CTX_new());
+        const bool ready = keyed->inner && keyed->outer &&
+                           EVP_DigestInit_ex(keyed->inner.get(), keyed->sha256.get(), nullptr) == 1 &&
+                           EVP_DigestUpdate(keyed->inner.get(), inner_pad, kBlockSize) == 1 &&
+                           EVP_DigestInit_ex(keyed->outer.get(), keyed->sha256.get(), nullptr) == 1 &&
+                           EVP_DigestUpdate(keyed->outer.get(), outer_pad, kBlockSize) == 1;
         OPENSSL_cleanse(key, sizeof key);
-        return keyed;
-    }
-
-    ~KeyedMac() {
         OPENSSL_cleanse(inner_pad, sizeof inner_pad);
         OPENSSL_cleanse(outer_pad, sizeof outer_pad);
+        return ready ? keyed : nullptr;
     }
 
     // The MAC of the concatenated parts into digest (32 bytes); false on an OpenSSL failure.
     template <std::size_t N>
     bool mac(const std::string_view (&parts)[N], unsigned char* digest) const {
         Context context(EVP_MD_CTX_new());
-        if (!context || EVP_DigestInit_ex(context.get(), sha256.get(), nullptr) != 1 ||
-            EVP_DigestUpdate(context.get(), inner_pad, kBlockSize) != 1) {
-            return false;
-        }
+        if (!context || EVP_MD_CTX_copy_ex(context.get(), inner.get()) != 1) return false;
         for (const std::string_view part : parts) {
             if (EVP_DigestUpdate(context.get(), part.data(), part.size()) != 1) return false;
         }
-        unsigned char inner[EVP_MAX_MD_SIZE];
+        unsigned char inner_digest[EVP_MAX_MD_SIZE];
         unsigned int inner_length = 0;
         unsigned int length = 0;
-        return EVP_DigestFinal_ex(context.get(), inner, &inner_length) == 1 &&
-               EVP_DigestInit_ex(context.get(), sha256.get(), nullptr) == 1 &&
-               EVP_DigestUpdate(context.get(), outer_pad, kBlockSize) == 1 &&
-               EVP_DigestUpdate(context.get(), inner, inner_length) == 1 &&
+        return EVP_DigestFinal_ex(context.get(), inner_digest, &inner_length) == 1 &&
+               EVP_MD_CTX_copy_ex(context.get(), outer.get()) == 1 &&
+               EVP_DigestUpdate(context.get(), inner_digest, inner_length) == 1 &&
                EVP_DigestFinal_ex(context.get(), digest, &length) == 1 && length == 32;
     }
 
     std::unique_ptr<EVP_MD, DigestFree> sha256;
-    unsigned char inner_pad[kBlockSize] = {};
-    unsigned char outer_pad[kBlockSize] = {};
+    // SHA-256 states after the key padded with 0x36 (inner) and 0x5c (outer);
+    // EVP_MD_CTX_free cleanses them.
+    Context inner;
+    Context outer;
 };
 
 CursorCodec::CursorCodec(std::string secret) : keyed_mac_(KeyedMac::create(secret)) {}

@@ -48,11 +48,17 @@ CivilTime civil_from_seconds(std::int64_t seconds) {
     std::int64_t year = kEpochYear + days / 365;
     while (days_before_year(year) > days) --year;
     const std::int64_t day_of_year = days - days_before_year(year);
-    std::int64_t month = 12;
-    while (days_before_month(year, month) > day_of_year) --month;
+    // No month is longer than 32 days: day_of_year / 32 never overshoots the
+    // month, and is at most two short of it.
+    const std::int64_t leap_day = is_leap_year(year) ? 1 : 0;
+    auto days_before = [leap_day](std::int64_t month) {
+        return kDaysBeforeMonth[static_cast<std::size_t>(month - 1)] + (month > 2 ? leap_day : 0);
+    };
+    std::int64_t month = day_of_year / 32 + 1;
+    while (month < 12 && days_before(month + 1) <= day_of_year) ++month;
     return CivilTime{year,
                      month,
-                     day_of_year - days_before_month(year, month) + 1,
+                     day_of_year - days_before(month) + 1,
                      second_of_day / 3600,
                      second_of_day / 60 % 60,
                      second_of_day % 60};
@@ -64,28 +70,37 @@ std::int64_t digits_value(std::string_view digits) {
     return value;
 }
 
-char* write_digits(char* out, std::int64_t value, int width) {
-    for (int i = width - 1; i >= 0; --i) {
-        out[i] = static_cast<char>('0' + value % 10);
-        value /= 10;
-    }
-    return out + width;
+// Two digits of 0..99, from a table (the API writes a timestamp per event).
+char* write_two_digits(char* out, std::int64_t value) {
+    static constexpr auto kPairs = [] {
+        std::array<char, 200> pairs{};
+        for (std::size_t i = 0; i < 100; ++i) {
+            pairs[2 * i] = static_cast<char>('0' + i / 10);
+            pairs[2 * i + 1] = static_cast<char>('0' + i % 10);
+        }
+        return pairs;
+    }();
+    const auto at = static_cast<std::size_t>(value) * 2;
+    out[0] = kPairs[at];
+    out[1] = kPairs[at + 1];
+    return out + 2;
 }
 
 // "YYYY-MM-DDTHH:MM:SS" (kNodeFormPattern.size() bytes).
 char* write_node_form(char* out, std::int64_t seconds) {
     const CivilTime t = civil_from_seconds(seconds);
-    out = write_digits(out, t.year, 4);
+    out = write_two_digits(out, t.year / 100);
+    out = write_two_digits(out, t.year % 100);
     *out++ = '-';
-    out = write_digits(out, t.month, 2);
+    out = write_two_digits(out, t.month);
     *out++ = '-';
-    out = write_digits(out, t.day, 2);
+    out = write_two_digits(out, t.day);
     *out++ = 'T';
-    out = write_digits(out, t.hour, 2);
+    out = write_two_digits(out, t.hour);
     *out++ = ':';
-    out = write_digits(out, t.minute, 2);
+    out = write_two_digits(out, t.minute);
     *out++ = ':';
-    return write_digits(out, t.second, 2);
+    return write_two_digits(out, t.second);
 }
 
 }  // namespace

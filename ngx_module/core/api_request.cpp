@@ -86,9 +86,11 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
                                     const CursorCodec& cursors, PageQuery& query) {
     const JsonDocument& doc = params.doc;
     if (params.object) {
-        const auto members = doc.children(*params.object);  // key, value, key, value ...
-        for (std::size_t i = 0; i < members.size(); i += 2) {
-            if (!accepts_param(method, doc.string_value(members[i]))) return invalid_params("unknown parameter");
+        std::string scratch;
+        std::size_t key = *params.object + 1;  // key, value, key, value ...
+        for (std::uint32_t i = 0; i < doc.node(*params.object).count; ++i) {
+            if (!accepts_param(method, doc.string_view_of(key, scratch))) return invalid_params("unknown parameter");
+            key = doc.node(doc.node(key).next).next;
         }
     }
     if (method == Method::GetStatus || method == Method::GetMethods) return std::nullopt;
@@ -211,13 +213,13 @@ ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, 
     }
     const auto version = doc.member(root, "jsonrpc");
     const auto method = doc.member(root, "method");
-    if (!version || doc.kind(*version) != JsonKind::String || doc.string_value(*version) != "2.0" || !method ||
-        doc.kind(*method) != JsonKind::String) {
+    std::string scratch;
+    if (!version || doc.kind(*version) != JsonKind::String || doc.string_view_of(*version, scratch) != "2.0" ||
+        !method || doc.kind(*method) != JsonKind::String) {
         out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
         return out;
     }
-    const std::string method_name = doc.string_value(*method);
-    const std::string_view name = method_name;
+    const std::string_view name = doc.string_view_of(*method, scratch);
     std::optional<Method> found;
     if (name.substr(0, kPrefix.size()) == kPrefix) {
         for (const auto& entry : kMethods) {

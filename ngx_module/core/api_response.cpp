@@ -4,8 +4,9 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <map>
+#include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,10 +28,14 @@ std::string_view text_of(PGresult* rows, int row, int column) {
     return {PQgetvalue(rows, row, column), static_cast<std::size_t>(PQgetlength(rows, row, column))};
 }
 
+// An integer as PostgreSQL prints one: [-]digits (0 for anything else).
 std::int64_t integer_in(std::string_view text) {
-    std::int64_t value = 0;
-    std::from_chars(text.data(), text.data() + text.size(), value);
-    return value;
+    const bool negative = !text.empty() && text.front() == '-';
+    std::uint64_t value = 0;
+    for (std::size_t i = negative ? 1 : 0; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+        value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    }
+    return static_cast<std::int64_t>(negative ? 0 - value : value);  // modular: no overflow
 }
 
 std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }
@@ -40,6 +45,21 @@ void append_key(std::string& out, std::string_view key) {
     out += ':';
 }
 
+void append_integer(std::string& out, std::int64_t value) {
+    char text[24];
+    out.append(text, static_cast<std::size_t>(std::to_chars(text, text + sizeof text, value).ptr - text));
+}
+
+// An amount at its asset's precision, as a JSON string.
+void append_quoted_amount(std::string& out, std::string_view decimal_text, std::string_view symbol) {
+    char text[64];
+    if (amount_capacity(decimal_text.size()) > sizeof text) {
+        append_quoted(out, format_amount(decimal_text, symbol));
+        return;
+    }
+    append_quoted(out, std::string_view(text, static_cast<std::size_t>(write_amount(text, decimal_text, symbol) - text)));
+}
+
 std::string iso_of_epoch(std::int64_t seconds) {
     auto t = Timestamp::from_seconds(seconds);
     return t ? t->to_iso_z() : std::string("1970-01-01T00:00:00Z");
@@ -47,7 +67,7 @@ std::string iso_of_epoch(std::int64_t seconds) {
 
 void append_indexer(std::string& out, std::int64_t indexed_block) {
     out += R"("indexer":{"indexed_block":)";
-    out += std::to_string(indexed_block);
+    append_integer(out, indexed_block);
     out += '}';
 }
 
@@ -81,16 +101,21 @@ private:
 
 // What a page needs to know again and again, worked out once per page: which
 // op types are virtual (they have no transaction of their own, decisions.md
-// 1), and the date part of timestamps (a page mostly spans a few days).
+// 1) and which asset field their amount columns stand for, and the date part
+// of timestamps (a page mostly spans a few days).
 class PageMemo {
 public:
-    bool is_virtual(std::string_view op_type) {
-        for (const auto& [type, answer] : op_types_) {
-            if (type == op_type) return answer;
+    struct OpTypeFacts {
+        bool is_virtual = false;
+        std::optional<std::string_view> sole_asset_field;
+    };
+
+    const OpTypeFacts& op_type(std::string_view op_type) {
+        for (const auto& [type, facts] : op_types_) {
+            if (type == op_type) return facts;
         }
-        const bool answer = is_virtual_op_type(op_type);
-        op_types_.emplace_back(op_type, answer);
-        return answer;
+        return op_types_.emplace_back(op_type, OpTypeFacts{is_virtual_op_type(op_type), sole_asset_field(op_type)})
+            .second;
     }
 
     // "YYYY-MM-DDTHH:MM:SSZ" of epoch seconds (the epoch itself when out of range).
@@ -124,7 +149,7 @@ private:
         return out;
     }
 
-    std::vector<std::pair<std::string_view, bool>> op_types_;
+    std::vector<std::pair<std::string_view, OpTypeFacts>> op_types_;
     std::int64_t day_ = -1;
     char date_[11] = {};  // "YYYY-MM-DDT"
 };
@@ -136,6 +161,8 @@ class RowWriter {
 public:
     explicit RowWriter(char* at) : at_(at) {}
     char* end() const { return at_; }
+    // Drops what was written after `mark` (an earlier end()).
+    void rewind(char* mark) { at_ = mark; }
 
     template <std::size_t N>
     void literal(const char (&text)[N]) {
@@ -186,33 +213,28 @@ std::size_t event_bound(const EventRow& row) {
 
 // The compact triples as jsonb prints their list: the tokens need no escapes.
 // The store writes whole triples; a list that is not is printed as none
-// rather than as broken JSON.
+// rather than as broken JSON. One pass: each triple is written when its third
+// token is read, and all of them are taken back if a token is left over.
 void write_compact_assets(RowWriter& w, std::string_view compact) {
     std::array<std::string_view, 3> triple;
-    std::size_t count = 0;
-    for (std::string_view rest = compact; !rest.empty();) {
-        const std::size_t end = rest.find(' ');
-        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-        ++count;
-    }
+    std::size_t index = 0;
     w.literal("[");
-    if (count % 3 == 0) {
-        std::size_t index = 0;
-        for (std::string_view rest = compact; !rest.empty(); ++index) {
-            const std::size_t end = rest.find(' ');
-            triple[index % 3] = rest.substr(0, end);
-            rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-            if (index % 3 != 2) continue;
-            if (index > 2) w.literal(", ");
-            w.literal("{\"field\": \"");
-            w.raw(triple[0]);
-            w.literal("\", \"amount\": \"");
-            w.raw(triple[1]);
-            w.literal("\", \"symbol\": \"");
-            w.raw(triple[2]);
-            w.literal("\"}");
-        }
+    char* const items = w.end();
+    for (std::string_view rest = compact; !rest.empty(); ++index) {
+        const std::size_t end = rest.find(' ');
+        triple[index % 3] = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        if (index % 3 != 2) continue;
+        if (index > 2) w.literal(", ");
+        w.literal("{\"field\": \"");
+        w.raw(triple[0]);
+        w.literal("\", \"amount\": \"");
+        w.raw(triple[1]);
+        w.literal("\", \"symbol\": \"");
+        w.raw(triple[2]);
+        w.literal("\"}");
     }
+    if (index % 3 != 0) w.rewind(items);
     w.literal("]");
 }
 
@@ -220,6 +242,7 @@ void write_compact_assets(RowWriter& w, std::string_view compact) {
 void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_account, PageMemo& memo) {
     namespace c = page_column;
     const std::string_view op_type = row.text(c::kOpType);
+    const PageMemo::OpTypeFacts& facts = memo.op_type(op_type);
     w.literal("{\"account\":");
     w.raw(quoted_account);
     w.literal(",\"role\":");
@@ -231,7 +254,7 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
     w.literal(",\"block_seq\":");
     w.raw(row.text(c::kBlockSeq));
     w.literal(",\"trx_id\":");
-    if (memo.is_virtual(op_type)) {
+    if (facts.is_virtual) {
         w.literal("null");
     } else {
         w.quoted_or_null(row[c::kTrxId]);
@@ -274,7 +297,7 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
         const bool liquid = !row[c::kAmount].null;
         const Field& amount = liquid ? row[c::kAmount] : row[c::kVestingAmount];
         const Field& symbol = liquid ? symbol_field : vesting_symbol;
-        const auto field = sole_asset_field(op_type);
+        const auto& field = facts.sole_asset_field;
         if (!field || amount.null) {
             w.literal("[]");
         } else {
@@ -305,31 +328,31 @@ void append_window(std::string& out, const PageQuery& query) {
 
 char* write_amount(char* out, std::string_view decimal_text, std::string_view symbol) {
     const std::size_t precision = symbol == "VESTS" ? 6 : 3;
-    // An empty view may have no data pointer at all, which memcpy must not see.
-    auto copy = [&out](std::string_view text) {
-        if (text.empty()) return;
-        std::memcpy(out, text.data(), text.size());
-        out += text.size();
+    // NUMERIC text is [-]digits[.digits]: rescaled by trimming zeros or
+    // padding, in one pass; anything else, or a non-zero digit beyond the
+    // precision, is copied as it is (never drop a non-zero digit).
+    auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    char* const start = out;
+    const char* p = decimal_text.data();
+    const char* const end = p + decimal_text.size();
+    auto as_is = [&]() {
+        if (!decimal_text.empty()) std::memcpy(start, decimal_text.data(), decimal_text.size());
+        return start + decimal_text.size();
     };
-    // NUMERIC text is [-]digits[.digits]: rescaled by trimming zeros or padding.
-    std::string_view digits = decimal_text.substr(decimal_text.empty() || decimal_text[0] != '-' ? 0 : 1);
-    const std::size_t point = digits.find('.');
-    const std::string_view whole = digits.substr(0, point);
-    const std::string_view fraction = point == std::string_view::npos ? std::string_view() : digits.substr(point + 1);
-    auto all_digits = [](std::string_view text) {
-        return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    const bool drops_a_digit =
-        fraction.size() > precision && fraction.find_first_not_of('0', precision) != std::string_view::npos;
-    if (whole.empty() || !all_digits(whole) || !all_digits(fraction) || drops_a_digit) {
-        copy(decimal_text);  // never drop a non-zero digit
-        return out;
-    }
-    copy(decimal_text.substr(0, decimal_text.size() - digits.size()));
-    copy(whole);
+    if (p != end && *p == '-') *out++ = *p++;
+    const char* const whole = p;
+    while (p != end && is_digit(*p)) *out++ = *p++;
+    if (p == whole) return as_is();
+    if (p != end && *p++ != '.') return as_is();
     *out++ = '.';
-    const std::size_t kept = std::min(fraction.size(), precision);
-    copy(fraction.substr(0, kept));
+    std::size_t kept = 0;
+    for (; p != end && kept < precision; ++kept) {
+        if (!is_digit(*p)) return as_is();
+        *out++ = *p++;
+    }
+    for (; p != end; ++p) {
+        if (*p != '0') return as_is();
+    }
     std::memset(out, '0', precision - kept);
     return out + (precision - kept);
 }
@@ -388,54 +411,71 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
 }
 
 std::string totals_result(const PageQuery& query, PGresult* rows) {
+    // The reward types in the order they are printed (by name); producer_reward
+    // is additive, asked for with scope "all" (docs/operations.md). Texts are
+    // views into `rows`.
+    constexpr std::array<std::string_view, 4> kTypes = {"author_reward", "comment_benefactor_reward",
+                                                        "curation_reward", "producer_reward"};
+    const std::size_t types = query.all_types ? 4 : 3;
     struct Totals {
         std::int64_t count = 0;
-        std::string vesting = "0";
-        std::vector<std::pair<std::string, std::string>> liquid;  // symbol, amount
+        std::string_view vesting = "0";
     };
-    std::map<std::string, Totals, std::less<>> by_type;
-    for (const char* type : {"author_reward", "curation_reward", "comment_benefactor_reward"}) by_type[type];
-    // Additive, asked for with scope "all" (docs/operations.md).
-    if (query.all_types) by_type["producer_reward"];
+    std::array<Totals, kTypes.size()> totals{};
+    struct Liquid {
+        std::size_t type;
+        std::string_view symbol;
+        std::string_view amount;
+        bool operator<(const Liquid& other) const {
+            return std::tie(type, symbol, amount) < std::tie(other.type, other.symbol, other.amount);
+        }
+    };
+    std::vector<Liquid> liquid;
     std::int64_t indexed_block = 0;
-    for (int row = 0; row < PQntuples(rows); ++row) {
+    const int count = PQntuples(rows);
+    for (int row = 0; row < count; ++row) {
         const std::int64_t kind = integer_of(rows, row, 0);
         if (kind == 2) {
             if (!is_null(rows, row, 3)) indexed_block = integer_of(rows, row, 3);
             continue;
         }
-        auto it = by_type.find(text_of(rows, row, 1));
-        if (it == by_type.end()) continue;
+        const std::string_view type_name = text_of(rows, row, 1);
+        const auto* type = std::find(kTypes.begin(), kTypes.begin() + types, type_name);
+        if (type == kTypes.begin() + types) continue;
+        const auto index = static_cast<std::size_t>(type - kTypes.begin());
         if (kind == 0) {
-            it->second.count = integer_of(rows, row, 3);
-            if (!is_null(rows, row, 4)) it->second.vesting = std::string(text_of(rows, row, 4));
+            totals[index].count = integer_of(rows, row, 3);
+            if (!is_null(rows, row, 4)) totals[index].vesting = text_of(rows, row, 4);
         } else {
-            it->second.liquid.emplace_back(std::string(text_of(rows, row, 2)), std::string(text_of(rows, row, 4)));
+            liquid.push_back({index, text_of(rows, row, 2), text_of(rows, row, 4)});
         }
     }
-    std::string out = "{";
+    // Liquid payouts per type by symbol (and amount, for a stable order).
+    std::sort(liquid.begin(), liquid.end());
+    std::string out;
+    out.reserve(512);
+    out += "{";
     append_key(out, "account");
     append_quoted(out, query.account);
     append_window(out, query);
     out += ",\"totals\":{";
-    bool first = true;
-    for (auto& [type, totals] : by_type) {
-        if (!first) out += ',';
-        first = false;
-        append_key(out, type);
+    auto next_liquid = liquid.begin();
+    for (std::size_t index = 0; index < types; ++index) {
+        if (index > 0) out += ',';
+        append_key(out, kTypes[index]);
         out += "{\"vesting_amount\":";
-        append_quoted(out, format_amount(totals.vesting, "VESTS"));
+        append_quoted_amount(out, totals[index].vesting, "VESTS");
         out += ",\"vesting_symbol\":\"VESTS\",\"count\":";
-        out += std::to_string(totals.count);
+        append_integer(out, totals[index].count);
         // Additive (decisions.md 3): liquid payouts of these rewards per symbol.
         out += ",\"liquid\":[";
-        std::sort(totals.liquid.begin(), totals.liquid.end());
-        for (std::size_t i = 0; i < totals.liquid.size(); ++i) {
-            if (i > 0) out += ',';
+        for (bool first = true; next_liquid != liquid.end() && next_liquid->type == index; ++next_liquid) {
+            if (!first) out += ',';
+            first = false;
             out += "{\"amount\":";
-            append_quoted(out, format_amount(totals.liquid[i].second, totals.liquid[i].first));
+            append_quoted_amount(out, next_liquid->amount, next_liquid->symbol);
             out += ",\"symbol\":";
-            append_quoted(out, totals.liquid[i].first);
+            append_quoted(out, next_liquid->symbol);
             out += '}';
         }
         out += "]}";

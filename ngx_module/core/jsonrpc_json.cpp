@@ -4,6 +4,7 @@
 #include "wallet/json_util.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <limits>
 #include <utility>
@@ -143,6 +144,9 @@ JsonParseStatus JsonDocument::parse(std::string_view text, std::size_t max_depth
         fail("document too large");
         return JsonParseStatus::Syntax;
     }
+    // Room for a JSON-RPC envelope and its params without growing step by
+    // step: every value takes at least two bytes with its separator.
+    nodes_.reserve(std::min<std::size_t>(text.size() / 2 + 1, 32));
     skip_space();
     if (!parse_value(1)) return too_deep_ ? JsonParseStatus::TooDeep : JsonParseStatus::Syntax;
     skip_space();
@@ -305,10 +309,8 @@ std::optional<std::size_t> JsonDocument::member(std::size_t object, std::string_
     std::size_t child = object + 1;
     for (std::uint32_t i = 0; i < n.count; ++i) {
         std::size_t value = nodes_[child].next;
-        std::string_view raw = text(child);
-        std::string_view body = raw.substr(1, raw.size() - 2);
-        bool equal = body.find('\\') == std::string_view::npos ? body == key : string_value(child) == key;
-        if (equal) return value;
+        std::string scratch;
+        if (string_view_of(child, scratch) == key) return value;
         child = nodes_[value].next;
     }
     return std::nullopt;
@@ -320,6 +322,15 @@ std::string JsonDocument::string_value(std::size_t index) const {
     if (nodes_[index].kind != JsonKind::String) return out;
     json_unescape(raw.substr(1, raw.size() - 2), out);  // validated while parsing
     return out;
+}
+
+std::string_view JsonDocument::string_view_of(std::size_t index, std::string& scratch) const {
+    if (nodes_[index].kind != JsonKind::String) return {};
+    const std::string_view raw = text(index);
+    const std::string_view body = raw.substr(1, raw.size() - 2);
+    if (body.find('\\') == std::string_view::npos) return body;
+    scratch = string_value(index);
+    return scratch;
 }
 
 std::optional<std::uint64_t> JsonDocument::unsigned_integer(std::size_t index) const {
@@ -337,6 +348,27 @@ bool JsonDocument::has_duplicate_keys() const {
     for (std::size_t index = 0; index < nodes_.size(); ++index) {
         const JsonNode& n = nodes_[index];
         if (n.kind != JsonKind::Object || n.count < 2) continue;
+        // The common small object whose keys have no escapes: its raw keys
+        // compared pairwise, without decoding (or allocating) any.
+        constexpr std::uint32_t kSmall = 8;
+        if (n.count <= kSmall) {
+            std::array<std::string_view, kSmall> raw;
+            bool plain = true;
+            std::size_t child = index + 1;
+            for (std::uint32_t i = 0; i < n.count && plain; ++i) {
+                raw[i] = text(child);
+                plain = raw[i].find('\\') == std::string_view::npos;
+                child = nodes_[nodes_[child].next].next;
+            }
+            if (plain) {
+                for (std::uint32_t i = 1; i < n.count; ++i) {
+                    for (std::uint32_t j = 0; j < i; ++j) {
+                        if (raw[i] == raw[j]) return true;
+                    }
+                }
+                continue;
+            }
+        }
         keys.clear();
         std::size_t child = index + 1;
         for (std::uint32_t i = 0; i < n.count; ++i) {

@@ -47,6 +47,9 @@ public:
     std::optional<std::size_t> member(std::size_t object, std::string_view key) const;
     // The decoded contents of a string node (escapes resolved).
     std::string string_value(std::size_t index) const;
+    // The same as a view: of the text itself when it has no escapes (no
+    // copy), else of `scratch`, which holds the decoded contents.
+    std::string_view string_view_of(std::size_t index, std::string& scratch) const;
     // A number written as plain digits (no sign, fraction or exponent);
     // one beyond 64 bits reads as the largest. Nothing for anything else.
     std::optional<std::uint64_t> unsigned_integer(std::size_t index) const;

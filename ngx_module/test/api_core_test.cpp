@@ -29,6 +29,12 @@ TEST(ApiCore, AmountsPrintAtTheAssetPrecisionWithoutLosingDigits) {
     EXPECT_EQ(format_amount("123456789012345678901234.000000", "HIVE"), "123456789012345678901234.000");
     EXPECT_EQ(format_amount("1.000100", "HIVE"), "1.000100");  // a digit would be lost: unchanged
     EXPECT_EQ(format_amount("1.1234567", "VESTS"), "1.1234567");
+    EXPECT_EQ(format_amount("1.", "HIVE"), "1.000");
+    EXPECT_EQ(format_amount("2.5000000", "HBD"), "2.500");  // only zeros dropped
+    // Anything but [-]digits[.digits] comes back as it is.
+    for (const char* text : {"", "-", ".5", "1.2.3", "1.2340.0", "+1", "1e5", "NaN", "--1"}) {
+        EXPECT_EQ(format_amount(text, "HIVE"), text);
+    }
 }
 
 TEST(ApiCore, ParsesAndNormalisesAPageRequest) {

@@ -13,15 +13,28 @@
 # are measured warm: the API's pool stands, and pgbench keeps its connections
 # from round to round (see pgbench_window).
 # Ends with `RESULT api page_ratio=<smallest API/pgbench ratio of the paged
-# methods> totals_p99_ms=<p99 of lifetime totals of the big account>` and
-# further figures, among them big_first_page_default_pool_ratio: a second
-# nginx with the pool at its shipped default (10) against the same rounds'
-# pgbench.
+# methods> totals_ratio=<the same of lifetime totals> totals_p99_ms=<p99 of
+# lifetime totals of the big account>` and further figures, among them
+# <scenario>_worker_us: the nginx worker's CPU time per request over the
+# scenario's wrk rounds (its schedstat run time), and
+# big_first_page_default_pool_ratio: a second nginx with the pool at its
+# shipped default (10) against the same rounds' pgbench.
+#
+# With BENCH_CALLGRIND_REQUESTS=N, no wrk or pgbench rounds: a third nginx
+# (one process, master_process off) runs under valgrind's callgrind, and each
+# scenario sends it exactly N requests over 32 keep-alive connections with
+# its instrumentation on (after N/4 uninstrumented warm-up requests). Ends
+# with `RESULT api_callgrind <scenario>_worker_ir=<instructions per request>
+# ...`; the profiles stay in BENCH_CALLGRIND_DIR (default ./callgrind-api) for
+# callgrind_annotate. Instruction counts are stable on a shared machine where
+# times are not. A small data set is enough for it (the pages are as big):
+# BENCH_ACCOUNTS=1000 BENCH_EVENTS=100000 BENCH_BIG_EVENTS=100000.
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_ROUNDS (default 24)
 # of BENCH_SECONDS (default 1) each, BENCH_ACCOUNTS / BENCH_EVENTS /
 # BENCH_BIG_EVENTS to scale the data set, BENCH_API_POOL (the API's
-# WALLET_API_DB_MAX_CONNS; default twice the cores).
+# WALLET_API_DB_MAX_CONNS; default twice the cores), BENCH_WORKERS (the API
+# nginx's worker_processes, default 1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,6 +44,9 @@ rounds=${BENCH_ROUNDS:-24}
 accounts=${BENCH_ACCOUNTS:-100000}
 events=${BENCH_EVENTS:-4000000}      # normal accounts; the big one adds its own
 big_events=${BENCH_BIG_EVENTS:-1000000}
+workers=${BENCH_WORKERS:-1}
+callgrind_requests=${BENCH_CALLGRIND_REQUESTS:-}
+callgrind_dir=${BENCH_CALLGRIND_DIR:-$PWD/callgrind-api}
 big=bigwhale
 normal=a000123
 tool=$build/t/bench/api_bench_tool
@@ -38,6 +54,9 @@ module=$build/ngx_module/ngx_http_wallet_module.so
 source "$here/lib.bash"
 for f in "$tool" "$module" "$bench_pg_bin/postgres"; do [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 command -v wrk >/dev/null || { echo "wrk is missing (scripts/install-deps)" >&2; exit 1; }
+if [ -n "$callgrind_requests" ]; then
+  command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 1; }
+fi
 
 work=$(mktemp -d /tmp/wallet-bench-api.XXXXXX)
 nginx_pids=()
@@ -85,16 +104,39 @@ export WALLET_API_RATE_RPS=0 WALLET_API_MAX_INFLIGHT=0
 export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
 
 started_port=""
-start_nginx() {  # name pool-size; sets started_port (one worker)
+start_nginx() {  # name pool-size [workers [command-prefix...]]; sets started_port
+  local name=$1 pool=$2
+  shift 2
   started_port=$(free_port)
-  WALLET_API_DB_MAX_CONNS=$2 bench_api_nginx "$work/nginx-$1" "$started_port" "$module" "$root"
+  WALLET_API_DB_MAX_CONNS=$pool bench_api_nginx "$work/nginx-$name" "$started_port" "$module" "$root" "$@"
   nginx_pids+=("$bench_nginx_pid")
 }
-start_nginx api "$pool_size"
+start_nginx api "$pool_size" "$workers"
 api_port=$started_port
+api_master=${nginx_pids[-1]}
 start_nginx default-pool "$default_pool_size"
 default_pool_port=$started_port
-log "API pool: $pool_size connections (second nginx: $default_pool_size)"
+log "API pool: $pool_size connections, $workers worker(s) (second nginx: $default_pool_size)"
+if [ -n "$callgrind_requests" ]; then
+  mkdir -p "$callgrind_dir"
+  rm -f "$callgrind_dir"/callgrind.out.*
+  start_nginx callgrind "$pool_size" 1 valgrind --tool=callgrind --instr-atstart=no \
+    --callgrind-out-file="$callgrind_dir/callgrind.out.%p" --log-file="$work/valgrind.log"
+  callgrind_port=$started_port
+  callgrind_pid=${nginx_pids[-1]}
+  log "callgrind: nginx pid $callgrind_pid on port $callgrind_port, $callgrind_requests requests per scenario"
+fi
+
+# The nginx worker processes' CPU time so far, in nanoseconds (their
+# schedstat run time: exact, where utime and stime count 10 ms ticks).
+workers_cpu_ns() {
+  local pid total=0 ns
+  for pid in $(ps -o pid= --ppid "$api_master"); do
+    read -r ns _ < "/proc/$pid/schedstat"
+    total=$((total + ns))
+  done
+  echo "$total"
+}
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the stack stays up
   log "holding: reader=$reader api=http://127.0.0.1:$api_port/ default_pool_api=http://127.0.0.1:$default_pool_port/"
@@ -110,11 +152,12 @@ read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
 d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
 
 
-wrk_round() {  # lua-file [port] -> "req/s p99_ms"
+wrk_round() {  # lua-file [port] -> "req/s p99_ms requests"
   local out
   out=$(wrk -t1 -c32 -d"${seconds}s" --latency -s "$1" "http://127.0.0.1:${2:-$api_port}/")
   if grep -q 'Non-2xx' <<<"$out"; then echo "non-2xx answers: $(grep Non-2xx <<<"$out")" >&2; fi
-  echo "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out") $(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")"
+  echo "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out") $(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")" \
+    "$(awk '/ requests in / { print $1 }' <<<"$out")"
 }
 
 # pgbench in step with wrk, warm: one pgbench per scenario runs all along
@@ -163,15 +206,35 @@ pgbench_finish() {  # name; sets pgbench_rates: the windows' tps, in order
   rm -f "$work/$1.tx".*
 }
 
+# Instructions of the callgrind nginx per request of one scenario.
+callgrind_scenario() {  # name rpc-body
+  local name=$1 body=$2 profile ir
+  "$tool" load "$callgrind_port" "$body" $((callgrind_requests / 4)) 32 >/dev/null
+  callgrind_control -i on "$callgrind_pid" >/dev/null 2>&1
+  "$tool" load "$callgrind_port" "$body" "$callgrind_requests" 32 >/dev/null
+  callgrind_control -i off "$callgrind_pid" >/dev/null 2>&1
+  callgrind_control -d "$name" "$callgrind_pid" >/dev/null 2>&1
+  profile=$(ls -t "$callgrind_dir"/callgrind.out.*.[0-9]* | head -1)
+  mv "$profile" "$callgrind_dir/$name.callgrind"
+  ir=$(awk '/^totals:/ { print $2; exit }' "$callgrind_dir/$name.callgrind")
+  log "$name: $((ir / callgrind_requests)) instructions per request (callgrind_annotate $callgrind_dir/$name.callgrind)"
+  results+=" ${name}_worker_ir=$((ir / callgrind_requests))"
+}
+
 results=""
 min_ratio=""
 totals_p99=""
+totals_ratio=""
 run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   local name=$1 paged=$2 body=$3 statement=$4
   shift 4
   local check
   check=$(curl -s -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$api_port/")
   case "$check" in *'"result"'*) ;; *) echo "scenario $name failed: ${check:0:300}" >&2; exit 1;; esac
+  if [ -n "$callgrind_requests" ]; then
+    callgrind_scenario "$name" "$body"
+    return 0
+  fi
   printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = [[%s]]\n' "$body" > "$work/$name.lua"
   "$tool" sql "$statement" > "$work/$name.sql"
   local dvars=()
@@ -181,11 +244,14 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   if [ "$name" = big_first_page ]; then with_default_pool=1; fi
   wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$api_port/" >/dev/null  # warm-up
   if [ "$with_default_pool" = 1 ]; then wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$default_pool_port/" >/dev/null; fi
-  local i p99 pg
+  local i p99 pg count requests=0 cpu_before cpu_ns=0
   local -a apis=() p99s=() pools=() pgs=() ratios=() pool_ratios=()
   pgbench_start "$name" "$work/$name.sql" "${dvars[@]}"
   for i in $(seq "$rounds"); do
-    read -r "apis[i]" p99 < <(wrk_round "$work/$name.lua")
+    cpu_before=$(workers_cpu_ns)
+    read -r "apis[i]" p99 count < <(wrk_round "$work/$name.lua")
+    cpu_ns=$((cpu_ns + $(workers_cpu_ns) - cpu_before))
+    requests=$((requests + count))
     p99s+=("$p99")
     if [ "$with_default_pool" = 1 ] && [ $((i % 2)) = 1 ]; then
       read -r "pools[i]" _ < <(wrk_round "$work/$name.lua" "$default_pool_port")
@@ -201,8 +267,12 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   done
   local api_rps pg_tps ratio
   api_rps=$(median <<<"${apis[*]}") pg_tps=$(median <<<"${pgs[*]}") ratio=$(median <<<"${ratios[*]}") p99=$(median <<<"${p99s[*]}")
-  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio (rounds: api ${apis[*]}; p99 ${p99s[*]}; pgbench ${pgs[*]}; ratio ${ratios[*]})"
-  results+=" ${name}_api_rps=${api_rps} ${name}_pg_tps=${pg_tps} ${name}_ratio=${ratio} ${name}_p99_ms=${p99}"
+  local worker_us
+  worker_us=$(awk -v ns="$cpu_ns" -v n="$requests" 'BEGIN { printf "%.1f", ns / 1000 / n }')
+  log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio, worker ${worker_us} µs CPU per request (rounds: api ${apis[*]}; p99 ${p99s[*]}; pgbench ${pgs[*]}; ratio ${ratios[*]})"
+  results+=" ${name}_api_rps=${api_rps} ${name}_pg_tps=${pg_tps}"
+  if [ "$name" != totals ]; then results+=" ${name}_ratio=${ratio}"; fi  # totals_ratio leads the line
+  results+=" ${name}_p99_ms=${p99} ${name}_worker_us=${worker_us}"
   if [ "$with_default_pool" = 1 ]; then
     log "$name: API with the default pool ($default_pool_size) ${pools[*]} req/s; ratio ${pool_ratios[*]}"
     results+=" ${name}_default_pool_api_rps=$(median <<<"${pools[*]}") ${name}_default_pool_ratio=$(median <<<"${pool_ratios[*]}")"
@@ -212,6 +282,7 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
   fi
   if [ "$name" = totals ]; then
     totals_p99=$p99
+    totals_ratio=$ratio
     results+=" totals_p99_max_ms=$(largest <<<"${p99s[*]}")"
   fi
   return 0
@@ -238,4 +309,8 @@ run_scenario totals 0 \
   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_reward_totals\",\"params\":{\"account\":\"$big\"}}" \
   wh_totals_days p1=$big p2=infinity p3=infinity
 
-echo "RESULT api page_ratio=${min_ratio} totals_p99_ms=${totals_p99}${results} api_pool=${pool_size} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"
+if [ -n "$callgrind_requests" ]; then
+  echo "RESULT api_callgrind${results} requests_per_scenario=${callgrind_requests} api_pool=${pool_size} rows=${total_rows}"
+  exit 0
+fi
+echo "RESULT api page_ratio=${min_ratio} totals_ratio=${totals_ratio} totals_p99_ms=${totals_p99}${results} api_pool=${pool_size} api_workers=${workers} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"

@@ -17,7 +17,20 @@
 //   cursor SECRET ACCOUNT EPOCH BLOCK SEQ ROLE
 //       The get_wallet_history cursor (no window, no op_types) that resumes
 //       after the given row, as the API would encode it.
+//   load PORT BODY REQUESTS CONNECTIONS
+//       Sends exactly REQUESTS POSTs of BODY to 127.0.0.1:PORT over
+//       CONNECTIONS keep-alive connections (each waits for its answer before
+//       sending again), so that a worker's instruction count (callgrind) can
+//       be divided by a known number of requests; wrk only runs for a time.
+//       Fails on any answer but 200.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -180,6 +193,100 @@ int cursor(char** argv) {
     return 0;
 }
 
+// One keep-alive connection of `load`: the answer read so far.
+struct LoadConnection {
+    int fd = -1;
+    std::string in;
+    bool waiting = false;
+};
+
+// The length of the complete response at the front of `in`, or 0 while it
+// is incomplete; -1 for an answer but 200 (nginx writes Content-Length).
+long complete_response(const std::string& in) {
+    const std::size_t head_end = in.find("\r\n\r\n");
+    if (head_end == std::string::npos) return 0;
+    if (in.compare(0, 12, "HTTP/1.1 200") != 0) return -1;
+    const std::size_t length_at = in.find("Content-Length: ");
+    if (length_at == std::string::npos || length_at > head_end) return -1;
+    const long total = static_cast<long>(head_end + 4) + std::atol(in.c_str() + length_at + 16);
+    return static_cast<long>(in.size()) >= total ? total : 0;
+}
+
+int load(int port, const std::string& body, long requests, int connections) {
+    const std::string request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::vector<LoadConnection> conns(static_cast<std::size_t>(connections));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    long sent = 0;
+    long done = 0;
+    auto send_next = [&](LoadConnection& conn) {
+        if (sent == requests) return true;
+        if (::send(conn.fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return false;
+        ++sent;
+        conn.waiting = true;
+        return true;
+    };
+    auto open = [&](LoadConnection& conn) {
+        conn.fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        return conn.fd >= 0 && ::connect(conn.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    };
+    for (auto& conn : conns) {
+        if (!open(conn) || !send_next(conn)) {
+            std::perror("load: connect");
+            return 1;
+        }
+    }
+    std::vector<pollfd> polls(conns.size());
+    char chunk[65536];
+    while (done < requests) {
+        for (std::size_t i = 0; i < conns.size(); ++i) polls[i] = {conns[i].waiting ? conns[i].fd : -1, POLLIN, 0};
+        if (::poll(polls.data(), polls.size(), 60000) <= 0) {
+            std::fprintf(stderr, "load: no answer for a minute\n");
+            return 1;
+        }
+        for (std::size_t i = 0; i < conns.size(); ++i) {
+            if (polls[i].revents == 0) continue;
+            LoadConnection& conn = conns[i];
+            const ssize_t got = ::recv(conn.fd, chunk, sizeof chunk, 0);
+            if (got == 0 && conn.in.empty()) {
+                // nginx closes a connection after keepalive_requests answers:
+                // the request sent after the last one goes again on a new one.
+                ::close(conn.fd);
+                --sent;
+                if (!open(conn) || !send_next(conn)) {
+                    std::perror("load: reconnect");
+                    return 1;
+                }
+                continue;
+            }
+            if (got <= 0) {
+                std::fprintf(stderr, "load: connection closed\n");
+                return 1;
+            }
+            conn.in.append(chunk, static_cast<std::size_t>(got));
+            const long length = complete_response(conn.in);
+            if (length < 0) {
+                std::fprintf(stderr, "load: unexpected answer: %.200s\n", conn.in.c_str());
+                return 1;
+            }
+            if (length == 0) continue;
+            conn.in.erase(0, static_cast<std::size_t>(length));
+            conn.waiting = false;
+            ++done;
+            if (!send_next(conn)) {
+                std::perror("load: send");
+                return 1;
+            }
+        }
+    }
+    for (auto& conn : conns) ::close(conn.fd);
+    std::printf("%ld\n", done);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +297,9 @@ int main(int argc, char** argv) {
     if (argc == 3 && std::strcmp(argv[1], "sql") == 0) return sql(argv[2]);
     if (argc == 3 && std::strcmp(argv[1], "prepare") == 0) return prepare(argv[2]);
     if (argc == 8 && std::strcmp(argv[1], "cursor") == 0) return cursor(argv);
-    std::fprintf(stderr, "usage: api_bench_tool accounts|copy|sql|prepare|cursor ... (see the source)\n");
+    if (argc == 6 && std::strcmp(argv[1], "load") == 0) {
+        return load(std::atoi(argv[2]), argv[3], std::atol(argv[4]), std::atoi(argv[5]));
+    }
+    std::fprintf(stderr, "usage: api_bench_tool accounts|copy|sql|prepare|cursor|load ... (see the source)\n");
     return 2;
 }

@@ -100,15 +100,19 @@ VACUUM ANALYZE wallet_accounts, wallet_events, wallet_blocks, wallet_reward_dail
 SQL
 }
 
-# bench_api_nginx DIR PORT MODULE ROOT: writes DIR/conf/nginx.conf, one
-# worker serving the API (conf/nginx's include) on 127.0.0.1:PORT, and starts
-# nginx in the background with the environment it inherits; returns once
-# /health answers. Sets bench_nginx_pid.
+# bench_api_nginx DIR PORT MODULE ROOT [WORKERS [COMMAND-PREFIX...]]: writes
+# DIR/conf/nginx.conf, WORKERS (1) worker processes serving the API
+# (conf/nginx's include) on 127.0.0.1:PORT, and starts nginx in the background
+# with the environment it inherits; under a command prefix (valgrind ...) the
+# master process alone serves. Returns once /health answers. Sets
+# bench_nginx_pid.
 bench_api_nginx() {
-  local dir=$1 port=$2 module=$3 root=$4
+  local dir=$1 port=$2 module=$3 root=$4 processes=${5:-1} master=on
+  shift $(( $# < 5 ? $# : 5 ))
+  [ $# -gt 0 ] && master=off
   mkdir -p "$dir/logs" "$dir/tmp" "$dir/conf"
   {
-    echo "daemon off; master_process on; worker_processes 1;"
+    echo "daemon off; master_process $master; worker_processes $processes;"
     echo "error_log $dir/logs/error.log warn; pid $dir/logs/nginx.pid;"
     [ "$(id -u)" = 0 ] && echo "user root root;"
     echo "load_module $module;"
@@ -118,9 +122,9 @@ bench_api_nginx() {
     API_BIND_HOST=127.0.0.1 API_BIND_PORT=$port "$root/scripts/render-api-conf"
     echo "}"
   } > "$dir/conf/nginx.conf"
-  /usr/sbin/nginx -p "$dir" -c "$dir/conf/nginx.conf" >&2 &
+  "$@" /usr/sbin/nginx -p "$dir" -c "$dir/conf/nginx.conf" >&2 &
   bench_nginx_pid=$!
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
+  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
 }
 
 # Figures of wrk rounds (api.sh, replicas.sh).
