@@ -54,7 +54,7 @@ END $$;
 -- indexer: from each unfinished shard's first missing block to its end.
 -- Reads the unfinished shards only (get_status and every page call it).
 CREATE FUNCTION wallet_loading_shards() RETURNS TABLE (first_block integer, last_block integer, blocks bigint)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 10 AS $$
     WITH indexer AS (SELECT min(r.first_block) AS first_block, max(r.last_block) AS last_block FROM indexer_ranges r),
          missing AS (SELECT greatest(s.next_block, s.stored_through + 1) AS first_block, s.end_block AS last_block
                        FROM backfill_shards s WHERE s.state <> 'done')
@@ -81,7 +81,7 @@ $$;
 -- stored block is current. One look at each table when the store is up to
 -- date; else a sweep over the ranges of both (about 3 per shard).
 CREATE FUNCTION wallet_outdated_range(current_version smallint) RETURNS TABLE (first_block integer, last_block integer)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE ROWS 1 AS $$
 DECLARE
     piece record;
     at_block integer;
@@ -142,7 +142,7 @@ LANGUAGE sql STABLE AS $$
                                           ORDER BY w.block_num DESC LIMIT 1) END)::bigint,
            l.first_block, l.last_block, l.blocks, o.first_block, o.last_block
       FROM (SELECT wallet_indexed_block() AS indexed) b
-      LEFT JOIN indexer_checkpoint c ON true
+      LEFT JOIN (SELECT * FROM indexer_checkpoint LIMIT 1) c ON true
       CROSS JOIN (SELECT min(first_block) AS first_block, max(last_block) AS last_block, sum(blocks)::bigint AS blocks
                     FROM wallet_loading_shards()) l
       LEFT JOIN wallet_outdated_range(current_version) o ON true
