@@ -38,9 +38,10 @@ constexpr const char* kWindowAndKeyset =
 
 constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
 
-// One row even for an empty page, so indexed_block always comes back.
+// One row even for an empty page, so indexed_block always comes back (an
+// init plan: computed once per page, not per row).
 std::string with_indexed_block(const std::string& page_sql) {
-    return "SELECT wallet_indexed_block() AS indexed_block, e.*"
+    return "SELECT (SELECT wallet_indexed_block()) AS indexed_block, e.*"
            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
            page_sql + ") AS e ON true";
 }

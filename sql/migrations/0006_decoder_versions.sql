@@ -71,8 +71,10 @@ $$;
 -- below which every block of the configured range (backfill shards and the
 -- indexer's range) is stored; the checkpoint when nothing below it is
 -- missing; NULL before the indexer's first batch.
+-- SECURITY DEFINER (as this function's and get_status' below): the API's role
+-- reads the answer, not backfill_shards (its owner tokens name hosts).
 CREATE FUNCTION wallet_indexed_block() RETURNS integer
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
     SELECT least(c.block_num, (SELECT min(l.first_block) - 1 FROM wallet_loading_shards() l)) FROM indexer_checkpoint c
 $$;
 
@@ -135,7 +137,7 @@ END $$;
 CREATE FUNCTION wallet_store_status(current_version smallint,
     OUT indexed_block integer, OUT indexed_epoch bigint, OUT loading_from integer, OUT loading_to integer,
     OUT loading_blocks bigint, OUT outdated_from integer, OUT outdated_to integer)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
     SELECT b.indexed,
            extract(epoch FROM CASE WHEN b.indexed = c.block_num THEN c.block_time
                                    ELSE (SELECT w.ts FROM wallet_blocks w WHERE w.block_num <= b.indexed
@@ -148,4 +150,4 @@ LANGUAGE sql STABLE AS $$
       LEFT JOIN wallet_outdated_range(current_version) o ON true
 $$;
 
-GRANT SELECT ON backfill_shards, indexer_ranges TO wallet_api_reader;
+REVOKE ALL ON FUNCTION wallet_indexer_stored(integer, integer, smallint) FROM PUBLIC;

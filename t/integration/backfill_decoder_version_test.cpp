@@ -21,6 +21,7 @@ using namespace backfill_test;
 using namespace std::chrono_literals;
 using api_test::ApiStack;
 using api_test::dump;
+using wallet::JsonPtr;
 
 namespace {
 
