@@ -68,6 +68,10 @@ std::vector<std::string> reward_sums(const PostgresServer& pg) {
 
 std::int64_t number(const PostgresServer& pg, const std::string& sql) { return std::stoll(pg.query(sql).at(0)); }
 
+bool indexed_through_last_block(const PostgresServer& pg) {
+    return number(pg, "SELECT coalesce((SELECT block_num FROM indexer_checkpoint), 0)") >= kLastBlock;
+}
+
 std::int64_t integer(json_t* object, const char* key) { return json_integer_value(json_object_get(object, key)); }
 
 std::string decoder_of(ApiStack& stack) {
@@ -128,8 +132,7 @@ TEST(BackfillDecoderVersion, ReRunOverAVersionOneStoreAddsExactlyTheMissingRows)
     Process indexer = start_indexer(pg, sim.url(), dir.path() / "indexer.log");
     auto beside = run_backfill(pg, sim.url());
     ASSERT_EQ(beside.exit_code, 0) << beside.output;
-    ASSERT_TRUE(wait_until([&] { return number(pg, "SELECT coalesce((SELECT block_num FROM indexer_checkpoint), 0)") >= kLastBlock; },
-                           60s))
+    ASSERT_TRUE(wait_until([&] { return indexed_through_last_block(pg); }, 60s))
         << indexer.log();
     indexer.stop();
     digest = table_digest(pg);
@@ -180,12 +183,8 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
     auto loaded = run_backfill(pg, sim.url(), 1, 600);
     ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
     TempDir dir("wallet-indexed-block");
-    auto indexer_env = daemon_env(pg, {{"CHAIN_RPC_URL", sim.url()}, {"INDEXER_START_BLOCK", "601"},
-                                       {"INDEXER_TRAIL_BLOCKS", "0"}, {"INDEXER_HEALTH_ADDR", ""},
-                                       {"INDEXER_POLL_INTERVAL_MS", "100"}});
-    Process indexer = Process::start({indexer_binary().string()}, ProcessOptions{indexer_env, {}, dir.path() / "indexer.log", {}, false});
-    ASSERT_TRUE(wait_until([&] { return number(pg, "SELECT coalesce((SELECT block_num FROM indexer_checkpoint), 0)") >= kLastBlock; },
-                           60s))
+    Process indexer = start_indexer(pg, sim.url(), dir.path() / "indexer.log", 601);
+    ASSERT_TRUE(wait_until([&] { return indexed_through_last_block(pg); }, 60s))
         << indexer.log();
     indexer.stop();
     const auto full = table_digest(pg);
