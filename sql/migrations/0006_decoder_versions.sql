@@ -136,23 +136,27 @@ BEGIN
 END $$;
 
 -- get_status in one call: indexed_block and its time, what is still loading,
--- the lowest outdated run.
+-- the lowest outdated run. The events' tables are read only while history
+-- below the checkpoint is missing (the time of indexed_block); else get_status
+-- answers even while they are locked.
 CREATE FUNCTION wallet_store_status(current_version smallint,
     OUT indexed_block integer, OUT indexed_epoch bigint, OUT loading_from integer, OUT loading_to integer,
     OUT loading_blocks bigint, OUT outdated_from integer, OUT outdated_to integer)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    checkpoint_block integer;
 BEGIN
-    SELECT b.indexed,
-           extract(epoch FROM CASE WHEN b.indexed = c.block_num THEN c.block_time
-                                   ELSE (SELECT w.ts FROM wallet_blocks w WHERE w.block_num <= b.indexed
-                                          ORDER BY w.block_num DESC LIMIT 1) END)::bigint,
-           l.first_block, l.last_block, l.blocks, o.first_block, o.last_block
-      INTO indexed_block, indexed_epoch, loading_from, loading_to, loading_blocks, outdated_from, outdated_to
-      FROM (SELECT wallet_indexed_block() AS indexed) b
-      LEFT JOIN (SELECT * FROM indexer_checkpoint LIMIT 1) c ON true
-      CROSS JOIN (SELECT min(m.first_block) AS first_block, max(m.last_block) AS last_block,
-                         sum(m.blocks)::bigint AS blocks FROM wallet_loading_shards() m) l
-      LEFT JOIN wallet_outdated_range(current_version) o ON true;
+    SELECT c.block_num, extract(epoch FROM c.block_time)::bigint INTO checkpoint_block, indexed_epoch
+      FROM indexer_checkpoint c;
+    SELECT min(m.first_block), max(m.last_block), sum(m.blocks)::bigint INTO loading_from, loading_to, loading_blocks
+      FROM wallet_loading_shards() m;
+    indexed_block := least(checkpoint_block, loading_from - 1);
+    IF indexed_block < checkpoint_block THEN
+        -- The time of the last stored block at or below it (blocks without events have no row).
+        indexed_epoch := (SELECT extract(epoch FROM w.ts)::bigint FROM wallet_blocks w WHERE w.block_num <= indexed_block
+                           ORDER BY w.block_num DESC LIMIT 1);
+    END IF;
+    SELECT o.first_block, o.last_block INTO outdated_from, outdated_to FROM wallet_outdated_range(current_version) o;
 END $$;
 
 REVOKE ALL ON FUNCTION wallet_indexer_stored(integer, integer, smallint) FROM PUBLIC;
