@@ -7,7 +7,7 @@
 // reports the outdated run before and none after, and an honest indexed_block
 // while history below the checkpoint is missing.
 //
-// Sizes: a synthetic chain at mainnet density, 1,200 blocks, shards of 200.
+// Sizes: a synthetic chain at mainnet density, 600 blocks, shards of 100.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -25,7 +25,7 @@ using wallet::JsonPtr;
 
 namespace {
 
-constexpr std::uint32_t kHead = 1201;
+constexpr std::uint32_t kHead = 601;
 constexpr std::int64_t kLastBlock = kHead - 1;  // the simulator's last irreversible block
 
 std::map<std::string, std::string> backfill_env(const PostgresServer& pg, const std::string& url, std::int64_t first,
@@ -33,7 +33,7 @@ std::map<std::string, std::string> backfill_env(const PostgresServer& pg, const 
     return daemon_env(pg, {{"BACKFILL_RPC_URLS", url},
                            {"BACKFILL_START_BLOCK", std::to_string(first)},
                            {"BACKFILL_END_BLOCK", std::to_string(last)},
-                           {"BACKFILL_SHARD_SIZE", "200"},
+                           {"BACKFILL_SHARD_SIZE", "100"},
                            {"BACKFILL_BATCH_SIZE", "50"},
                            {"BACKFILL_WORKERS", "3"}});
 }
@@ -179,11 +179,11 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
     PostgresServer& pg = stack.pg();
     NodeSimulator sim(chain_args(kHead));
     stack.start_nginx();
-    // History 1..600 by the backfill, the tail 601.. by the indexer.
-    auto loaded = run_backfill(pg, sim.url(), 1, 600);
+    // History 1..300 by the backfill, the tail 301.. by the indexer.
+    auto loaded = run_backfill(pg, sim.url(), 1, 300);
     ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
     TempDir dir("wallet-indexed-block");
-    Process indexer = start_indexer(pg, sim.url(), dir.path() / "indexer.log", 601);
+    Process indexer = start_indexer(pg, sim.url(), dir.path() / "indexer.log", 301);
     ASSERT_TRUE(wait_until([&] { return indexed_through_last_block(pg); }, 60s))
         << indexer.log();
     indexer.stop();
@@ -192,36 +192,36 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
     EXPECT_EQ(integer(status.get(), "indexed_block"), kLastBlock);
     EXPECT_EQ(json_object_get(status.get(), "loading"), nullptr);
     EXPECT_EQ(pg.query("SELECT first_block, last_block, decoder_version FROM indexer_ranges"),
-              std::vector<std::string>{"601\t" + std::to_string(kLastBlock) + "\t2"});
+              std::vector<std::string>{"301\t" + std::to_string(kLastBlock) + "\t2"});
 
     // A shard below the checkpoint not loaded yet (as while wallet-backfill
-    // is still running): blocks 201..400 missing.
-    pg.query("DELETE FROM wallet_events WHERE block_num BETWEEN 201 AND 400;"
-             "DELETE FROM wallet_blocks WHERE block_num BETWEEN 201 AND 400;"
-             "UPDATE backfill_shards SET state = 'pending', next_block = start_block, owner = NULL WHERE start_block = 201;"
+    // is still running): blocks 101..200 missing.
+    pg.query("DELETE FROM wallet_events WHERE block_num BETWEEN 101 AND 200;"
+             "DELETE FROM wallet_blocks WHERE block_num BETWEEN 101 AND 200;"
+             "UPDATE backfill_shards SET state = 'pending', next_block = start_block, owner = NULL WHERE start_block = 101;"
              "SELECT 1");
     status = stack.result("wallet_history.get_status");
-    EXPECT_EQ(integer(status.get(), "indexed_block"), 200);
-    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":200,"from":201,"to":400})");
+    EXPECT_EQ(integer(status.get(), "indexed_block"), 100);
+    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":100,"from":101,"to":200})");
     EXPECT_EQ(api_test::str(status.get(), "indexed_time"),
               pg.query("SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM wallet_blocks"
-                       " WHERE block_num <= 200 ORDER BY block_num DESC LIMIT 1").at(0));
+                       " WHERE block_num <= 100 ORDER BY block_num DESC LIMIT 1").at(0));
     // Half of it loaded: the rest holds indexed_block back.
-    pg.query("UPDATE backfill_shards SET next_block = 301 WHERE start_block = 201");
+    pg.query("UPDATE backfill_shards SET next_block = 151 WHERE start_block = 101");
     status = stack.result("wallet_history.get_status");
-    EXPECT_EQ(integer(status.get(), "indexed_block"), 300);
+    EXPECT_EQ(integer(status.get(), "indexed_block"), 150);
     // Pages say the same.
     JsonPtr page = stack.result("wallet_history.get_wallet_history", R"({"account":"nobody.here"})");
-    EXPECT_EQ(integer(json_object_get(page.get(), "indexer"), "indexed_block"), 300);
-    pg.query("UPDATE backfill_shards SET next_block = 201 WHERE start_block = 201");
+    EXPECT_EQ(integer(json_object_get(page.get(), "indexer"), "indexed_block"), 150);
+    pg.query("UPDATE backfill_shards SET next_block = 101 WHERE start_block = 101");
 
     // Shards over blocks the indexer stored are not missing.
-    pg.query("INSERT INTO backfill_shards (start_block, end_block, next_block, decoder_version) VALUES (801, 1000, 801, 2)");
+    pg.query("INSERT INTO backfill_shards (start_block, end_block, next_block, decoder_version) VALUES (401, 500, 401, 2)");
     status = stack.result("wallet_history.get_status");
-    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":200,"from":201,"to":400})");
+    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":100,"from":101,"to":200})");
 
     // Loaded: indexed_block is the checkpoint again, the table complete.
-    auto rerun = run_backfill(pg, sim.url(), 1, 600);
+    auto rerun = run_backfill(pg, sim.url(), 1, 300);
     ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
     status = stack.result("wallet_history.get_status");
     EXPECT_EQ(integer(status.get(), "indexed_block"), kLastBlock);
@@ -232,16 +232,16 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
     // The outdated run: versions 1 and 2 mixed, indexer and shards together.
     EXPECT_EQ(decoder_of(stack), kUpToDate);
     pg.query("UPDATE indexer_ranges SET decoder_version = 1");
-    EXPECT_EQ(decoder_of(stack), outdated(601, kLastBlock));  // shard 801..1000 is pending: those blocks are the indexer's
-    pg.query("UPDATE backfill_shards SET state = 'done', next_block = 1001 WHERE start_block = 801");
-    EXPECT_EQ(decoder_of(stack), outdated(601, 800));
-    pg.query("UPDATE backfill_shards SET decoder_version = 1 WHERE start_block IN (1, 401)");
-    EXPECT_EQ(decoder_of(stack), outdated(1, 200));
-    // An upgrade pass half way through shard 401..600: 401..500 current, 501..600 still version 1.
-    pg.query("UPDATE backfill_shards SET decoder_version = 2, next_block = 501, stored_through = 600, stored_version = 1,"
-             " state = 'running' WHERE start_block = 401;"
+    EXPECT_EQ(decoder_of(stack), outdated(301, kLastBlock));  // shard 401..500 is pending: those blocks are the indexer's
+    pg.query("UPDATE backfill_shards SET state = 'done', next_block = 501 WHERE start_block = 401");
+    EXPECT_EQ(decoder_of(stack), outdated(301, 400));
+    pg.query("UPDATE backfill_shards SET decoder_version = 1 WHERE start_block IN (1, 201)");
+    EXPECT_EQ(decoder_of(stack), outdated(1, 100));
+    // An upgrade pass half way through shard 201..300: 201..250 current, 251..300 still version 1.
+    pg.query("UPDATE backfill_shards SET decoder_version = 2, next_block = 251, stored_through = 300, stored_version = 1,"
+             " state = 'running' WHERE start_block = 201;"
              "UPDATE backfill_shards SET decoder_version = 2 WHERE start_block = 1; SELECT 1");
-    EXPECT_EQ(decoder_of(stack), outdated(501, 800));
+    EXPECT_EQ(decoder_of(stack), outdated(251, 400));
     status = stack.result("wallet_history.get_status");
     EXPECT_EQ(integer(status.get(), "indexed_block"), kLastBlock);  // re-loading, not missing
 }
