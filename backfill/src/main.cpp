@@ -218,7 +218,12 @@ int dry_run(const Settings& settings, const BlockRange& range, bool end_from_nod
     if (status) {
         std::cout << with_thousands(status->shards) << " in the table (" << with_thousands(status->done) << " done, "
                   << with_thousands(status->running) << " running, " << with_thousands(status->pending) << " pending; "
-                  << with_thousands(status->blocks_done) << " blocks stored), ";
+                  << with_thousands(status->blocks_done) << " blocks stored";
+        if (status->outdated > 0) {
+            std::cout << "; " << with_thousands(status->outdated) << " loaded by a decoder older than version "
+                      << kDecoderVersion << ", loaded again";
+        }
+        std::cout << "), ";
     }
     std::cout << with_thousands(static_cast<std::int64_t>(missing.size())) << " to add\n";
     std::int64_t missing_blocks = 0;
@@ -381,7 +386,11 @@ int main(int argc, char** argv) {
     }
     log_info("blocks " + std::to_string(range.first) + ".." + std::to_string(range.last) + ": " +
              with_thousands(before->shards) + " shards (" + std::to_string(planned->added) + " new), " +
-             with_thousands(before->done) + " done, " + with_thousands(before->blocks_total - before->blocks_done) +
+             with_thousands(before->done) + " done, " +
+             (before->outdated > 0 ? with_thousands(before->outdated) + " loaded by an older decoder (loading them again with version " +
+                                         std::to_string(kDecoderVersion) + "), "
+                                   : std::string()) +
+             with_thousands(before->blocks_total - before->blocks_done) +
              " blocks to load with " + std::to_string(b.workers) + " workers, batches of " + std::to_string(b.batch_size) +
              " blocks, nodes " + pool_text(b.rpc_urls) + ", write path " + write_method_name(args->write_method));
 

@@ -80,7 +80,7 @@ Result<std::vector<BlockRange>> shards_overlapping(PGconn* conn, const BlockRang
     return shards;
 }
 
-Result<PlanResult> plan_shards(PGconn* conn, const BlockRange& range, std::int64_t shard_size) {
+Result<PlanResult> plan_shards(PGconn* conn, const BlockRange& range, std::int64_t shard_size, int decoder_version) {
     if (range.size() == 0 || shard_size < 1) return make_error("plan: empty range or shard size");
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
@@ -97,9 +97,9 @@ Result<PlanResult> plan_shards(PGconn* conn, const BlockRange& range, std::int64
             ends.push_back(shard.last);
         }
         auto inserted = pg::exec_params(conn,
-                                        "INSERT INTO backfill_shards (start_block, end_block, next_block)"
-                                        " SELECT s, e, s FROM unnest($1::integer[], $2::integer[]) AS t(s, e)",
-                                        {int_array(starts), int_array(ends)});
+                                        "INSERT INTO backfill_shards (start_block, end_block, next_block, decoder_version)"
+                                        " SELECT s, e, s, $3::smallint FROM unnest($1::integer[], $2::integer[]) AS t(s, e)",
+                                        {int_array(starts), int_array(ends), std::to_string(decoder_version)});
         if (!inserted) return make_error("plan: " + inserted.error());
     }
     auto committed = tx.value().commit();
@@ -107,15 +107,21 @@ Result<PlanResult> plan_shards(PGconn* conn, const BlockRange& range, std::int64
     return PlanResult{static_cast<std::int64_t>(existing->size()), static_cast<std::int64_t>(missing.size())};
 }
 
-Result<RangeStatus> range_status(PGconn* conn, const BlockRange& range) {
+Result<RangeStatus> range_status(PGconn* conn, const BlockRange& range, int decoder_version) {
     auto result = pg::exec_params(
         conn,
-        "SELECT count(*), count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state = 'running'),"
-        " count(*) FILTER (WHERE state = 'pending'), coalesce(sum(end_block - start_block + 1), 0),"
-        " coalesce(sum(LEAST(next_block, end_block + 1) - start_block), 0), coalesce(sum(rows_written), 0),"
-        " coalesce(sum(LEAST(end_block, $2::integer) - GREATEST(start_block, $1::integer) + 1), 0)"
+        "SELECT count(*), count(*) FILTER (WHERE state = 'done' AND decoder_version >= $3::smallint),"
+        " count(*) FILTER (WHERE state = 'running'),"
+        " count(*) FILTER (WHERE state = 'pending' OR (state = 'done' AND decoder_version < $3::smallint)),"
+        " coalesce(sum(end_block - start_block + 1), 0),"
+        // What a pass of an older decoder loaded is loaded again.
+        " coalesce(sum(CASE WHEN decoder_version < $3::smallint THEN 0"
+        "                   ELSE LEAST(next_block, end_block + 1) - start_block END), 0),"
+        " coalesce(sum(rows_written), 0),"
+        " coalesce(sum(LEAST(end_block, $2::integer) - GREATEST(start_block, $1::integer) + 1), 0),"
+        " count(*) FILTER (WHERE decoder_version < $3::smallint AND (next_block > start_block OR state = 'done'))"
         " FROM backfill_shards WHERE end_block >= $1::integer AND start_block <= $2::integer",
-        {std::to_string(range.first), std::to_string(range.last)});
+        {std::to_string(range.first), std::to_string(range.last), std::to_string(decoder_version)});
     if (!result) return make_error("shard status: " + result.error());
     PGresult* r = result->get();
     RangeStatus status;
@@ -128,29 +134,47 @@ Result<RangeStatus> range_status(PGconn* conn, const BlockRange& range) {
     status.rows_written = int_at(r, 0, 6);
     // Shards never overlap one another (the planner only fills gaps).
     status.uncovered_blocks = range.size() - int_at(r, 0, 7);
+    status.outdated = int_at(r, 0, 8);
     return status;
 }
 
 Result<std::optional<Shard>> claim_shard(PGconn* conn, const BlockRange& range, const std::string& owner,
-                                         std::chrono::milliseconds heartbeat_timeout, const std::vector<std::int64_t>& skip) {
+                                         std::chrono::milliseconds heartbeat_timeout, const std::vector<std::int64_t>& skip,
+                                         int decoder_version) {
     // The locking subquery re-checks a row changed by a concurrent claim
     // before taking it, and skips rows another claim holds: two workers
     // never get the same shard.
+    //
+    // A shard an older decoder loaded (done or not) is claimed too, and its
+    // pass starts over from its first block with this decoder: the blocks
+    // the older passes stored stay recorded as stored (stored_through, with
+    // the lowest of their versions), so they never count as missing. A shard
+    // of a newer decoder is left to the newer loader.
     auto result = pg::exec_params(
         conn,
         "WITH pick AS ("
         "  SELECT start_block, state AS previous_state, owner AS previous_owner FROM backfill_shards"
         "   WHERE end_block >= $2::integer AND start_block <= $3::integer AND start_block <> ALL($5::integer[])"
+        "     AND decoder_version <= $6::smallint"
         "     AND (state = 'pending' OR (state = 'running' AND"
-        "          heartbeat_at < clock_timestamp() - $4::bigint * interval '1 millisecond'))"
+        "          heartbeat_at < clock_timestamp() - $4::bigint * interval '1 millisecond')"
+        "          OR (state = 'done' AND decoder_version < $6::smallint))"
         "   ORDER BY start_block LIMIT 1 FOR UPDATE SKIP LOCKED)"
         " UPDATE backfill_shards s SET state = 'running', owner = $1, heartbeat_at = clock_timestamp(),"
-        "   attempts = s.attempts + 1, started_at = coalesce(s.started_at, clock_timestamp())"
+        "   attempts = s.attempts + 1, started_at = coalesce(s.started_at, clock_timestamp()),"
+        "   stored_through = CASE WHEN s.decoder_version < $6::smallint"
+        "                         THEN GREATEST(s.stored_through, s.next_block - 1) ELSE s.stored_through END,"
+        "   stored_version = CASE WHEN s.decoder_version < $6::smallint"
+        "                         THEN LEAST(CASE WHEN s.next_block > s.start_block THEN s.decoder_version END,"
+        "                                    CASE WHEN s.stored_through >= s.next_block THEN s.stored_version END)"
+        "                         ELSE s.stored_version END,"
+        "   next_block = CASE WHEN s.decoder_version < $6::smallint THEN s.start_block ELSE s.next_block END,"
+        "   decoder_version = $6::smallint"
         "  FROM pick WHERE s.start_block = pick.start_block"
         " RETURNING s.start_block, s.end_block, s.next_block, s.rows_written, s.attempts,"
         "   CASE WHEN pick.previous_state = 'running' THEN coalesce(pick.previous_owner, '') END",
         {owner, std::to_string(range.first), std::to_string(range.last), std::to_string(heartbeat_timeout.count()),
-         int_array(skip)});
+         int_array(skip), std::to_string(decoder_version)});
     if (!result) return make_error("claim: " + result.error());
     PGresult* r = result->get();
     if (PQntuples(r) == 0) return std::optional<Shard>();

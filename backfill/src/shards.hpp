@@ -6,7 +6,8 @@
 // every later write to the shard (progress, done, release) names that token
 // and fails when another worker has taken the shard over. A running shard
 // whose heartbeat is older than the timeout is taken over (its worker died);
-// a done shard is never claimed again. Progress (next_block, rows_written) is
+// a done shard is claimed again only by a newer decoder (wallet/decoder_version.hpp),
+// whose pass loads the rows the older one did not store. Progress (next_block, rows_written) is
 // recorded in the caller's transaction, the one that stores the rows, so a
 // crash loses nothing and a re-run loads only what is missing.
 #pragma once
@@ -19,6 +20,7 @@
 
 #include <libpq-fe.h>
 
+#include "wallet/decoder_version.hpp"
 #include "wallet/result.hpp"
 
 namespace wallet::backfill {
@@ -49,6 +51,9 @@ struct RangeStatus {
     std::int64_t blocks_done = 0;   // of them, stored (next_block progress)
     std::int64_t rows_written = 0;
     std::int64_t uncovered_blocks = 0;  // blocks of the range that no shard covers
+    // Shards with blocks stored by an older decoder than this one, to be
+    // loaded again (counted as pending once done, not done).
+    std::int64_t outdated = 0;
     bool complete() const noexcept { return shards > 0 && done == shards && uncovered_blocks == 0; }
 };
 
@@ -65,19 +70,24 @@ struct PlanResult {
 
 // Adds the missing shards of the range (serialized by an advisory lock, so
 // that processes planning at once add each shard once).
-Result<PlanResult> plan_shards(PGconn* conn, const BlockRange& range, std::int64_t shard_size);
+// New shards are this decoder's (decoder_version).
+Result<PlanResult> plan_shards(PGconn* conn, const BlockRange& range, std::int64_t shard_size,
+                               int decoder_version = kDecoderVersion);
 
 // The shards of the table overlapping the range, ascending.
 Result<std::vector<BlockRange>> shards_overlapping(PGconn* conn, const BlockRange& range);
 
-Result<RangeStatus> range_status(PGconn* conn, const BlockRange& range);
+// Done and blocks_done count what decoder_version (or a newer one) loaded.
+Result<RangeStatus> range_status(PGconn* conn, const BlockRange& range, int decoder_version = kDecoderVersion);
 
-// Claims the first pending shard of the range, or a running one whose
-// heartbeat is older than heartbeat_timeout; nullopt when there is none.
-// Shards whose start block is in `skip` are left alone.
+// Claims the first pending shard of the range, a running one whose
+// heartbeat is older than heartbeat_timeout, or one that an older decoder
+// than decoder_version loaded (its pass starts over at its first block);
+// nullopt when there is none. Shards whose start block is in `skip` are left alone.
 Result<std::optional<Shard>> claim_shard(PGconn* conn, const BlockRange& range, const std::string& owner,
                                          std::chrono::milliseconds heartbeat_timeout,
-                                         const std::vector<std::int64_t>& skip = {});
+                                         const std::vector<std::int64_t>& skip = {},
+                                         int decoder_version = kDecoderVersion);
 
 // Inside the caller's transaction: the shard's rows up to next_block - 1 are
 // stored (rows_added more of them); the shard is done when next_block passes

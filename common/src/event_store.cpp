@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "wallet/decoder.hpp"
+#include "wallet/decoder_version.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/operation_types.hpp"
@@ -634,6 +635,15 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
          array_literal(kept, [](const BlockRef& r) { return r.time.to_iso_z(); }), std::to_string(keep_from),
          std::to_string(batch.checkpoint.num), batch.checkpoint.id, batch.checkpoint.time.to_iso_z()});
     if (!saved) return make_error("checkpoint: " + saved.error());
+    // The blocks this batch stored (or, rewinding only, the ones it removed),
+    // with the decoder that loaded them (migration 0006).
+    const std::int64_t first_stored = batch.rewind_above  ? *batch.rewind_above + 1
+                                      : batch.blocks.empty() ? batch.checkpoint.num + 1
+                                                             : batch.blocks.front().num;
+    auto ranges = pg::exec_params(conn, "SELECT wallet_indexer_stored($1::integer, $2::integer, $3::smallint)",
+                                  {std::to_string(first_stored), std::to_string(batch.checkpoint.num),
+                                   std::to_string(kDecoderVersion)});
+    if (!ranges) return make_error("indexer ranges: " + ranges.error());
     auto committed = tx.value().commit();
     if (!committed) return make_error("commit: " + committed.error());
     return counts;

@@ -13,6 +13,7 @@
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
 #include "wallet/decoder.hpp"
+#include "wallet/decoder_version.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/wallet_event.hpp"
 
@@ -487,27 +488,44 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
 }
 
 std::string status_result(PGresult* rows) {
-    // Columns: indexed block, its time, head block, its time, observation
-    // fresh, now (epoch seconds), the standby's replay delay (seconds).
-    const bool indexed = PQntuples(rows) == 1 && !is_null(rows, 0, 0);
-    const std::int64_t indexed_block = indexed ? integer_of(rows, 0, 0) : 0;
-    const std::int64_t indexed_time = indexed ? integer_of(rows, 0, 1) : 0;
-    const bool node_known = PQntuples(rows) == 1 && !is_null(rows, 0, 2) && text_of(rows, 0, 4) == "t";
-    const std::int64_t now = PQntuples(rows) == 1 ? integer_of(rows, 0, 5) : 0;
+    namespace col = status_column;
+    const bool one = PQntuples(rows) == 1;
+    const bool indexed = one && !is_null(rows, 0, col::kIndexedBlock);
+    const std::int64_t indexed_block = indexed ? integer_of(rows, 0, col::kIndexedBlock) : 0;
+    const std::int64_t indexed_time =
+        indexed && !is_null(rows, 0, col::kIndexedEpoch) ? integer_of(rows, 0, col::kIndexedEpoch) : 0;
+    const bool node_known = one && !is_null(rows, 0, col::kHeadBlock) && text_of(rows, 0, col::kNodeFresh) == "t";
+    const std::int64_t now = one ? integer_of(rows, 0, col::kNowEpoch) : 0;
     std::string out = "{\"indexed_block\":" + std::to_string(indexed_block) + ",\"indexed_time\":";
     append_quoted(out, iso_of_epoch(indexed_time));
     std::int64_t lag_seconds = now - indexed_time;
     if (node_known) {
-        const std::int64_t head = integer_of(rows, 0, 2);
+        const std::int64_t head = integer_of(rows, 0, col::kHeadBlock);
         out += ",\"head_block\":" + std::to_string(head);
         out += ",\"lag_blocks\":" + std::to_string(std::max<std::int64_t>(0, head - indexed_block));
-        lag_seconds = integer_of(rows, 0, 3) - indexed_time;
+        lag_seconds = integer_of(rows, 0, col::kHeadEpoch) - indexed_time;
     }
     // On a standby the observation itself is as old as the replay: the
     // chain has moved on by that much more.
-    if (node_known && PQnfields(rows) > 6 && !is_null(rows, 0, 6)) lag_seconds += integer_of(rows, 0, 6);
+    if (node_known && !is_null(rows, 0, col::kReplayDelay)) lag_seconds += integer_of(rows, 0, col::kReplayDelay);
     out += ",\"lag_seconds\":" + std::to_string(std::max<std::int64_t>(0, lag_seconds));
-    out += '}';
+    // Additive: the blocks of the configured range not stored yet (the
+    // backfill below the checkpoint), which hold indexed_block back.
+    if (one && !is_null(rows, 0, col::kLoadingFrom)) {
+        out += ",\"loading\":{\"from\":" + std::string(text_of(rows, 0, col::kLoadingFrom)) +
+               ",\"to\":" + std::string(text_of(rows, 0, col::kLoadingTo)) +
+               ",\"blocks\":" + std::string(text_of(rows, 0, col::kLoadingBlocks)) + '}';
+    }
+    // Additive: whether every stored block was loaded by this decoder version;
+    // else the lowest run of blocks to load again (wallet-backfill over it).
+    const bool outdated = one && !is_null(rows, 0, col::kOutdatedFrom);
+    out += ",\"decoder\":{\"current_version\":" + std::to_string(kDecoderVersion) +
+           ",\"up_to_date\":" + (outdated ? "false" : "true");
+    if (outdated) {
+        out += ",\"outdated\":{\"from\":" + std::string(text_of(rows, 0, col::kOutdatedFrom)) +
+               ",\"to\":" + std::string(text_of(rows, 0, col::kOutdatedTo)) + '}';
+    }
+    out += "}}";
     return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "wallet/decoder_version.hpp"
 #include "wallet/operation_types.hpp"
 
 namespace wallet::api {
@@ -41,9 +42,10 @@ constexpr const char* kWindowAndKeyset =
 
 constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
 
-// One row even for an empty page, so indexed_block always comes back.
+// One row even for an empty page, so indexed_block always comes back (an
+// init plan: computed once per page, not per row).
 std::string with_indexed_block(const std::string& page_sql) {
-    return "SELECT (SELECT block_num FROM indexer_checkpoint) AS indexed_block, e.*"
+    return "SELECT (SELECT wallet_indexed_block()) AS indexed_block, e.*"
            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
            page_sql + ") AS e ON true";
 }
@@ -88,7 +90,7 @@ std::string totals_sql(bool with_partial_days) {
            " sum(vesting_sum)::text AS total FROM vesting GROUP BY op_type"
            " UNION ALL SELECT 1, wallet_op_type_name(op_type), symbol, NULL, sum(amount_sum)::text FROM liquid"
            " GROUP BY op_type, symbol"
-           " UNION ALL SELECT 2, NULL, NULL, (SELECT block_num FROM indexer_checkpoint), NULL";
+           " UNION ALL SELECT 2, NULL, NULL, wallet_indexed_block(), NULL";
     return sql;
 }
 
@@ -119,17 +121,20 @@ const std::map<std::string, std::string>& statements() {
                                ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
+        // Columns: status_column order. Indexed block, what is loading and
+        // the outdated run come from the small state tables (migration 0006).
         s["wh_status"] =
-            "(bigint) AS "
-            "SELECT c.block_num, extract(epoch FROM c.block_time)::bigint,"
+            "(bigint, smallint) AS "
+            "SELECT s.indexed_block, s.indexed_epoch,"
             " n.head_block, extract(epoch FROM n.head_block_time)::bigint,"
             " n.observed_at IS NOT NULL AND now() - n.observed_at <= $1 * interval '1 millisecond',"
             " extract(epoch FROM now())::bigint,"
+            " s.loading_from, s.loading_to, s.loading_blocks, s.outdated_from, s.outdated_to,"
             // A standby's own delay: the rows above are as old as its replay
             // (0 on a primary, and on a standby that replayed all it received).
             " CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
             " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))::bigint ELSE 0 END"
-            " FROM (SELECT 1) AS one LEFT JOIN indexer_checkpoint c ON true LEFT JOIN node_observation n ON true";
+            " FROM wallet_store_status($2) AS s LEFT JOIN node_observation n ON true";
         return s;
     }();
     return all;
@@ -235,7 +240,7 @@ StatementCall totals_statement(const PageQuery& query) {
 }
 
 StatementCall status_statement(std::int64_t node_max_stall_ms) {
-    return StatementCall{"wh_status", {std::to_string(node_max_stall_ms)}};
+    return StatementCall{"wh_status", {std::to_string(node_max_stall_ms), std::to_string(kDecoderVersion)}};
 }
 
 }  // namespace wallet::api

@@ -51,4 +51,20 @@ inline constexpr int kAssets = 17;
 inline constexpr int kCount = 18;
 }  // namespace page_column
 
+// Column positions of the status statement's result.
+namespace status_column {
+inline constexpr int kIndexedBlock = 0;
+inline constexpr int kIndexedEpoch = 1;
+inline constexpr int kHeadBlock = 2;
+inline constexpr int kHeadEpoch = 3;
+inline constexpr int kNodeFresh = 4;
+inline constexpr int kNowEpoch = 5;
+inline constexpr int kLoadingFrom = 6;
+inline constexpr int kLoadingTo = 7;
+inline constexpr int kLoadingBlocks = 8;
+inline constexpr int kOutdatedFrom = 9;
+inline constexpr int kOutdatedTo = 10;
+inline constexpr int kReplayDelay = 11;  // seconds a standby's replay is behind
+}  // namespace status_column
+
 }  // namespace wallet::api

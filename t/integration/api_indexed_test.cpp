@@ -603,7 +603,8 @@ void check_status(IndexedChain& chain, std::int64_t indexed, std::int64_t head) 
               canonical_text(R"({"indexed_block":)" + std::to_string(indexed) + R"(,"indexed_time":")" + indexed_time +
                              R"(","head_block":)" + std::to_string(head) + R"(,"lag_blocks":)" +
                              std::to_string(head - indexed) + R"(,"lag_seconds":)" +
-                             std::to_string(epoch_of(head_time) - epoch_of(indexed_time)) + "}"));
+                             std::to_string(epoch_of(head_time) - epoch_of(indexed_time)) +
+                             R"(,"decoder":{"current_version":2,"up_to_date":true}})"));
 
     JsonPtr methods = chain.result("get_methods");
     EXPECT_EQ(canonical(json_object_get(methods.get(), "methods")),

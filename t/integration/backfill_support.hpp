@@ -35,12 +35,13 @@ inline std::map<std::string, std::string> daemon_env(const PostgresServer& pg, s
 inline fs::path backfill_binary() { return binary_dir() / "backfill" / "wallet-backfill"; }
 inline fs::path indexer_binary() { return binary_dir() / "indexer" / "wallet-indexer"; }
 
-// wallet-indexer from block 1 of the node at `url`, following its last
-// irreversible block, in batches of up to 1,000 blocks.
-inline Process start_indexer(const PostgresServer& pg, const std::string& url, const fs::path& log) {
+// wallet-indexer from block start_block of the node at `url`, following its
+// last irreversible block, in batches of up to 1,000 blocks.
+inline Process start_indexer(const PostgresServer& pg, const std::string& url, const fs::path& log,
+                             std::int64_t start_block = 1) {
     return Process::start({indexer_binary().string()},
                           ProcessOptions{daemon_env(pg, {{"CHAIN_RPC_URL", url},
-                                                         {"INDEXER_START_BLOCK", "1"},
+                                                         {"INDEXER_START_BLOCK", std::to_string(start_block)},
                                                          {"INDEXER_TRAIL_BLOCKS", "0"},
                                                          {"INDEXER_HEALTH_ADDR", ""},
                                                          {"INDEXER_POLL_INTERVAL_MS", "100"},

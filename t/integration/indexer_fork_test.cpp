@@ -81,6 +81,9 @@ TEST_P(IndexerFork, TableEndsEqualToACleanIndexOfTheCanonicalChain) {
     const std::int64_t target = tip + 5;
     ASSERT_TRUE(wait_for_checkpoint(pg, database, target)) << indexer->log();
     EXPECT_EQ(indexer->stop(SIGTERM, 5s), 0);
+    // The blocks recorded as this decoder's (migration 0006) end at the checkpoint, in one range.
+    EXPECT_EQ(pg.query("SELECT count(*), max(last_block), min(decoder_version) FROM indexer_ranges", database),
+              std::vector<std::string>{"1\t" + std::to_string(target) + "\t2"});
 
     const std::string reference = "ref_" + case_name({c, 0});
     index_reference(pg, reference, sim.url(), 1, target,

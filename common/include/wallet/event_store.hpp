@@ -93,7 +93,8 @@ public:
         BlockRef checkpoint;              // the last fully indexed block after the batch
         std::int64_t keep_block_ids = 0;  // ids kept at or below the checkpoint (fork depth + 1)
     };
-    // One transaction: rewind, events, block ids, checkpoint. All or nothing.
+    // One transaction: rewind, events, block ids, checkpoint, and the range
+    // recorded as loaded by this decoder version (indexer_ranges). All or nothing.
     Result<store::WriteCounts> commit_batch(const Batch& batch, store::WriteMethod method = store::WriteMethod::CopyMerge);
 
     // Records the latest observation of the node for get_status.
