@@ -148,7 +148,9 @@ void PostgresServer::pause_replay(bool paused) {
 }
 
 void PostgresServer::wait_replayed(const PostgresServer& primary) {
-    const std::string written = primary.query("SELECT pg_current_wal_lsn()", "postgres").at(0);
+    // The insert position: with synchronous_commit=off a commit record may
+    // still be in WAL buffers, behind what pg_current_wal_lsn() reports.
+    const std::string written = primary.query("SELECT pg_current_wal_insert_lsn()", "postgres").at(0);
     const bool caught_up = wait_until(
         [&] { return query("SELECT pg_last_wal_replay_lsn() >= '" + written + "'::pg_lsn", "postgres").at(0) == "t"; },
         60s);

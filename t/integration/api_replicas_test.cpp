@@ -40,14 +40,17 @@ std::string block_time(long block) {
     return text;
 }
 
-void set_checkpoint(PostgresServer& pg, long block) {
-    pg.query("INSERT INTO indexer_checkpoint (block_num, block_id, block_time) VALUES (" + std::to_string(block) +
+std::string checkpoint_sql(long block) {
+    return "INSERT INTO indexer_checkpoint (block_num, block_id, block_time) VALUES (" + std::to_string(block) +
              ", 'id', '" + block_time(block) + "') "
-             "ON CONFLICT (singleton) DO UPDATE SET block_num = EXCLUDED.block_num, block_time = EXCLUDED.block_time");
+             "ON CONFLICT (singleton) DO UPDATE SET block_num = EXCLUDED.block_num, block_time = EXCLUDED.block_time";
 }
 
+void set_checkpoint(PostgresServer& pg, long block) { pg.query(checkpoint_sql(block)); }
+
 // Appends alice's events block after block to a database, as the indexer
-// does (the events, then the checkpoint), until stopped.
+// does (a block's events and the checkpoint in one transaction: one PQexec of
+// several statements), until stopped.
 class Writer {
 public:
     explicit Writer(PostgresServer& pg) : pg_(&pg) {
@@ -55,9 +58,9 @@ public:
             while (!stop_) {
                 const long block = next_block_;
                 try {
-                    api_test::generate_events(*pg_, "alice", 4, block, block_time(block));
-                    set_checkpoint(*pg_, block);
-                    pg_->query("INSERT INTO node_observation (head_block, head_block_time, observed_at) VALUES (" +
+                    pg_->query(api_test::generate_events_sql("alice", 4, block, block_time(block)) + "; " +
+                               checkpoint_sql(block) + "; " +
+                               "INSERT INTO node_observation (head_block, head_block_time, observed_at) VALUES (" +
                                std::to_string(block) + ", '" + block_time(block) + "', now()) ON CONFLICT (singleton) "
                                "DO UPDATE SET head_block = EXCLUDED.head_block, head_block_time = "
                                "EXCLUDED.head_block_time, observed_at = EXCLUDED.observed_at");

@@ -73,9 +73,9 @@ inline void insert_events(const wallet::Settings& settings, const std::vector<Ev
 // of op types and roles, several events sharing a timestamp and a block (so
 // that the keyset's tiebreakers matter), one self transfer per 97 rows (two
 // roles of one operation). Blocks start at first_block.
-inline void generate_events(harness::PostgresServer& pg, const std::string& account, int count, long first_block,
-                            const std::string& start_time = "2020-01-01T00:00:00Z") {
-    pg.query("INSERT INTO wallet_operation_events (block_num, trx_in_block, op_in_trx, virtual_op, account, role, "
+inline std::string generate_events_sql(const std::string& account, int count, long first_block,
+                                      const std::string& start_time = "2020-01-01T00:00:00Z") {
+    return "INSERT INTO wallet_operation_events (block_num, trx_in_block, op_in_trx, virtual_op, account, role, "
              "block_seq, op_type, trx_id, \"timestamp\", amount, symbol, vesting_amount, vesting_symbol, counterparty, "
              "author, permlink, assets, payload) "
              "SELECT " + std::to_string(first_block) + " + i / 4, i % 4, 0, CASE WHEN i % 3 = 0 THEN 0 ELSE 1 END, '" +
@@ -96,7 +96,12 @@ inline void generate_events(harness::PostgresServer& pg, const std::string& acco
              "', 'sender', i % 4, 'transfer', md5(i::text) || '00000000', "
              "'" + start_time + "'::timestamptz + (i / 8) * interval '3 seconds', 1.000, 'HIVE', NULL, NULL, '" +
              account + "', NULL, NULL, '[]'::jsonb, '{}'::jsonb FROM generate_series(0, " + std::to_string(count - 1) +
-             ") AS i WHERE i % 97 = 0 ON CONFLICT DO NOTHING");
+             ") AS i WHERE i % 97 = 0 ON CONFLICT DO NOTHING";
+}
+
+inline void generate_events(harness::PostgresServer& pg, const std::string& account, int count, long first_block,
+                            const std::string& start_time = "2020-01-01T00:00:00Z") {
+    pg.query(generate_events_sql(account, count, first_block, start_time));
 }
 
 inline JsonPtr parse_json(const std::string& text) {
