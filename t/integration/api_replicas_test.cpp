@@ -5,6 +5,7 @@
 // primary and the standby as one list.
 #include <atomic>
 #include <cstdio>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -255,15 +256,23 @@ TEST_F(ApiReplicas, RecoveryConflictIsRetriedElsewhere) {
     auto standby = make_standby({"max_standby_streaming_delay=50ms"});
     auto nginx = nginx_for({standby.get(), &primary_});
 
-    // Concurrent clients: the pool spreads them over both databases.
+    // Concurrent clients, asking again until the lock is taken: the pool
+    // spreads them over both databases (a first connection to the standby
+    // may still be opening while the primary answers the first requests).
     constexpr std::size_t kClients = 4;
-    std::vector<harness::HttpResponse> answers(kClients);
+    std::atomic<bool> locked{false};
+    std::mutex answers_mutex;
+    std::vector<harness::HttpResponse> answers;
     std::vector<std::thread> clients;
     for (std::size_t i = 0; i < kClients; ++i) {
-        clients.emplace_back([&, i] {
-            answers[i] = harness::http_post_json(
-                nginx->url("/"),
-                R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"alice","limit":2}})");
+        clients.emplace_back([&] {
+            do {
+                auto answer = harness::http_post_json(
+                    nginx->url("/"),
+                    R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"alice","limit":2}})");
+                std::lock_guard lock(answers_mutex);
+                answers.push_back(std::move(answer));
+            } while (!locked);
         });
     }
     const bool running = harness::wait_until(
@@ -271,9 +280,10 @@ TEST_F(ApiReplicas, RecoveryConflictIsRetriedElsewhere) {
             return standby->query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wallet_history_api' "
                                   "AND wait_event = 'PgSleep'").at(0) != "0";
         },
-        10s, 5ms);
+        30s, 5ms);
     // The primary takes an exclusive lock: replaying it cancels the standby's statements.
     primary_.query("BEGIN; SET LOCAL synchronous_commit = on; LOCK TABLE wallet_events IN ACCESS EXCLUSIVE MODE; COMMIT");
+    locked = true;
     for (auto& client : clients) client.join();
     ASSERT_TRUE(running);
     for (const auto& answer : answers) {
