@@ -246,7 +246,11 @@ void count_pg_error(WalletHistoryRequest* ctx, api::PgError error) {
 // A next page answered by a database that has not yet replayed the block of
 // the cursor's row (a standby behind the primary that served the previous
 // page) could miss the events between the two: that answer is not used.
+// Only a standby can be behind: a primary holds every committed row, also
+// rows above its indexed_block (a backfill loading below the checkpoint
+// lowers indexed_block while newer history is served).
 bool behind_cursor(const WalletHistoryRequest* ctx, PGresult* rows) {
+    if (!ctx->op.from_standby) return false;
     const auto& after = ctx->call.page.after;
     const auto method = ctx->call.method;
     const bool page = method == api::Method::GetWalletHistory || method == api::Method::GetAuthorRewards ||

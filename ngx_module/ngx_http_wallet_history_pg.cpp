@@ -153,6 +153,8 @@ void command_done(PgConnection* conn) {
     conn->op = nullptr;
     op->connection = nullptr;
     op->server = conn->server;
+    const char* hot_standby = PQparameterStatus(conn->pg.get(), "in_hot_standby");
+    op->from_standby = hot_standby != nullptr && std::strcmp(hot_standby, "on") == 0;
     conn->state = PgConnection::State::Idle;
     // The next waiting statement goes out before this answer is written, so
     // the server works on it meanwhile.

@@ -58,6 +58,7 @@ struct PgOp {
     bool retried = false;
     std::size_t server = kNoServer;  // the database that ran it last
     std::size_t avoid = kNoServer;   // a database not to run it on, while another can
+    bool from_standby = false;       // that database said in_hot_standby (PostgreSQL 14+ reports it)
 };
 
 struct PgPoolSettings {
