@@ -23,6 +23,9 @@ namespace {
 
 using json::append_quoted;
 
+// Hive produces a block every 3 seconds (HIVE_BLOCK_INTERVAL).
+constexpr std::int64_t kHiveBlockIntervalSeconds = 3;
+
 bool is_null(PGresult* rows, int row, int column) { return PQgetisnull(rows, row, column) != 0; }
 
 std::string_view text_of(PGresult* rows, int row, int column) {
@@ -500,14 +503,15 @@ std::string status_result(PGresult* rows) {
     append_quoted(out, iso_of_epoch(indexed_time));
     std::int64_t lag_seconds = now - indexed_time;
     if (node_known) {
+        // On a standby the observation itself is as old as the replay: the
+        // chain has moved on by that much more, one block per interval.
+        const std::int64_t replay_delay = is_null(rows, 0, col::kReplayDelay) ? 0 : integer_of(rows, 0, col::kReplayDelay);
         const std::int64_t head = integer_of(rows, 0, col::kHeadBlock);
         out += ",\"head_block\":" + std::to_string(head);
-        out += ",\"lag_blocks\":" + std::to_string(std::max<std::int64_t>(0, head - indexed_block));
-        lag_seconds = integer_of(rows, 0, col::kHeadEpoch) - indexed_time;
+        out += ",\"lag_blocks\":" +
+               std::to_string(std::max<std::int64_t>(0, head - indexed_block) + replay_delay / kHiveBlockIntervalSeconds);
+        lag_seconds = integer_of(rows, 0, col::kHeadEpoch) - indexed_time + replay_delay;
     }
-    // On a standby the observation itself is as old as the replay: the
-    // chain has moved on by that much more.
-    if (node_known && !is_null(rows, 0, col::kReplayDelay)) lag_seconds += integer_of(rows, 0, col::kReplayDelay);
     out += ",\"lag_seconds\":" + std::to_string(std::max<std::int64_t>(0, lag_seconds));
     // Additive: the blocks of the configured range not stored yet (the
     // backfill below the checkpoint), which hold indexed_block back.
