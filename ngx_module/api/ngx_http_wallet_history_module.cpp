@@ -161,6 +161,7 @@ struct WalletHistoryRequest {
     std::uint64_t started_us = 0;
     std::optional<api::Method> method;  // known once the body is parsed
     bool settled = false;               // counted with its outcome
+    bool retry_counted = false;         // the pool's retry of op is in the metrics
     std::unique_ptr<api::ResponseBuffer> response;  // the answer nginx is sending
 
     ~WalletHistoryRequest() {
@@ -243,6 +244,10 @@ void count_pg_error(WalletHistoryRequest* ctx, api::PgError error) {
     if (ctx->counters != nullptr) metrics::add(ctx->counters->pg_errors[static_cast<std::size_t>(error)]);
 }
 
+void count_rerun(WalletHistoryRequest* ctx, api::Rerun reason) {
+    if (ctx->counters != nullptr) metrics::add(ctx->counters->reruns[static_cast<std::size_t>(reason)]);
+}
+
 // A next page answered by a database that has not yet replayed the block of
 // the cursor's row (a standby behind the primary that served the previous
 // page) could miss the events between the two: that answer is not used.
@@ -282,7 +287,14 @@ void on_rerun(ngx_event_t* ev) noexcept {
 void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
     auto* ctx = static_cast<WalletHistoryRequest*>(op->data);
     ngx_http_request_t* r = ctx->r;
+    // The pool ran it a second time after a retryable failure (once per
+    // statement: the flag stays set).
+    if (op->retried && !ctx->retry_counted) {
+        ctx->retry_counted = true;
+        count_rerun(ctx, api::Rerun::RetryableError);
+    }
     if (outcome == PgOutcome::Rows && behind_cursor(ctx, rows)) {
+        count_rerun(ctx, api::Rerun::BehindCursor);
         rerun_elsewhere(ctx);
         return;
     }

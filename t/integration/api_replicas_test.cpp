@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "support/api_support.hpp"
+#include "support/prometheus_text.hpp"
 
 namespace {
 
@@ -117,6 +118,13 @@ protected:
             nginx.url("/"), R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.)" + method + R"(","params":)" + params + "}");
         EXPECT_EQ(response.status, 200) << response.body;
         return parse_json(response.body);
+    }
+
+    // wallet_history_statement_reruns_total{reason=...} of one nginx.
+    static double reruns(harness::NginxServer& nginx, const std::string& reason) {
+        auto page = harness::http_request("GET", nginx.url("/metrics"));
+        EXPECT_EQ(page.status, 200) << page.body;
+        return prometheus_text::parse(page.body).value("wallet_history_statement_reruns_total", {{"reason", reason}}).value_or(-1);
     }
 
     static long indexed_block(harness::NginxServer& nginx) {
@@ -300,6 +308,7 @@ TEST_F(ApiReplicas, RecoveryConflictIsRetriedElsewhere) {
         },
         10s, 100ms));
     EXPECT_NE(harness::read_file(nginx->error_log()).find("SQLSTATE 40001, run again"), std::string::npos);
+    EXPECT_GE(reruns(*nginx, "retryable_error"), 1);
 }
 
 // Cursors of one node are accepted by another sharing the secret, and a walk
@@ -330,6 +339,8 @@ TEST_F(ApiReplicas, PageWalkAcrossPrimaryAndStandbyReturnsEachEventOnce) {
     });
     resume.join();
     ASSERT_FALSE(walked.empty());
+    EXPECT_GE(reruns(*on_standby, "behind_cursor"), 1);
+    EXPECT_EQ(reruns(*on_primary, "behind_cursor"), 0);
     expect_each_once(walked, stored_keys(primary_, std::get<0>(walked.front())));
     EXPECT_GE(std::get<0>(walked.front()), top);
 

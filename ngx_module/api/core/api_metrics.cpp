@@ -11,6 +11,8 @@ constexpr std::array<const char*, static_cast<std::size_t>(Outcome::Count)> kOut
     "rate_limited", "busy",      "timeout",         "database_error",   "internal_error", "aborted"};
 constexpr std::array<const char*, static_cast<std::size_t>(PgError::Count)> kPgErrors = {"timeout", "failed",
                                                                                           "unavailable"};
+constexpr std::array<const char*, static_cast<std::size_t>(Rerun::Count)> kReruns = {"behind_cursor",
+                                                                                     "retryable_error"};
 
 std::string_view method_label(std::size_t index) {
     return index < kMethodCount ? method_names()[index] : std::string_view("unknown");
@@ -63,6 +65,13 @@ void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters) {
     for (std::size_t k = 0; k < kPgErrors.size(); ++k) {
         out.sample("wallet_history_postgresql_errors_total", {{"error", kPgErrors[k]}},
                    counters.pg_errors[k].load(std::memory_order_relaxed));
+    }
+    out.family("wallet_history_statement_reruns_total", "counter",
+               "Statements run once more: behind_cursor (a standby had not replayed the cursor's block), "
+               "retryable_error (recovery conflict, serialization failure or lost connection: run elsewhere).");
+    for (std::size_t k = 0; k < kReruns.size(); ++k) {
+        out.sample("wallet_history_statement_reruns_total", {{"reason", kReruns[k]}},
+                   counters.reruns[k].load(std::memory_order_relaxed));
     }
 }
 

@@ -34,11 +34,17 @@ inline constexpr std::size_t kMethodCount = 6;  // Method's values; index kMetho
 
 enum class PgError : std::size_t { Timeout, Failed, Unavailable, Count };
 
+// Why a statement ran once more: a standby had not replayed the cursor's
+// block, or the first database failed in a way another can answer
+// (recovery conflict, serialization failure, lost connection).
+enum class Rerun : std::size_t { BehindCursor, RetryableError, Count };
+
 struct ApiCounters {
     std::array<std::array<metrics::Counter, static_cast<std::size_t>(Outcome::Count)>, kMethodCount + 1> requests{};
     std::array<metrics::Histogram, kMethodCount + 1> latency{};
     metrics::Counter pool_waits{0};  // statements that queued for a free connection
     std::array<metrics::Counter, static_cast<std::size_t>(PgError::Count)> pg_errors{};
+    std::array<metrics::Counter, static_cast<std::size_t>(Rerun::Count)> reruns{};
 
     // Counts one finished request; `started_us` from metrics::monotonic_us().
     void record(std::optional<Method> method, Outcome outcome, std::uint64_t started_us);

@@ -127,6 +127,7 @@ inline std::string nginx_http_config() {
            "    client_max_body_size 1m;\n"
            "    client_body_buffer_size 64k;\n"
            "    location = /health { wallet_history_health; }\n"
+           "    location = /metrics { jsonrpc_router_metrics; }\n"
            "    location / { wallet_history_api; }\n"
            "}\n";
 }
