@@ -18,6 +18,14 @@ std::string_view method_label(std::size_t index) {
     return index < kMethodCount ? method_names()[index] : std::string_view("unknown");
 }
 
+// A counter family with one series per value of one label.
+template <std::size_t N>
+void write_counters_by(metrics::TextWriter& out, const char* name, const char* help, const char* label,
+                       const std::array<const char*, N>& values, const std::array<metrics::Counter, N>& counters) {
+    out.family(name, "counter", help);
+    for (std::size_t k = 0; k < N; ++k) out.sample(name, {{label, values[k]}}, counters[k].load(std::memory_order_relaxed));
+}
+
 }  // namespace
 
 void ApiCounters::record(std::optional<Method> method, Outcome outcome, std::uint64_t started_us) {
@@ -59,20 +67,14 @@ void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters) {
     out.family("wallet_history_pool_waits_total", "counter",
                "Statements that waited for a free PostgreSQL connection of their worker's pool.");
     out.sample("wallet_history_pool_waits_total", {}, counters.pool_waits.load(std::memory_order_relaxed));
-    out.family("wallet_history_postgresql_errors_total", "counter",
-               "Failed statements: timeout (statement_timeout), failed (an error of the statement), "
-               "unavailable (no connection, or it broke).");
-    for (std::size_t k = 0; k < kPgErrors.size(); ++k) {
-        out.sample("wallet_history_postgresql_errors_total", {{"error", kPgErrors[k]}},
-                   counters.pg_errors[k].load(std::memory_order_relaxed));
-    }
-    out.family("wallet_history_statement_reruns_total", "counter",
-               "Statements run once more: behind_cursor (a standby had not replayed the cursor's block), "
-               "retryable_error (recovery conflict, serialization failure or lost connection: run elsewhere).");
-    for (std::size_t k = 0; k < kReruns.size(); ++k) {
-        out.sample("wallet_history_statement_reruns_total", {{"reason", kReruns[k]}},
-                   counters.reruns[k].load(std::memory_order_relaxed));
-    }
+    write_counters_by(out, "wallet_history_postgresql_errors_total",
+                      "Failed statements: timeout (statement_timeout), failed (an error of the statement), "
+                      "unavailable (no connection, or it broke).",
+                      "error", kPgErrors, counters.pg_errors);
+    write_counters_by(out, "wallet_history_statement_reruns_total",
+                      "Statements run once more: behind_cursor (a standby had not replayed the cursor's block), "
+                      "retryable_error (recovery conflict, serialization failure or lost connection: run elsewhere).",
+                      "reason", kReruns, counters.reruns);
 }
 
 }  // namespace wallet::api
