@@ -199,13 +199,24 @@ std::size_t plain_run(std::string_view text) noexcept {
         return mask != 0 ? n - 16 + first(mask) : n;
     }
     // Short texts (most of an answer's fields): the first and the last eight
-    // bytes, overlapping, instead of a byte at a time (the upper half of the
-    // block is zeros, which the mask leaves out).
+    // (or four) bytes, overlapping, instead of a byte at a time (the rest of
+    // the block is zeros, which the mask leaves out).
     if (n >= 8) {
         int mask = special_bytes(load8(p)) & 0xff;
         if (mask != 0) return first(mask);
         mask = special_bytes(load8(p + n - 8)) & 0xff;
         return mask != 0 ? n - 8 + first(mask) : n;
+    }
+    auto load4 = [](const char* at) {
+        std::uint32_t word;
+        std::memcpy(&word, at, sizeof word);
+        return _mm_cvtsi32_si128(static_cast<int>(word));
+    };
+    if (n >= 4) {
+        int mask = special_bytes(load4(p)) & 0xf;
+        if (mask != 0) return first(mask);
+        mask = special_bytes(load4(p + n - 4)) & 0xf;
+        return mask != 0 ? n - 4 + first(mask) : n;
     }
 #endif
     while (i < n && !kNeedsEscape[static_cast<unsigned char>(p[i])]) ++i;

@@ -75,20 +75,25 @@ void append_indexer(std::string& out, std::int64_t indexed_block) {
 // One column of a row as libpq holds it (text format).
 struct Field {
     std::string_view text;
-    bool null = true;
+    bool null;
 };
 
 // The event columns of one row of a page statement, read from libpq once.
+// Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
+// output never does): strlen gives PQgetlength's answer for less than a
+// libpq call costs. Columns before kRole are not read (fields_ is left
+// uninitialized: it is written for every event column of every row).
 class EventRow {
 public:
     EventRow(PGresult* rows, int row) {
         for (int column = page_column::kRole; column < page_column::kCount; ++column) {
-            const int length = PQgetlength(rows, row, column);
+            const char* value = PQgetvalue(rows, row, column);
+            const std::size_t length = std::strlen(value);
             Field& f = fields_[static_cast<std::size_t>(column)];
-            f.text = {PQgetvalue(rows, row, column), static_cast<std::size_t>(length)};
+            f.text = {value, length};
             // Only an empty value can be NULL.
             f.null = length == 0 && is_null(rows, row, column);
-            text_bytes_ += static_cast<std::size_t>(length);
+            text_bytes_ += length;
         }
     }
     const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
@@ -96,7 +101,7 @@ public:
     std::size_t text_bytes() const { return text_bytes_; }
 
 private:
-    std::array<Field, page_column::kCount> fields_{};
+    std::array<Field, page_column::kCount> fields_;
     std::size_t text_bytes_ = 0;
 };
 
