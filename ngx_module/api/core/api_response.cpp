@@ -334,6 +334,14 @@ void append_window(std::string& out, const PageQuery& query) {
 
 char* write_amount(char* out, std::string_view decimal_text, std::string_view symbol) {
     const std::size_t precision = symbol == "VESTS" ? 6 : 3;
+    // Already at the precision (NUMERIC columns of the asset's scale): the
+    // text as it is, which is what the rescaling below would write too (it
+    // only ever pads or trims a fraction of another length).
+    const std::size_t size = decimal_text.size();
+    if (size > precision && decimal_text[size - precision - 1] == '.') {
+        std::memcpy(out, decimal_text.data(), size);
+        return out + size;
+    }
     // NUMERIC text is [-]digits[.digits]: rescaled by trimming zeros or
     // padding, in one pass; anything else, or a non-zero digit beyond the
     // precision, is copied as it is (never drop a non-zero digit).
