@@ -31,10 +31,16 @@ std::string_view text_of(PGresult* rows, int row, int column) {
 
 // An integer as PostgreSQL prints one: [-]digits (0 for anything else).
 std::int64_t integer_in(std::string_view text) {
-    const bool negative = !text.empty() && text.front() == '-';
+    const char* p = text.data();
+    const char* const end = p + text.size();
+    const bool negative = p != end && *p == '-';
+    if (negative) ++p;
     std::uint64_t value = 0;
-    for (std::size_t i = negative ? 1 : 0; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-        value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    for (; p != end; ++p) {
+        // One unsigned test per digit: bytes below '0' wrap around above 9.
+        const auto digit = static_cast<std::uint64_t>(static_cast<unsigned char>(*p)) - '0';
+        if (digit > 9) break;
+        value = value * 10 + digit;
     }
     return static_cast<std::int64_t>(negative ? 0 - value : value);  // modular: no overflow
 }
