@@ -47,11 +47,6 @@ std::int64_t integer_in(std::string_view text) {
 
 std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }
 
-void append_key(std::string& out, std::string_view key) {
-    append_quoted(out, key);
-    out += ':';
-}
-
 void append_integer(std::string& out, std::int64_t value) {
     char text[24];
     out.append(text, static_cast<std::size_t>(std::to_chars(text, text + sizeof text, value).ptr - text));
@@ -474,16 +469,16 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
     std::sort(liquid.begin(), liquid.end());
     std::string out;
     out.reserve(512);
-    out += "{";
-    append_key(out, "account");
+    out += "{\"account\":";
     append_quoted(out, query.account);
     append_window(out, query);
     out += ",\"totals\":{";
     auto next_liquid = liquid.begin();
     for (std::size_t index = 0; index < types; ++index) {
         if (index > 0) out += ',';
-        append_key(out, kTypes[index]);
-        out += "{\"vesting_amount\":";
+        out += '"';
+        out += kTypes[index];  // a plain name: nothing to escape
+        out += "\":{\"vesting_amount\":";
         append_quoted_amount(out, totals[index].vesting, "VESTS");
         out += ",\"vesting_symbol\":\"VESTS\",\"count\":";
         append_integer(out, totals[index].count);
