@@ -41,26 +41,24 @@ std::int64_t days_from_civil(std::int64_t year, std::int64_t month, std::int64_t
     return days_before_year(year) + days_before_month(year, month) + (day - 1);
 }
 
-// Seconds from 1970 (>= 0) as a civil date and time: the year of March to
-// February is found by arithmetic (days from 0000-03-01 in eras of 400
-// years, whose leap days fall at fixed places), without searching years or
-// months (the API writes a timestamp per event).
 CivilTime civil_from_seconds(std::int64_t seconds) {
     const std::int64_t days = seconds / kSecondsPerDay;
     const std::int64_t second_of_day = seconds % kSecondsPerDay;
-    constexpr std::int64_t kDaysPerEra = 146097;           // 400 years
-    constexpr std::int64_t kDaysFromMarchYear0 = 719468;    // 0000-03-01 to 1970-01-01
-    const std::int64_t from_march_0 = days + kDaysFromMarchYear0;
-    const std::int64_t era = from_march_0 / kDaysPerEra;
-    const std::int64_t day_of_era = from_march_0 - era * kDaysPerEra;
-    const std::int64_t year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / (kDaysPerEra - 1)) / 365;
-    const std::int64_t day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    const std::int64_t month_from_march = (5 * day_of_year + 2) / 153;  // 0 = March .. 11 = February
-    const std::int64_t month = month_from_march < 10 ? month_from_march + 3 : month_from_march - 9;
-    return CivilTime{era * 400 + year_of_era + (month <= 2 ? 1 : 0),
+    // days / 365 never undercounts the years; step back over the leap days.
+    std::int64_t year = kEpochYear + days / 365;
+    while (days_before_year(year) > days) --year;
+    const std::int64_t day_of_year = days - days_before_year(year);
+    // No month is longer than 32 days: day_of_year / 32 never overshoots the
+    // month, and is at most two short of it.
+    const std::int64_t leap_day = is_leap_year(year) ? 1 : 0;
+    auto days_before = [leap_day](std::int64_t month) {
+        return kDaysBeforeMonth[static_cast<std::size_t>(month - 1)] + (month > 2 ? leap_day : 0);
+    };
+    std::int64_t month = day_of_year / 32 + 1;
+    while (month < 12 && days_before(month + 1) <= day_of_year) ++month;
+    return CivilTime{year,
                      month,
-                     day_of_year - (153 * month_from_march + 2) / 5 + 1,
+                     day_of_year - days_before(month) + 1,
                      second_of_day / 3600,
                      second_of_day / 60 % 60,
                      second_of_day % 60};
