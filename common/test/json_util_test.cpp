@@ -1,6 +1,7 @@
 // JSON string quoting (wallet::json::write_quoted / append_quoted): every
 // byte that JSON text may not hold raw is escaped, wherever it stands
 // relative to the 16-byte blocks the scanner reads, and nothing else changes.
+#include <array>
 #include <random>
 #include <vector>
 #include <string>
@@ -58,6 +59,25 @@ TEST(JsonQuoted, EveryByteValueAtEveryPositionOfTwoBlocks) {
             wallet::json::append_quoted(appended, text);
             ASSERT_EQ(appended, "x" + expected) << "byte " << byte << " at " << position;
         }
+    }
+}
+
+// Short texts and tails are read in overlapping blocks: every length, one
+// or two bytes to escape anywhere.
+TEST(JsonQuoted, EscapesAtEveryPositionOfEveryShortLength) {
+    constexpr std::array<char, 5> kSpecial = {'"', '\\', '\n', '\x7f', '\0'};
+    for (std::size_t length = 1; length <= 40; ++length) {
+        for (std::size_t position = 0; position < length; ++position) {
+            for (const char special : kSpecial) {
+                std::string text(length, 'a');
+                text[position] = special;
+                ASSERT_EQ(written_quoted(text), reference_quoted(text)) << length << " at " << position;
+                text[length - 1 - (length - 1 - position) / 2] = '"';
+                ASSERT_EQ(written_quoted(text), reference_quoted(text)) << length << " at " << position << " and later";
+                ASSERT_EQ(wallet::json::plain_run(text), position) << length << " at " << position;
+            }
+        }
+        ASSERT_EQ(wallet::json::plain_run(std::string(length, 'a')), length);
     }
 }
 

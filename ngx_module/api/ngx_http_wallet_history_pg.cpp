@@ -323,7 +323,10 @@ void PgPool::dispatch() {
         PgOp* op = ngx_queue_data(q, PgOp, queue);
         PgConnection* conn = idle_connection(op);
         if (conn == nullptr) {
-            if (connections_.empty()) break;
+            // No idle connection at all (this op avoids no database): the
+            // ops behind it would find none either. Under load most of the
+            // queue waits, and a dispatch runs for every statement.
+            if (connections_.empty() || op->avoid == kNoServer) break;
             q = next;
             continue;
         }

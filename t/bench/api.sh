@@ -19,13 +19,20 @@
 # scenario's wrk rounds (its schedstat run time), and
 # big_first_page_default_pool_ratio: a second nginx with the pool at its
 # shipped default (10) against the same rounds' pgbench.
+# The HTTP floor: in every round the same nginx and client also exchange the
+# scenario's answer as a fixed response (`return 200` from memory):
+# <scenario>_floor_rps, _floor_worker_us, and <scenario>_floor_ratio, the
+# ratio the API would reach if its requests cost that exchange plus
+# PostgreSQL's statement and nothing else on the same cores,
+# floor/(floor + pgbench) per round: how far the goal can be reached where
+# client, nginx and PostgreSQL share the CPU.
 #
 # With BENCH_CALLGRIND_REQUESTS=N, no wrk or pgbench rounds: a third nginx
 # (one process, master_process off) runs under valgrind's callgrind, and each
 # scenario sends it exactly N requests over 32 keep-alive connections with
 # its instrumentation on (after N/4 uninstrumented warm-up requests). Ends
 # with `RESULT api_callgrind <scenario>_worker_ir=<instructions per request>
-# ...`; the profiles stay in BENCH_CALLGRIND_DIR (default ./callgrind-api) for
+# <scenario>_floor_ir=<the same of the HTTP floor> ...`; the profiles stay in BENCH_CALLGRIND_DIR (default ./callgrind-api) for
 # callgrind_annotate. Instruction counts are stable on a shared machine where
 # times are not. A small data set is enough for it (the pages are as big):
 # BENCH_ACCOUNTS=1000 BENCH_EVENTS=100000 BENCH_BIG_EVENTS=100000.
@@ -92,6 +99,27 @@ total_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_events")
 agg_rows=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_reward_daily WHERE account_id = (SELECT id FROM wallet_accounts WHERE name = '$big')")
 log "loaded $total_rows rows in ${load_seconds}s ($agg_rows daily aggregate rows for $big)"
 
+export WALLET_API_RATE_RPS=0 WALLET_API_MAX_INFLIGHT=0
+export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
+
+# ---- scenarios ---------------------------------------------------------------------
+# The deep page resumes half-way through the big account (row 500,000 of 1,000,000).
+read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
+  "SELECT extract(epoch FROM ts)::bigint, block_num, block_seq, wallet_role_name(role) FROM wallet_events
+   WHERE account_id = (SELECT id FROM wallet_accounts WHERE name = '$big')
+   ORDER BY block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
+d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
+rpc() {  # method params-json
+  echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.$1\",\"params\":$2}"
+}
+declare -A body
+body[normal_page]=$(rpc get_wallet_history "{\"account\":\"$normal\"}")
+body[big_first_page]=$(rpc get_wallet_history "{\"account\":\"$big\"}")
+body[big_deep_page]=$(rpc get_wallet_history "{\"account\":\"$big\",\"cursor\":\"$d_cursor\"}")
+body[curation_page]=$(rpc get_curation_rewards "{\"account\":\"$big\"}")
+body[totals]=$(rpc get_reward_totals "{\"account\":\"$big\"}")
+scenarios=(normal_page big_first_page big_deep_page curation_page totals)
+
 # ---- nginx -------------------------------------------------------------------------
 # The API's pool is sized like a PostgreSQL pool on its host: about twice the
 # cores. Statements beyond what the cores run at once only queue inside
@@ -100,29 +128,74 @@ log "loaded $total_rows rows in ${load_seconds}s ($agg_rows daily aggregate rows
 # the shipped default, which a second nginx measures on the big first page).
 pool_size=${BENCH_API_POOL:-$((2 * $(nproc)))}
 default_pool_size=10  # the shipped default of WALLET_API_DB_MAX_CONNS (spec 000)
-export WALLET_API_RATE_RPS=0 WALLET_API_MAX_INFLIGHT=0
-export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
+
+# The HTTP floor: beside the API, the same nginx serves each scenario's answer
+# as a fixed response of the same bytes (`return 200` from memory, location
+# /<scenario> of a second server), to the same client. What the API's worker
+# spends beyond it is the API's own work. A configuration token holds at most
+# 4 KB, so the answer is set in chunks that `return` joins.
+floor_server() {  # port; the answers in $work/floor/<scenario>.json
+  local port=$1 name
+  echo "server { listen 127.0.0.1:$port; default_type application/json;"
+  for name in "${scenarios[@]}"; do
+    python3 - "$work/floor/$name.json" "$name" <<'PY'
+import sys
+text = open(sys.argv[1], encoding="utf-8").read()
+if "$" in text:
+    sys.exit("the fixed answer holds '$', which nginx would read as a variable")
+chunks = [text[i:i + 3000] for i in range(0, len(text), 3000)]
+escape = lambda s: s.replace("\\", "\\\\").replace("'", "\\'")
+print("  location = /%s {" % sys.argv[2])
+for i, chunk in enumerate(chunks):
+    print("    set $floor_%d '%s';" % (i, escape(chunk)))
+print("    return 200 %s;" % "".join("$floor_%d" % i for i in range(len(chunks))))
+print("  }")
+PY
+  done
+  echo "}"
+}
 
 started_port=""
-start_nginx() {  # name pool-size [workers [command-prefix...]]; sets started_port
-  local name=$1 pool=$2
+started_floor_port=""
+start_nginx() {  # name pool-size [workers [command-prefix...]]; sets started_port (and started_floor_port)
+  local name=$1 pool=$2 include=""
   shift 2
   started_port=$(free_port)
-  WALLET_API_DB_MAX_CONNS=$pool bench_api_nginx "$work/nginx-$name" "$started_port" "$module" "$root" "$@"
+  if [ -d "$work/floor" ]; then
+    started_floor_port=$(free_port)
+    while [ "$started_floor_port" = "$started_port" ]; do started_floor_port=$(free_port); done
+    include=$work/floor-$name.conf
+    floor_server "$started_floor_port" > "$include"
+  fi
+  BENCH_NGINX_HTTP_INCLUDE=$include WALLET_API_DB_MAX_CONNS=$pool \
+    bench_api_nginx "$work/nginx-$name" "$started_port" "$module" "$root" "$@"
   nginx_pids+=("$bench_nginx_pid")
 }
-start_nginx api "$pool_size" "$workers"
-api_port=$started_port
-api_master=${nginx_pids[-1]}
+# The nginx with the shipped default pool starts first: its answers become
+# the fixed responses of the others' floor servers.
 start_nginx default-pool "$default_pool_size"
 default_pool_port=$started_port
-log "API pool: $pool_size connections, $workers worker(s) (second nginx: $default_pool_size)"
+mkdir -p "$work/floor.tmp"
+for name in "${scenarios[@]}"; do
+  curl -s -H 'Content-Type: application/json' --data "${body[$name]}" -o "$work/floor.tmp/$name.json" \
+    -w '%{http_code}' "http://127.0.0.1:$default_pool_port/" | grep -qx 200 ||
+    { echo "scenario $name failed: $(head -c 300 "$work/floor.tmp/$name.json")" >&2; exit 1; }
+  grep -q '"result"' "$work/floor.tmp/$name.json" ||
+    { echo "scenario $name failed: $(head -c 300 "$work/floor.tmp/$name.json")" >&2; exit 1; }
+done
+mv "$work/floor.tmp" "$work/floor"
+start_nginx api "$pool_size" "$workers"
+api_port=$started_port
+api_floor_port=$started_floor_port
+api_master=${nginx_pids[-1]}
+log "API pool: $pool_size connections, $workers worker(s) (second nginx: $default_pool_size); floor on port $api_floor_port"
 if [ -n "$callgrind_requests" ]; then
   mkdir -p "$callgrind_dir"
   rm -f "$callgrind_dir"/callgrind.out.*
   start_nginx callgrind "$pool_size" 1 valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$callgrind_dir/callgrind.out.%p" --log-file="$work/valgrind.log"
   callgrind_port=$started_port
+  callgrind_floor_port=$started_floor_port
   callgrind_pid=${nginx_pids[-1]}
   log "callgrind: nginx pid $callgrind_pid on port $callgrind_port, $callgrind_requests requests per scenario"
 fi
@@ -139,27 +212,17 @@ workers_cpu_ns() {
 }
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the stack stays up
-  log "holding: reader=$reader api=http://127.0.0.1:$api_port/ default_pool_api=http://127.0.0.1:$default_pool_port/"
+  log "holding: reader=$reader api=http://127.0.0.1:$api_port/ default_pool_api=http://127.0.0.1:$default_pool_port/ floor=http://127.0.0.1:$api_floor_port/<scenario>"
   sleep "$BENCH_HOLD_SECONDS"
 fi
 
-# ---- scenarios ---------------------------------------------------------------------
-# The deep page resumes half-way through the big account (row 500,000 of 1,000,000).
-read -r d_epoch d_block d_seq d_role < <(psql -tAq -F ' ' "$reader" -c \
-  "SELECT extract(epoch FROM ts)::bigint, block_num, block_seq, wallet_role_name(role) FROM wallet_events
-   WHERE account_id = (SELECT id FROM wallet_accounts WHERE name = '$big')
-   ORDER BY block_num DESC, block_seq DESC, role DESC OFFSET $((big_events / 2 - 1)) LIMIT 1")
-d_cursor=$("$tool" cursor "$WALLET_API_CURSOR_SECRET" "$big" "$d_epoch" "$d_block" "$d_seq" "$d_role")
-
-
-wrk_round() {  # lua-file [port] -> "req/s p99_ms requests"
+wrk_round() {  # lua-file [url] -> "req/s p99_ms requests"
   local out
-  out=$(wrk -t1 -c32 -d"${seconds}s" --latency -s "$1" "http://127.0.0.1:${2:-$api_port}/")
+  out=$(wrk -t1 -c32 -d"${seconds}s" --latency -s "$1" "${2:-http://127.0.0.1:$api_port/}")
   if grep -q 'Non-2xx' <<<"$out"; then echo "non-2xx answers: $(grep Non-2xx <<<"$out")" >&2; fi
   echo "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out") $(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")" \
     "$(awk '/ requests in / { print $1 }' <<<"$out")"
 }
-
 # pgbench in step with wrk, warm: one pgbench per scenario runs all along
 # with a per-transaction log, paused (SIGSTOP) while wrk runs and resumed for
 # a window as long as a wrk round after each. A window's rate counts the
@@ -206,46 +269,57 @@ pgbench_finish() {  # name; sets pgbench_rates: the windows' tps, in order
   rm -f "$work/$1.tx".*
 }
 
-# Instructions of the callgrind nginx per request of one scenario.
-callgrind_scenario() {  # name rpc-body
-  local name=$1 body=$2 profile ir
-  "$tool" load "$callgrind_port" "$body" $((callgrind_requests / 4)) 32 >/dev/null
+# Instructions of the callgrind nginx per request: exactly N requests with
+# the instrumentation on, after N/4 without it (warm-up).
+callgrind_count() {  # profile-name port rpc-body path; prints instructions per request
+  local name=$1 port=$2 body=$3 path=$4 profile ir
+  "$tool" load "$port" "$body" $((callgrind_requests / 4)) 32 "$path" >/dev/null
   callgrind_control -i on "$callgrind_pid" >/dev/null 2>&1
-  "$tool" load "$callgrind_port" "$body" "$callgrind_requests" 32 >/dev/null
+  "$tool" load "$port" "$body" "$callgrind_requests" 32 "$path" >/dev/null
   callgrind_control -i off "$callgrind_pid" >/dev/null 2>&1
   callgrind_control -d "$name" "$callgrind_pid" >/dev/null 2>&1
   profile=$(ls -t "$callgrind_dir"/callgrind.out.*.[0-9]* | head -1)
   mv "$profile" "$callgrind_dir/$name.callgrind"
   ir=$(awk '/^totals:/ { print $2; exit }' "$callgrind_dir/$name.callgrind")
-  log "$name: $((ir / callgrind_requests)) instructions per request (callgrind_annotate $callgrind_dir/$name.callgrind)"
-  results+=" ${name}_worker_ir=$((ir / callgrind_requests))"
+  echo $((ir / callgrind_requests))
+}
+# The API's and the floor's instructions per request of one scenario.
+callgrind_scenario() {  # name
+  local name=$1 ir floor_ir
+  ir=$(callgrind_count "$name" "$callgrind_port" "${body[$name]}" /)
+  floor_ir=$(callgrind_count "$name.floor" "$callgrind_floor_port" "${body[$name]}" "/$name")
+  log "$name: $ir instructions per request, the HTTP floor $floor_ir (callgrind_annotate $callgrind_dir/$name.callgrind)"
+  results+=" ${name}_worker_ir=$ir ${name}_floor_ir=$floor_ir"
 }
 
 results=""
 min_ratio=""
 totals_p99=""
 totals_ratio=""
-run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
-  local name=$1 paged=$2 body=$3 statement=$4
-  shift 4
+run_scenario() {  # name paged(0/1) statement pgbench-vars...
+  local name=$1 paged=$2 statement=$3
+  shift 3
   local check
-  check=$(curl -s -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$api_port/")
-  case "$check" in *'"result"'*) ;; *) echo "scenario $name failed: ${check:0:300}" >&2; exit 1;; esac
+  check=$(curl -s -H 'Content-Type: application/json' --data "${body[$name]}" "http://127.0.0.1:$api_port/")
+  cmp -s <(printf '%s' "$check") "$work/floor/$name.json" ||
+    { echo "scenario $name: the API's answer is not the floor's: ${check:0:300}" >&2; exit 1; }
   if [ -n "$callgrind_requests" ]; then
-    callgrind_scenario "$name" "$body"
+    callgrind_scenario "$name"
     return 0
   fi
-  printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = [[%s]]\n' "$body" > "$work/$name.lua"
+  printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = [[%s]]\n' "${body[$name]}" > "$work/$name.lua"
   "$tool" sql "$statement" > "$work/$name.sql"
   local dvars=()
   for v in "$@"; do dvars+=(-D "$v"); done
+  local floor_url="http://127.0.0.1:$api_floor_port/$name"
   # Informative, on the big first page only: the shipped default pool, every other round.
   local with_default_pool=0
   if [ "$name" = big_first_page ]; then with_default_pool=1; fi
   wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$api_port/" >/dev/null  # warm-up
+  wrk -t1 -c32 -d1s -s "$work/$name.lua" "$floor_url" >/dev/null
   if [ "$with_default_pool" = 1 ]; then wrk -t1 -c32 -d2s -s "$work/$name.lua" "http://127.0.0.1:$default_pool_port/" >/dev/null; fi
-  local i p99 pg count requests=0 cpu_before cpu_ns=0
-  local -a apis=() p99s=() pools=() pgs=() ratios=() pool_ratios=()
+  local i p99 pg count requests=0 cpu_before cpu_ns=0 floor_requests=0 floor_cpu_ns=0
+  local -a apis=() p99s=() pools=() pgs=() ratios=() pool_ratios=() floors=() floor_ratios=()
   pgbench_start "$name" "$work/$name.sql" "${dvars[@]}"
   for i in $(seq "$rounds"); do
     cpu_before=$(workers_cpu_ns)
@@ -253,26 +327,39 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
     cpu_ns=$((cpu_ns + $(workers_cpu_ns) - cpu_before))
     requests=$((requests + count))
     p99s+=("$p99")
+    cpu_before=$(workers_cpu_ns)
+    read -r "floors[i]" _ count < <(wrk_round "$work/$name.lua" "$floor_url")
+    floor_cpu_ns=$((floor_cpu_ns + $(workers_cpu_ns) - cpu_before))
+    floor_requests=$((floor_requests + count))
     if [ "$with_default_pool" = 1 ] && [ $((i % 2)) = 1 ]; then
-      read -r "pools[i]" _ < <(wrk_round "$work/$name.lua" "$default_pool_port")
+      read -r "pools[i]" _ < <(wrk_round "$work/$name.lua" "http://127.0.0.1:$default_pool_port/")
     fi
     pgbench_window
   done
   pgbench_finish "$name"
   read -r -a pgs <<<"$pgbench_rates"
-  for i in $(seq "$rounds"); do  # wrk round i and the pgbench window after it
+  for i in $(seq "$rounds"); do  # wrk rounds i and the pgbench window after them
     pg=${pgs[i - 1]}
     ratios+=("$(ratio_of "${apis[i]}" "$pg")")
+    # The floor ratio: the API's rate were a request to cost the floor's
+    # exchange plus PostgreSQL's statement and nothing else, on the same
+    # cores, 1/(1/floor + 1/pgbench), against pgbench: floor/(floor + pgbench).
+    # Pessimistic by pgbench's own client CPU, which its rate already carries.
+    floor_ratios+=("$(awk -v f="${floors[i]}" -v p="$pg" 'BEGIN { printf "%.3f", f / (f + p) }')")
     if [ -n "${pools[i]:-}" ]; then pool_ratios+=("$(ratio_of "${pools[i]}" "$pg")"); fi
   done
-  local api_rps pg_tps ratio
+  local api_rps pg_tps ratio floor_rps floor_ratio
   api_rps=$(median <<<"${apis[*]}") pg_tps=$(median <<<"${pgs[*]}") ratio=$(median <<<"${ratios[*]}") p99=$(median <<<"${p99s[*]}")
-  local worker_us
+  floor_rps=$(median <<<"${floors[*]}") floor_ratio=$(median <<<"${floor_ratios[*]}")
+  local worker_us floor_us
   worker_us=$(awk -v ns="$cpu_ns" -v n="$requests" 'BEGIN { printf "%.1f", ns / 1000 / n }')
+  floor_us=$(awk -v ns="$floor_cpu_ns" -v n="$floor_requests" 'BEGIN { printf "%.1f", ns / 1000 / n }')
   log "$name: api ${api_rps} req/s (p99 ${p99} ms), pgbench ${pg_tps} tps, ratio $ratio, worker ${worker_us} µs CPU per request (rounds: api ${apis[*]}; p99 ${p99s[*]}; pgbench ${pgs[*]}; ratio ${ratios[*]})"
+  log "$name: HTTP floor ${floor_rps} req/s, worker ${floor_us} µs CPU per request, floor ratio $floor_ratio (rounds: ${floors[*]})"
   results+=" ${name}_api_rps=${api_rps} ${name}_pg_tps=${pg_tps}"
   if [ "$name" != totals ]; then results+=" ${name}_ratio=${ratio}"; fi  # totals_ratio leads the line
   results+=" ${name}_p99_ms=${p99} ${name}_worker_us=${worker_us}"
+  results+=" ${name}_floor_rps=${floor_rps} ${name}_floor_worker_us=${floor_us} ${name}_floor_ratio=${floor_ratio}"
   if [ "$with_default_pool" = 1 ]; then
     log "$name: API with the default pool ($default_pool_size) ${pools[*]} req/s; ratio ${pool_ratios[*]}"
     results+=" ${name}_default_pool_api_rps=$(median <<<"${pools[*]}") ${name}_default_pool_ratio=$(median <<<"${pool_ratios[*]}")"
@@ -293,21 +380,11 @@ run_scenario() {  # name paged(0/1) rpc-body statement pgbench-vars...
 # p6 (role) is irrelevant without a cursor: the largest block decides; pgbench
 # refuses empty variables, so it gets a placeholder.
 no_cursor=(p2=-infinity p3=infinity p4=2147483647 p5=0 p6=none p7=51)
-run_scenario normal_page 1 \
-  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$normal\"}}" \
-  wh_page p1=$normal "${no_cursor[@]}"
-run_scenario big_first_page 1 \
-  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\"}}" \
-  wh_page p1=$big "${no_cursor[@]}"
-run_scenario big_deep_page 1 \
-  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_wallet_history\",\"params\":{\"account\":\"$big\",\"cursor\":\"$d_cursor\"}}" \
-  wh_page p1=$big p2=-infinity p3=infinity p4=$d_block p5=$d_seq "p6=$d_role" p7=51
-run_scenario curation_page 1 \
-  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_curation_rewards\",\"params\":{\"account\":\"$big\"}}" \
-  wh_page_type p1=$big "${no_cursor[@]}" p8=52
-run_scenario totals 0 \
-  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wallet_history.get_reward_totals\",\"params\":{\"account\":\"$big\"}}" \
-  wh_totals_days p1=$big p2=infinity p3=infinity
+run_scenario normal_page 1 wh_page p1=$normal "${no_cursor[@]}"
+run_scenario big_first_page 1 wh_page p1=$big "${no_cursor[@]}"
+run_scenario big_deep_page 1 wh_page p1=$big p2=-infinity p3=infinity p4=$d_block p5=$d_seq "p6=$d_role" p7=51
+run_scenario curation_page 1 wh_page_type p1=$big "${no_cursor[@]}" p8=52
+run_scenario totals 0 wh_totals_days p1=$big p2=infinity p3=infinity
 
 if [ -n "$callgrind_requests" ]; then
   echo "RESULT api_callgrind${results} requests_per_scenario=${callgrind_requests} api_pool=${pool_size} rows=${total_rows}"

@@ -17,8 +17,8 @@
 //   cursor SECRET ACCOUNT EPOCH BLOCK SEQ ROLE
 //       The get_wallet_history cursor (no window, no op_types) that resumes
 //       after the given row, as the API would encode it.
-//   load PORT BODY REQUESTS CONNECTIONS
-//       Sends exactly REQUESTS POSTs of BODY to 127.0.0.1:PORT over
+//   load PORT BODY REQUESTS CONNECTIONS [PATH]
+//       Sends exactly REQUESTS POSTs of BODY to 127.0.0.1:PORT (PATH, default /) over
 //       CONNECTIONS keep-alive connections (each waits for its answer before
 //       sending again), so that a worker's instruction count (callgrind) can
 //       be divided by a known number of requests; wrk only runs for a time.
@@ -212,8 +212,8 @@ long complete_response(const std::string& in) {
     return static_cast<long>(in.size()) >= total ? total : 0;
 }
 
-int load(int port, const std::string& body, long requests, int connections) {
-    const std::string request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+int load(int port, const std::string& body, long requests, int connections, const std::string& path) {
+    const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                 "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     std::vector<LoadConnection> conns(static_cast<std::size_t>(connections));
     sockaddr_in address{};
@@ -297,8 +297,8 @@ int main(int argc, char** argv) {
     if (argc == 3 && std::strcmp(argv[1], "sql") == 0) return sql(argv[2]);
     if (argc == 3 && std::strcmp(argv[1], "prepare") == 0) return prepare(argv[2]);
     if (argc == 8 && std::strcmp(argv[1], "cursor") == 0) return cursor(argv);
-    if (argc == 6 && std::strcmp(argv[1], "load") == 0) {
-        return load(std::atoi(argv[2]), argv[3], std::atol(argv[4]), std::atoi(argv[5]));
+    if ((argc == 6 || argc == 7) && std::strcmp(argv[1], "load") == 0) {
+        return load(std::atoi(argv[2]), argv[3], std::atol(argv[4]), std::atoi(argv[5]), argc == 7 ? argv[6] : "/");
     }
     std::fprintf(stderr, "usage: api_bench_tool accounts|copy|sql|prepare|cursor|load ... (see the source)\n");
     return 2;

@@ -104,8 +104,9 @@ SQL
 # DIR/conf/nginx.conf, WORKERS (1) worker processes serving the API
 # (conf/nginx's include) on 127.0.0.1:PORT, and starts nginx in the background
 # with the environment it inherits; under a command prefix (valgrind ...) the
-# master process alone serves. Returns once /health answers. Sets
-# bench_nginx_pid.
+# master process alone serves. With BENCH_NGINX_HTTP_INCLUDE naming a file,
+# http{} includes it too (api.sh's fixed-response server). Returns once
+# /health answers. Sets bench_nginx_pid.
 bench_api_nginx() {
   local dir=$1 port=$2 module=$3 root=$4 processes=${5:-1} master=on
   shift $(( $# < 5 ? $# : 5 ))
@@ -120,6 +121,7 @@ bench_api_nginx() {
     echo "events { worker_connections 4096; }"
     echo "http { access_log off; client_body_temp_path $dir/tmp;"
     API_BIND_HOST=127.0.0.1 API_BIND_PORT=$port "$root/scripts/render-api-conf"
+    if [ -n "${BENCH_NGINX_HTTP_INCLUDE:-}" ]; then echo "include $BENCH_NGINX_HTTP_INCLUDE;"; fi
     echo "}"
   } > "$dir/conf/nginx.conf"
   "$@" /usr/sbin/nginx -p "$dir" -c "$dir/conf/nginx.conf" >&2 &

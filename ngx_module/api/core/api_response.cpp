@@ -34,20 +34,21 @@ std::string_view text_of(PGresult* rows, int row, int column) {
 
 // An integer as PostgreSQL prints one: [-]digits (0 for anything else).
 std::int64_t integer_in(std::string_view text) {
-    const bool negative = !text.empty() && text.front() == '-';
+    const char* p = text.data();
+    const char* const end = p + text.size();
+    const bool negative = p != end && *p == '-';
+    if (negative) ++p;
     std::uint64_t value = 0;
-    for (std::size_t i = negative ? 1 : 0; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-        value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    for (; p != end; ++p) {
+        // One unsigned test per digit: bytes below '0' wrap around above 9.
+        const auto digit = static_cast<std::uint64_t>(static_cast<unsigned char>(*p)) - '0';
+        if (digit > 9) break;
+        value = value * 10 + digit;
     }
     return static_cast<std::int64_t>(negative ? 0 - value : value);  // modular: no overflow
 }
 
 std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }
-
-void append_key(std::string& out, std::string_view key) {
-    append_quoted(out, key);
-    out += ':';
-}
 
 void append_integer(std::string& out, std::int64_t value) {
     char text[24];
@@ -78,20 +79,25 @@ void append_indexer(std::string& out, std::int64_t indexed_block) {
 // One column of a row as libpq holds it (text format).
 struct Field {
     std::string_view text;
-    bool null = true;
+    bool null;
 };
 
 // The event columns of one row of a page statement, read from libpq once.
+// Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
+// output never does): strlen gives PQgetlength's answer for less than a
+// libpq call costs. Columns before kRole are not read (fields_ is left
+// uninitialized: it is written for every event column of every row).
 class EventRow {
 public:
     EventRow(PGresult* rows, int row) {
         for (int column = page_column::kRole; column < page_column::kCount; ++column) {
-            const int length = PQgetlength(rows, row, column);
+            const char* value = PQgetvalue(rows, row, column);
+            const std::size_t length = std::strlen(value);
             Field& f = fields_[static_cast<std::size_t>(column)];
-            f.text = {PQgetvalue(rows, row, column), static_cast<std::size_t>(length)};
+            f.text = {value, length};
             // Only an empty value can be NULL.
             f.null = length == 0 && is_null(rows, row, column);
-            text_bytes_ += static_cast<std::size_t>(length);
+            text_bytes_ += length;
         }
     }
     const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
@@ -99,7 +105,7 @@ public:
     std::size_t text_bytes() const { return text_bytes_; }
 
 private:
-    std::array<Field, page_column::kCount> fields_{};
+    std::array<Field, page_column::kCount> fields_;
     std::size_t text_bytes_ = 0;
 };
 
@@ -332,6 +338,14 @@ void append_window(std::string& out, const PageQuery& query) {
 
 char* write_amount(char* out, std::string_view decimal_text, std::string_view symbol) {
     const std::size_t precision = symbol == "VESTS" ? 6 : 3;
+    // Already at the precision (NUMERIC columns of the asset's scale): the
+    // text as it is, which is what the rescaling below would write too (it
+    // only ever pads or trims a fraction of another length).
+    const std::size_t size = decimal_text.size();
+    if (size > precision && decimal_text[size - precision - 1] == '.') {
+        std::memcpy(out, decimal_text.data(), size);
+        return out + size;
+    }
     // NUMERIC text is [-]digits[.digits]: rescaled by trimming zeros or
     // padding, in one pass; anything else, or a non-zero digit beyond the
     // precision, is copied as it is (never drop a non-zero digit).
@@ -458,16 +472,16 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
     std::sort(liquid.begin(), liquid.end());
     std::string out;
     out.reserve(512);
-    out += "{";
-    append_key(out, "account");
+    out += "{\"account\":";
     append_quoted(out, query.account);
     append_window(out, query);
     out += ",\"totals\":{";
     auto next_liquid = liquid.begin();
     for (std::size_t index = 0; index < types; ++index) {
         if (index > 0) out += ',';
-        append_key(out, kTypes[index]);
-        out += "{\"vesting_amount\":";
+        out += '"';
+        out += kTypes[index];  // a plain name: nothing to escape
+        out += "\":{\"vesting_amount\":";
         append_quoted_amount(out, totals[index].vesting, "VESTS");
         out += ",\"vesting_symbol\":\"VESTS\",\"count\":";
         append_integer(out, totals[index].count);

@@ -31,8 +31,11 @@ TEST(ApiCore, AmountsPrintAtTheAssetPrecisionWithoutLosingDigits) {
     EXPECT_EQ(format_amount("1.1234567", "VESTS"), "1.1234567");
     EXPECT_EQ(format_amount("1.", "HIVE"), "1.000");
     EXPECT_EQ(format_amount("2.5000000", "HBD"), "2.500");  // only zeros dropped
+    EXPECT_EQ(format_amount("-7.250", "HBD"), "-7.250");    // at the precision already
+    EXPECT_EQ(format_amount("7.250", "VESTS"), "7.250000");
     // Anything but [-]digits[.digits] comes back as it is.
-    for (const char* text : {"", "-", ".5", "1.2.3", "1.2340.0", "+1", "1e5", "NaN", "--1"}) {
+    for (const char* text : {"", "-", ".5", "1.2.3", "1.2340.0", "+1", "1e5", "NaN", "--1", "1a.345", "x.123",
+                             ".123", "-.123", "1.2.345"}) {
         EXPECT_EQ(format_amount(text, "HIVE"), text);
     }
 }
