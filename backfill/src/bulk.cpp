@@ -123,8 +123,10 @@ Result<std::vector<BuildStep>> build_steps(PGconn* conn) {
 
 using PgCancelPtr = std::unique_ptr<PGcancel, decltype(&PQfreeCancel)>;
 
-// A session of the build: its memory and parallel workers, and a stop
-// cancels its running statement.
+// A session of the build: its parallel workers and memory, and a stop
+// cancels its running statement. A killed run's server session notices
+// within a second that its client is gone, ends its statement and frees the
+// table for the re-run.
 class BuildSession {
 public:
     static Result<std::unique_ptr<BuildSession>> open(const BuildOptions& options, std::stop_token stop) {
@@ -132,18 +134,24 @@ public:
         if (!opened) return make_error(opened.error());
         PGconn* conn = opened->get();
         PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
-        // A killed run's server session notices within a second that its
-        // client is gone, ends its statement and frees the table for the
-        // re-run. work_mem too: the sums' rebuild aggregates the whole table.
-        const std::string memory = pg::quote_literal(conn, options.maintenance_work_mem);
-        auto set = pg::exec(conn, "SET maintenance_work_mem = " + memory + "; SET work_mem = " + memory +
-                                      "; SET max_parallel_maintenance_workers = " +
-                                      std::to_string(options.parallel_workers) +
+        auto set = pg::exec(conn, "SET max_parallel_maintenance_workers = " + std::to_string(options.parallel_workers) +
                                       "; SET client_connection_check_interval = '1s'");
         if (!set) return make_error("build session: " + set.error());
         return std::unique_ptr<BuildSession>(new BuildSession(std::move(opened).value(), std::move(stop)));
     }
     PGconn* conn() const { return conn_.get(); }
+
+    // maintenance_work_mem and work_mem (the sums' rebuild aggregates the
+    // whole table): a share of the build's memory, which the steps running
+    // at once share.
+    Result<bool> set_memory(const std::string& total, std::size_t share) {
+        auto set = pg::exec_params(conn(),
+                                   "SELECT set_config(name, greatest(1024, pg_size_bytes($1) / $2::integer / 1024)::text || 'kB', false)"
+                                   " FROM unnest(ARRAY['maintenance_work_mem', 'work_mem']) name",
+                                   {total, std::to_string(share)});
+        if (!set) return make_error("build session memory: " + set.error());
+        return true;
+    }
 
 private:
     BuildSession(PgConnPtr conn, std::stop_token stop)
@@ -317,7 +325,10 @@ Result<bool> build(const BuildOptions& options, std::stop_token stop) {
         };
         std::vector<Running> running(end - group);
         for (std::size_t i = 0; i < running.size(); ++i) {
-            running[i].conn = i == 0 ? conn : helpers[i - 1]->conn();
+            BuildSession& session = i == 0 ? **main_session : *helpers[i - 1];
+            auto memory = session.set_memory(options.maintenance_work_mem, running.size());
+            if (!memory) return make_error(step_name(group + i) + ": " + memory.error());
+            running[i].conn = session.conn();
             log_info(step_name(group + i) + ": starting");
             running[i].started = Clock::now();
             auto tx = pg::Transaction::begin(running[i].conn);

@@ -12,7 +12,11 @@
 #       size of each column of wallet_events and of wallet_blocks.ops;
 #   (b) the loader's rows/s (all of its run: index builds of a bulk mode
 #       included) against COPY of the same rows from files into unindexed
-#       copies of the tables (the database's limit) -> load_ratio;
+#       copies of the tables (the database's limit) -> load_ratio; and the
+#       CPU of each side per event (from /proc): the simulator (it stands
+#       for nodes on other hosts: its share of this machine is a test
+#       artefact, shown), the loader, PostgreSQL while loading and while
+#       building, and PostgreSQL for the COPY baseline; the build's seconds;
 #   (c) PostgreSQL buffers (shared hit + read of the top plan node) of the
 #       API's own page statement (PREPAREd from the API's text, EXPLAIN
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
