@@ -2,8 +2,8 @@
 
 #include <cstdio>
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -322,6 +322,7 @@ Result<bool> build(const BuildOptions& options, std::stop_token stop) {
             std::optional<pg::Transaction> tx;
             Result<bool> outcome = make_error("not run");
             Clock::time_point started;
+            std::string took;  // the statement's time
         };
         std::vector<Running> running(end - group);
         for (std::size_t i = 0; i < running.size(); ++i) {
@@ -337,10 +338,12 @@ Result<bool> build(const BuildOptions& options, std::stop_token stop) {
         }
         {
             std::vector<std::jthread> statements;
-            for (std::size_t i = 1; i < running.size(); ++i) {
-                statements.emplace_back([&, i] { running[i].outcome = run_statement(running[i].conn, steps[group + i]); });
-            }
-            running[0].outcome = run_statement(conn, steps[group]);
+            auto run = [&](std::size_t i) {
+                running[i].outcome = run_statement(running[i].conn, steps[group + i]);
+                running[i].took = seconds_text(running[i].started);
+            };
+            for (std::size_t i = 1; i < running.size(); ++i) statements.emplace_back(run, i);
+            run(0);
         }  // joins
         for (std::size_t i = 0; i < running.size(); ++i) {
             const std::size_t index = group + i;
@@ -359,7 +362,9 @@ Result<bool> build(const BuildOptions& options, std::stop_token stop) {
             if (options.test_pause.count() > 0) std::this_thread::sleep_for(options.test_pause);
             auto committed = step.tx->commit();
             if (!committed) return make_error(name + ": " + committed.error());
-            log_info(name + ": done in " + seconds_text(step.started));
+            // A step that ran beside others: also when it could commit.
+            log_info(name + ": done in " + step.took +
+                     (running.size() > 1 ? ", committed after " + seconds_text(step.started) : std::string()));
         }
         group = end;
     }
