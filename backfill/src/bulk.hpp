@@ -42,8 +42,9 @@ Result<bool> finish_loading(PGconn* conn);
 
 struct BuildOptions {
     std::string database_url;
-    std::string maintenance_work_mem = "1GB";  // and work_mem, of the build session
-    int parallel_workers = 2;  // max_parallel_maintenance_workers of the build session
+    // maintenance_work_mem and work_mem of the build (shared by the steps running at once)
+    std::string maintenance_work_mem = "1GB";
+    int parallel_workers = 2;  // max_parallel_maintenance_workers of each build session
     // Test-only (WALLET_BACKFILL_TEST_BUILD_PAUSE_MS): a pause inside every
     // step's transaction, before its commit, so that tests can kill there.
     std::chrono::milliseconds test_pause{0};
@@ -51,8 +52,9 @@ struct BuildOptions {
 
 // Runs the build steps not committed yet, one transaction each, logging each
 // with its time: the unique index, CLUSTER on it (the history in account
-// order), the other indexes, the reward sums (wallet_reward_rebuild) with
-// the triggers enabled again, ANALYZE and 'done'. One process builds at a
+// order), the other indexes and the reward sums (wallet_reward_rebuild; all
+// at once, in sessions of their own, committing in order) with the triggers
+// enabled again, ANALYZE and 'done'. One process builds at a
 // time (a session advisory lock; others wait). A stop cancels the running
 // statement (its transaction rolls back). True when the state is 'done'.
 Result<bool> build(const BuildOptions& options, std::stop_token stop);

@@ -50,17 +50,7 @@ trap cleanup EXIT
 
 log() { echo "[backfill bench] $*" >&2; }
 now() { date +%s.%N; }
-# CPU seconds used so far by this cluster: the postmaster, its exited
-# children (backends of closed connections) and its living ones.
-pg_cpu() {
-  local pm ticks c
-  pm=$(head -1 "$work/pg/data/postmaster.pid")
-  ticks=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
-  for c in $(ps --ppid "$pm" -o pid=); do
-    ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
-  done
-  python3 -c "print($ticks / $(getconf CLK_TCK))"
-}
+pg_cpu() { bench_pg_cpu "$work"; }
 rate() { python3 -c "print(round($1 / ($3 - $2)))"; }
 
 # ---- PostgreSQL: one tuning for the loader and the COPY baseline alike ----------

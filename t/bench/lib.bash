@@ -50,6 +50,22 @@ bench_pg_launch() {
   return 1
 }
 
+# bench_pg_cpu DIR: CPU seconds used so far by the cluster of DIR: the
+# postmaster, its exited children (backends of closed connections, reaped)
+# and its living ones.
+bench_pg_cpu() {
+  local pm ticks c
+  pm=$(head -1 "$1/pg/data/postmaster.pid")
+  ticks=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(ps --ppid "$pm" -o pid=); do
+    ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+  done
+  python3 -c "print($ticks / $(getconf CLK_TCK))"
+}
+
+# bench_proc_cpu PID: CPU seconds a living process (all its threads) used so far.
+bench_proc_cpu() { python3 -c "print($(awk '{print $14 + $15}' "/proc/$1/stat") / $(getconf CLK_TCK))"; }
+
 # bench_pg_stop DIR: fast shutdown of the cluster bench_pg_start made there.
 # The server itself gets the signal: as root the started process is the
 # runuser wrapper, which does not pass it on.

@@ -12,7 +12,11 @@
 #       size of each column of wallet_events and of wallet_blocks.ops;
 #   (b) the loader's rows/s (all of its run: index builds of a bulk mode
 #       included) against COPY of the same rows from files into unindexed
-#       copies of the tables (the database's limit) -> load_ratio;
+#       copies of the tables (the database's limit) -> load_ratio; and the
+#       CPU of each side per event (from /proc): the simulator (it stands
+#       for nodes on other hosts: its share of this machine is a test
+#       artefact, shown), the loader, PostgreSQL while loading and while
+#       building, and PostgreSQL for the COPY baseline; the build's seconds;
 #   (c) PostgreSQL buffers (shared hit + read of the top plan node) of the
 #       API's own page statement (PREPAREd from the API's text, EXPLAIN
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
@@ -42,7 +46,8 @@
 # blocks (2.1 million events) took 5), BENCH_LOAD_ARGS (the loader's flags; default "--bulk --progress=log
 # --progress-interval-ms=30000"),
 # BENCH_WORKERS (6), BENCH_SAMPLE (1000), BENCH_CLIENTS (8), BENCH_SECONDS
-# (20, each pages/s run), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
+# (20, each pages/s run), BENCH_LOAD_ONLY (set: stop after (a) and (b), for
+# work on the loader), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
 # for investigation).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -96,16 +101,37 @@ sim_pid=$!
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 log "loading $blocks blocks: wallet-backfill $load_args ($workers workers)"
 read -r -a load_argv <<<"$load_args"
+sim_cpu_before=$(bench_proc_cpu "$sim_pid")
+pg_cpu_before=$(bench_pg_cpu "$work")
+# PostgreSQL's CPU when the build begins splits its share into loading and building.
+( while ! grep -q "build: blocks" "$work/backfill.log" 2>/dev/null; do sleep 0.2; [ -e "$work/loaded" ] && exit; done
+  bench_pg_cpu "$work" >"$work/pg_cpu_at_build" ) &
+watcher=$!
 start=$(now)
 BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
-  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' "$backfill" "${load_argv[@]}" 2>"$work/backfill.log" || { cat "$work/backfill.log" >&2; exit 1; }
+  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' /usr/bin/time -f "%U %S" -o "$work/backfill.time" \
+  "$backfill" "${load_argv[@]}" 2>"$work/backfill.log" || { cat "$work/backfill.log" >&2; exit 1; }
 end=$(now)
+load_average=$(cut -d' ' -f1-3 /proc/loadavg)
+# CPU seconds of each side of the load: the simulator stands for nodes on
+# other hosts, so its share of this machine is a test artefact (shown, not
+# hidden); the loader; PostgreSQL (COPY and the build).
+sim_cpu=$(calc "round($(bench_proc_cpu "$sim_pid") - $sim_cpu_before, 1)")
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true; sim_pid=""
-grep summary "$work/backfill.log" | sed 's/^/[scale bench]   /' >&2
+sleep 1  # the loader's backends exit and are reaped
+pg_load_cpu=$(calc "round($(bench_pg_cpu "$work") - $pg_cpu_before, 1)")
+loader_cpu=$(awk '{print $1 + $2}' "$work/backfill.time")
+touch "$work/loaded"; wait "$watcher"
+pg_build_cpu=0
+[ -s "$work/pg_cpu_at_build" ] && pg_build_cpu=$(calc "round($pg_cpu_before + $pg_load_cpu - $(cat "$work/pg_cpu_at_build"), 1)")
+grep -E "summary|build step .*done" "$work/backfill.log" | sed 's/^.*\(build step\)/\1/; s/^/[scale bench]   /' >&2
 load_seconds=$(calc "round($end - $start, 1)")
 events=$(q -c "SELECT count(*) FROM wallet_events")
 load_rows_per_s=$(calc "round($events / $load_seconds)")
-log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s)"
+cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)")"
+build_seconds=$(sed -n 's/.*build: done in \([0-9.]*\) s.*/\1/p' "$work/backfill.log" | tail -1)
+log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s, build ${build_seconds:-none} s; load average $load_average)"
+log "CPU seconds of the load: simulator $sim_cpu, loader $loader_cpu, PostgreSQL $pg_load_cpu ($cpu_per_event)"
 q -c "VACUUM ANALYZE" >/dev/null
 
 # ---- (a) bytes per event by part -------------------------------------------------------
@@ -158,14 +184,24 @@ for table in "${tables[@]}"; do
   q -c "CREATE TABLE copy_$table (LIKE $table INCLUDING STORAGE INCLUDING COMPRESSION) WITH (toast_tuple_target = 128)"
 done
 q -c "CHECKPOINT"
+pg_cpu_before=$(bench_pg_cpu "$work")
 start=$(now)
 for table in "${tables[@]}"; do q -c "COPY copy_$table FROM '$work/data/$table.copy'"; done
 end=$(now)
+sleep 1
+copy_cpu_us_per_event=$(calc "round(($(bench_pg_cpu "$work") - $pg_cpu_before) * 1e6 / $events, 2)")
 copy_seconds=$(calc "round($end - $start, 1)")
 copy_rows_per_s=$(calc "round($events / ($end - $start))")
 load_ratio=$(calc "round($load_rows_per_s / $copy_rows_per_s, 3)")
-log "COPY into unindexed tables: $events events (and their accounts and blocks) in $copy_seconds s ($copy_rows_per_s rows/s)"
+log "COPY into unindexed tables: $events events (and their accounts and blocks) in $copy_seconds s ($copy_rows_per_s rows/s, PostgreSQL CPU $copy_cpu_us_per_event µs per event)"
 for table in "${tables[@]}"; do q -c "DROP TABLE copy_$table"; rm -f "$work/data/$table.copy"; done
+
+if [ -n "${BENCH_LOAD_ONLY:-}" ]; then  # for work on the loader: (a) and (b) only
+  echo "RESULT scale events=$events load_ratio=$load_ratio load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s" \
+    "bytes_per_event=$bytes_per_event load_seconds=$load_seconds build_seconds=${build_seconds:-na} $cpu_per_event" \
+    "copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
+  exit 0
+fi
 
 # ---- (c) buffers per page ----------------------------------------------------------------
 middle=$((blocks / 2))
@@ -263,7 +299,8 @@ echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$l
   "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
   "cold_pages_per_s=$cold_pages_per_s ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
-  "cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
+  "build_seconds=${build_seconds:-na} $cpu_per_event copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu" \
+  "load_average=\"$load_average\" cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)
   log "holding: $db"
