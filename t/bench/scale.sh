@@ -58,8 +58,9 @@ backfill=$build/backfill/wallet-backfill
 sim=$build/t/sim/hive-node-sim
 setup=$build/common/wallet-db-setup
 tool=$build/t/bench/api_bench_tool
+reorder=$build/reorder/wallet-reorder
 source "$here/lib.bash"
-for f in "$backfill" "$sim" "$setup" "$tool" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+for f in "$backfill" "$sim" "$setup" "$tool" "$reorder" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 
 work=$(mktemp -d /tmp/wallet-bench-scale.XXXXXX)
 sim_pid=""
@@ -170,9 +171,8 @@ for table in "${tables[@]}"; do q -c "DROP TABLE copy_$table"; rm -f "$work/data
 # ---- (c) buffers per page ----------------------------------------------------------------
 middle=$((blocks / 2))
 "$tool" prepare wh_page >"$work/prepare.sql"
-q >"$work/buffers" <<SQL
-\\i $work/prepare.sql
-CREATE TEMP TABLE page_sample (kind text, name text, before_block integer);
+q >/dev/null <<SQL
+CREATE TABLE page_sample (kind text, name text, before_block integer);
 INSERT INTO page_sample
 SELECT k.kind, s.name, k.before_block
   FROM (SELECT name FROM wallet_accounts ORDER BY random() LIMIT $sample) s,
@@ -182,6 +182,17 @@ SELECT k.kind, a.name, k.before_block
   FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT $sample) b
   JOIN wallet_accounts a ON a.id = b.account_id,
        (VALUES ('big_first', 2147483647), ('big_deep', $middle)) k (kind, before_block);
+SQL
+# measure_buffers PREFIX: the mean buffers of each kind of page (log lines,
+# "PREFIXkind=mean " in $buffers) and the largest mean in $buffers_per_page.
+# The session's first call is left out: it loads the catalogs and compiles
+# the status function, once per connection (the API's connections persist).
+measure_buffers() {
+  q >"$work/buffers" <<SQL
+\\i $work/prepare.sql
+\\o /dev/null
+EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51);
+\\o
 CREATE TEMP TABLE page_buffers (kind text, buffers bigint, page_rows bigint);
 DO \$\$
 DECLARE
@@ -198,13 +209,37 @@ BEGIN
 END \$\$;
 SELECT kind, avg(buffers)::numeric(10,1), max(buffers), avg(page_rows)::numeric(10,1) FROM page_buffers GROUP BY kind ORDER BY kind;
 SQL
+  buffers_per_page=0
+  while IFS='|' read -r kind mean most rows; do
+    log "buffers per page, $1$kind: mean $mean (largest $most), $rows rows per page"
+    buffers+="$1${kind}=$mean "
+    buffers_per_page=$(calc "max($buffers_per_page, $mean)")
+  done <"$work/buffers"
+}
 buffers=""
-buffers_per_page=0
-while IFS='|' read -r kind mean most rows; do
-  log "buffers per page, $kind: mean $mean (largest $most), $rows rows per page"
-  buffers+="buffers_${kind}=$mean "
-  buffers_per_page=$(calc "max($buffers_per_page, $mean)")
-done <"$work/buffers"
+measure_buffers buffers_
+
+# ---- (c') a normal load (block order), then in account order by wallet-reorder --------------
+# Only without --bulk (whose CLUSTER already ordered the history): the
+# indexer's observation of the node says every loaded block is irreversible,
+# wallet-reorder rewrites them a day of blocks per transaction, and the same
+# pages are measured again; (d) then measures the reordered store.
+reorder_seconds=na
+if [[ " $load_args " != *" --bulk "* ]]; then
+  block_order_buffers_per_page=$buffers_per_page
+  q -c "INSERT INTO node_observation (head_block, head_block_time, last_irreversible, observed_at)
+        VALUES ($blocks, now(), $blocks, now())"
+  start=$(now)
+  DB_PASSWORD='' "$reorder" >"$work/reorder.log" 2>&1 || { cat "$work/reorder.log" >&2; exit 1; }
+  end=$(now)
+  reorder_seconds=$(calc "round($end - $start, 1)")
+  tail -1 "$work/reorder.log" | sed 's/^/[scale bench]   /' >&2
+  q -c "ANALYZE wallet_events" >/dev/null
+  measure_buffers reordered_
+  log "wallet-reorder: $reorder_seconds s (VACUUM included); buffers per page $block_order_buffers_per_page in block order, $buffers_per_page in account order"
+  buffers+="block_order_buffers_per_page=$block_order_buffers_per_page "
+fi
+q -c "DROP TABLE page_sample"
 
 # ---- (d) pages/s in memory and with a sixteenth of the store -----------------------------
 accounts=$(q -c "SELECT max(id) FROM wallet_accounts")
@@ -263,7 +298,7 @@ echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$l
   "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
   "cold_pages_per_s=$cold_pages_per_s ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
-  "cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
+  "reorder_seconds=$reorder_seconds cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)
   log "holding: $db"

@@ -1,0 +1,133 @@
+// wallet-reorder: rewrites the irreversible history the indexer (or the
+// normal backfill) appended in block order into account order, one range of
+// blocks per transaction (wallet_reorder_step, migration 0010), until it
+// reaches the last block that is both stored and irreversible; then VACUUMs
+// wallet_events so that the next run's rows reuse the space this one freed.
+// Safe beside the indexer, the backfill and the API (docs/store-layout.md,
+// "Locality"); a kill at any point loses at most the step in progress.
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include <libpq-fe.h>
+
+#include "wallet/config.hpp"
+#include "wallet/log.hpp"
+#include "wallet/migrations.hpp"
+#include "wallet/pg.hpp"
+#include "wallet/stop_signals.hpp"
+
+namespace {
+
+using wallet::log_error;
+using wallet::log_info;
+
+constexpr int kExitIncomplete = 1;
+constexpr int kExitConfiguration = 2;
+
+struct Arguments {
+    std::int64_t step_blocks = 28800;  // a day of blocks
+    std::optional<std::int64_t> max_steps;
+    bool vacuum = true;
+};
+
+void print_help() {
+    std::cout << "usage: wallet-reorder [options]\n\n"
+                 "Rewrites the events of irreversible blocks into account order, one range of blocks per\n"
+                 "transaction, from where the last run stopped up to the last block that is stored and\n"
+                 "irreversible; then VACUUMs wallet_events. Run it from a timer (conf/systemd/wallet-reorder.timer).\n\n"
+                 "  --step-blocks=N   blocks per transaction (default 28800, a day); a page of an account\n"
+                 "                    touches about one heap page per range its events span\n"
+                 "  --max-steps=N     stop after N steps (default: until caught up)\n"
+                 "  --no-vacuum       leave the VACUUM to autovacuum\n\n"
+                 "Environment: the indexer's database settings (INDEXER_DATABASE_URL, or WALLET_WRITER_PASSWORD\n"
+                 "with DB_BIND_HOST, DB_BIND_PORT, DB_NAME). Exit status 0: caught up (or --max-steps done);\n"
+                 "1: the database failed (run it again); 2: bad arguments or settings.\n";
+}
+
+std::optional<std::int64_t> number_option(const std::string& arg, const std::string& prefix) {
+    if (arg.rfind(prefix, 0) != 0) return std::nullopt;
+    const std::string text = arg.substr(prefix.size());
+    char* end = nullptr;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || value < 1 || value > 100'000'000) return std::nullopt;
+    return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Arguments args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            print_help();
+            return 0;
+        }
+        if (arg == "--version") {
+            std::cout << "wallet-reorder " << WALLET_VERSION << '\n';
+            return 0;
+        }
+        if (auto blocks = number_option(arg, "--step-blocks=")) {
+            args.step_blocks = *blocks;
+        } else if (auto steps = number_option(arg, "--max-steps=")) {
+            args.max_steps = *steps;
+        } else if (arg == "--no-vacuum") {
+            args.vacuum = false;
+        } else {
+            std::cerr << "wallet-reorder: bad argument " << arg << " (try --help)\n";
+            return kExitConfiguration;
+        }
+    }
+    wallet::Settings settings;
+    try {
+        settings = wallet::load_settings(wallet::process_env(), wallet::Component::Indexer);
+    } catch (const wallet::ConfigError& e) {
+        log_error(e.what());
+        return kExitConfiguration;
+    }
+    // A stop request ends the run after the step in progress commits.
+    wallet::StopSignals stop("stopping after the step in progress");
+
+    auto conn = wallet::pg::connect(settings.db.indexer_url);
+    if (!conn) {
+        log_error(conn.error());
+        return kExitIncomplete;
+    }
+    PQsetNoticeProcessor(conn->get(), [](void*, const char*) {}, nullptr);
+    if (auto migrated = wallet::apply_migrations(conn->get()); !migrated) {
+        log_error("schema migration: " + migrated.error());
+        return kExitIncomplete;
+    }
+    std::int64_t moved_total = 0;
+    for (std::int64_t step = 0; !args.max_steps || step < *args.max_steps; ++step) {
+        if (stop.stop_requested()) break;
+        // One statement, its own transaction: committed whole or not at all.
+        auto moved = wallet::pg::exec_params(conn->get(), "SELECT first_block, last_block, moved_rows FROM wallet_reorder_step($1::integer)",
+                                             {std::to_string(args.step_blocks)});
+        if (!moved) {
+            log_error("reorder step: " + moved.error());
+            return kExitIncomplete;
+        }
+        PGresult* row = moved->get();
+        if (PQgetisnull(row, 0, 1)) {
+            log_info("caught up: every stored irreversible block below " + std::string(PQgetvalue(row, 0, 0)) +
+                     " is in account order");
+            break;
+        }
+        moved_total += std::atoll(PQgetvalue(row, 0, 2));
+        log_info(std::string("blocks ") + PQgetvalue(row, 0, 0) + ".." + PQgetvalue(row, 0, 1) + ": " + PQgetvalue(row, 0, 2) +
+                 " events rewritten in account order");
+    }
+    if (args.vacuum && moved_total > 0) {
+        // The rows' old versions are dead now: free their space for the next run.
+        if (auto vacuumed = wallet::pg::exec(conn->get(), "VACUUM wallet_events"); !vacuumed) {
+            log_error("VACUUM wallet_events: " + vacuumed.error());
+            return kExitIncomplete;
+        }
+    }
+    log_info("done: " + std::to_string(moved_total) + " events rewritten in account order");
+    return 0;
+}
