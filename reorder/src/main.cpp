@@ -13,6 +13,7 @@
 
 #include <libpq-fe.h>
 
+#include "wallet/cli_options.hpp"
 #include "wallet/config.hpp"
 #include "wallet/log.hpp"
 #include "wallet/migrations.hpp"
@@ -23,9 +24,11 @@ namespace {
 
 using wallet::log_error;
 using wallet::log_info;
+using wallet::number_option;
 
 constexpr int kExitIncomplete = 1;
 constexpr int kExitConfiguration = 2;
+constexpr std::int64_t kMaxStepBlocks = 100'000'000;  // a PostgreSQL integer, with room
 
 struct Arguments {
     std::int64_t step_blocks = 28800;  // a day of blocks
@@ -47,18 +50,10 @@ void print_help() {
                  "1: the database failed (run it again); 2: bad arguments or settings.\n";
 }
 
-std::optional<std::int64_t> number_option(const std::string& arg, const std::string& prefix) {
-    if (arg.rfind(prefix, 0) != 0) return std::nullopt;
-    const std::string text = arg.substr(prefix.size());
-    char* end = nullptr;
-    const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || value < 1 || value > 100'000'000) return std::nullopt;
-    return value;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+    wallet::set_log_program("wallet-reorder");
     Arguments args;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -70,7 +65,7 @@ int main(int argc, char** argv) {
             std::cout << "wallet-reorder " << WALLET_VERSION << '\n';
             return 0;
         }
-        if (auto blocks = number_option(arg, "--step-blocks=")) {
+        if (auto blocks = number_option(arg, "--step-blocks="); blocks && *blocks <= kMaxStepBlocks) {
             args.step_blocks = *blocks;
         } else if (auto steps = number_option(arg, "--max-steps=")) {
             args.max_steps = *steps;

@@ -239,7 +239,6 @@ if [[ " $load_args " != *" --bulk "* ]]; then
   log "wallet-reorder: $reorder_seconds s (VACUUM included); buffers per page $block_order_buffers_per_page in block order, $buffers_per_page in account order"
   buffers+="block_order_buffers_per_page=$block_order_buffers_per_page "
 fi
-q -c "DROP TABLE page_sample"
 
 # ---- (d) pages/s in memory and with a sixteenth of the store -----------------------------
 accounts=$(q -c "SELECT max(id) FROM wallet_accounts")
@@ -269,6 +268,7 @@ pages_per_s() {  # label -> pages/s
 warm_pages_per_s=na
 cold_pages_per_s=na
 cold_page_ratio=na
+cold_reads=na
 if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
   bench_pg_stop "$work"
   bench_pg_launch "$work" "${small_settings[@]}"
@@ -285,6 +285,44 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
   cold_pages_per_s=$(pages_per_s cold)
   log "cgroup limit $limit_bytes bytes (1/$(calc "round($store_bytes / $limit_bytes, 1)") of the store), peak $(cat "$bench_pg_cgroup/memory.max_usage_in_bytes"): $cold_pages_per_s pages/s"
   cold_page_ratio=$(calc "round($cold_pages_per_s / $warm_pages_per_s, 3)")
+  # What a page reads from outside shared_buffers once the cold run is in its
+  # steady state: the sample's uniformly random accounts (first and deep
+  # pages) paged again in the same cgroup, block reads and hits per page by
+  # relation (cumulative statistics before and after).
+  q >"$work/cold-reads" <<SQL
+\\i $work/prepare.sql
+\\o /dev/null
+EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51);
+\\o
+CREATE TEMP TABLE io_before AS
+SELECT relname, heap_blks_read AS r, heap_blks_hit AS h FROM pg_statio_user_tables
+UNION ALL SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes;
+DO \$\$
+DECLARE
+    r record;
+    plan json;
+BEGIN
+    FOR r IN SELECT * FROM page_sample WHERE kind LIKE 'normal%' LOOP
+        EXECUTE format('EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51)',
+                       r.name, '-infinity', 'infinity', r.before_block, '') INTO plan;
+    END LOOP;
+END \$\$;
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_clear_snapshot();
+WITH pages AS (SELECT count(*) AS n FROM page_sample WHERE kind LIKE 'normal%'),
+     io_after AS (SELECT relname, heap_blks_read AS r, heap_blks_hit AS h FROM pg_statio_user_tables
+                  UNION ALL SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes)
+SELECT a.relname, round((a.r - b.r)::numeric / n, 2), round((a.h - b.h)::numeric / n, 2)
+  FROM io_after a JOIN io_before b USING (relname), pages
+ WHERE a.r + a.h > b.r + b.h ORDER BY a.r - b.r DESC, a.h - b.h DESC;
+SQL
+  cold_reads=0
+  while IFS='|' read -r relation reads hits; do
+    [ -n "$hits" ] || continue
+    log "cold page, $relation: $reads blocks read, $hits hit per page"
+    cold_reads=$(calc "round($cold_reads + $reads, 2)")
+  done <"$work/cold-reads"
+  log "cold page: $cold_reads blocks read per page (outside shared_buffers)"
 else
   log "not root or no cgroup v1 memory controller: pages/s not measured"
 fi
@@ -296,7 +334,7 @@ projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
 echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$load_ratio buffers_per_page=$buffers_per_page" \
   "cold_page_ratio=$cold_page_ratio projected_tb_3e9=$projected_tb projected_load_hours_3e9=$projected_hours" \
   "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
-  "cold_pages_per_s=$cold_pages_per_s ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
+  "cold_pages_per_s=$cold_pages_per_s cold_reads_per_page=$cold_reads ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
   "reorder_seconds=$reorder_seconds cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
 
