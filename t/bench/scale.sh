@@ -18,7 +18,10 @@
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
 #       chain's middle block), of BENCH_SAMPLE random accounts and of the
 #       BENCH_SAMPLE accounts with the most events -> buffers_per_page (the
-#       largest of the four means);
+#       largest of the four means); after a normal load (no --bulk) the
+#       same pages again once wallet-reorder put the loaded (irreversible)
+#       blocks in account order (reordered_*, block_order_buffers_per_page,
+#       reorder_seconds);
 #   (d) the API's pages/s measured with pgbench (the API's prepared page
 #       statement, half first pages and half deep pages of uniformly random
 #       accounts, BENCH_CLIENTS connections; nginx is left out: on two shared
@@ -26,7 +29,9 @@
 #       store in the page cache and once with PostgreSQL in a cgroup v1
 #       memory controller limited to a sixteenth of the store, caches dropped
 #       first; both with the same small shared_buffers (a quarter of that
-#       limit) -> cold_page_ratio. Needs root (cgroup, drop_caches); without
+#       limit) -> cold_page_ratio; then, in the limited server, the blocks
+#       read and hit per page by relation (cold_reads_per_page: read from
+#       outside shared_buffers). Needs root (cgroup, drop_caches); without
 #       it this part is skipped (cold_page_ratio=na);
 #   (e) the projection to 3 billion events: bytes and load time scale
 #       linearly from this run (index builds grow slightly faster than
