@@ -1,7 +1,8 @@
 // wallet-reorder: rewrites the irreversible history the indexer (or the
 // normal backfill) appended in block order into account order, one range of
 // blocks per transaction (wallet_reorder_step, migration 0010), until it
-// reaches the last block that is both stored and irreversible; then VACUUMs
+// reaches the last block that is both stored and irreversible; merges whole
+// ranges of ordered blocks (wallet_reorder_merge); then VACUUMs
 // wallet_events so that the next run's rows reuse the space this one freed.
 // Safe beside the indexer, the backfill and the API (docs/store-layout.md,
 // "Locality"); a kill at any point loses at most the step in progress.
@@ -31,10 +32,31 @@ constexpr int kExitConfiguration = 2;
 constexpr std::int64_t kMaxStepBlocks = 100'000'000;  // a PostgreSQL integer, with room
 
 struct Arguments {
-    std::int64_t step_blocks = 28800;  // a day of blocks
+    std::int64_t step_blocks = 28800;    // a day of blocks
+    std::int64_t merge_blocks = 864000;  // 30 days
+    bool merge = true;
     std::optional<std::int64_t> max_steps;
     bool vacuum = true;
 };
+
+enum class Outcome { Moved, NothingToDo, Failed };
+
+// One step or merge (`function`: wallet_reorder_step or _merge): one
+// statement, its own transaction, committed whole or not at all.
+Outcome run_once(PGconn* conn, const std::string& function, std::int64_t blocks, std::int64_t& moved_total) {
+    auto moved = wallet::pg::exec_params(conn, "SELECT first_block, last_block, moved_rows FROM " + function + "($1::integer)",
+                                         {std::to_string(blocks)});
+    if (!moved) {
+        log_error(function + ": " + moved.error());
+        return Outcome::Failed;
+    }
+    PGresult* row = moved->get();
+    if (PQgetisnull(row, 0, 1)) return Outcome::NothingToDo;
+    moved_total += std::atoll(PQgetvalue(row, 0, 2));
+    log_info(function + ": blocks " + PQgetvalue(row, 0, 0) + ".." + PQgetvalue(row, 0, 1) + ", " + PQgetvalue(row, 0, 2) +
+             " events rewritten in account order");
+    return Outcome::Moved;
+}
 
 void print_help() {
     std::cout << "usage: wallet-reorder [options]\n\n"
@@ -43,7 +65,10 @@ void print_help() {
                  "irreversible; then VACUUMs wallet_events. Run it from a timer (conf/systemd/wallet-reorder.timer).\n\n"
                  "  --step-blocks=N   blocks per transaction (default 28800, a day); a page of an account\n"
                  "                    touches about one heap page per range its events span\n"
-                 "  --max-steps=N     stop after N steps (default: until caught up)\n"
+                 "  --merge-blocks=N  then ranges of N ordered blocks rewritten as one (default 864000, 30 days):\n"
+                 "                    an account's events of a month on a few pages, not one page per day\n"
+                 "  --no-merge        steps only\n"
+                 "  --max-steps=N     stop after N transactions, steps and merges (default: until caught up)\n"
                  "  --no-vacuum       leave the VACUUM to autovacuum\n\n"
                  "Environment: the indexer's database settings (INDEXER_DATABASE_URL, or WALLET_WRITER_PASSWORD\n"
                  "with DB_BIND_HOST, DB_BIND_PORT, DB_NAME). Exit status 0: caught up (or --max-steps done);\n"
@@ -67,6 +92,10 @@ int main(int argc, char** argv) {
         }
         if (auto blocks = number_option(arg, "--step-blocks="); blocks && *blocks <= kMaxStepBlocks) {
             args.step_blocks = *blocks;
+        } else if (auto merge = number_option(arg, "--merge-blocks="); merge && *merge <= kMaxStepBlocks) {
+            args.merge_blocks = *merge;
+        } else if (arg == "--no-merge") {
+            args.merge = false;
         } else if (auto steps = number_option(arg, "--max-steps=")) {
             args.max_steps = *steps;
         } else if (arg == "--no-vacuum") {
@@ -97,25 +126,20 @@ int main(int argc, char** argv) {
         return kExitIncomplete;
     }
     std::int64_t moved_total = 0;
-    for (std::int64_t step = 0; !args.max_steps || step < *args.max_steps; ++step) {
-        if (stop.stop_requested()) break;
-        // One statement, its own transaction: committed whole or not at all.
-        auto moved = wallet::pg::exec_params(conn->get(), "SELECT first_block, last_block, moved_rows FROM wallet_reorder_step($1::integer)",
-                                             {std::to_string(args.step_blocks)});
-        if (!moved) {
-            log_error("reorder step: " + moved.error());
-            return kExitIncomplete;
+    std::int64_t transactions = 0;
+    const auto run_until_done = [&](const std::string& function, std::int64_t blocks) {
+        while (!stop.stop_requested() && (!args.max_steps || transactions < *args.max_steps)) {
+            const Outcome outcome = run_once(conn->get(), function, blocks, moved_total);
+            if (outcome != Outcome::Moved) return outcome;
+            ++transactions;
         }
-        PGresult* row = moved->get();
-        if (PQgetisnull(row, 0, 1)) {
-            log_info("caught up: every stored irreversible block below " + std::string(PQgetvalue(row, 0, 0)) +
-                     " is in account order");
-            break;
-        }
-        moved_total += std::atoll(PQgetvalue(row, 0, 2));
-        log_info(std::string("blocks ") + PQgetvalue(row, 0, 0) + ".." + PQgetvalue(row, 0, 1) + ": " + PQgetvalue(row, 0, 2) +
-                 " events rewritten in account order");
-    }
+        return Outcome::Moved;
+    };
+    // The steps first: the merges take what they ordered.
+    Outcome steps = run_until_done("wallet_reorder_step", args.step_blocks);
+    if (steps == Outcome::Failed) return kExitIncomplete;
+    if (steps == Outcome::NothingToDo) log_info("caught up: every stored irreversible block is in account order");
+    if (args.merge && run_until_done("wallet_reorder_merge", args.merge_blocks) == Outcome::Failed) return kExitIncomplete;
     if (args.vacuum && moved_total > 0) {
         // The rows' old versions are dead now: free their space for the next run.
         if (auto vacuumed = wallet::pg::exec(conn->get(), "VACUUM wallet_events"); !vacuumed) {
@@ -123,6 +147,12 @@ int main(int argc, char** argv) {
             return kExitIncomplete;
         }
     }
-    log_info("done: " + std::to_string(moved_total) + " events rewritten in account order");
+    auto state = wallet::pg::exec(conn->get(), "SELECT ordered_through, merged_through FROM wallet_reorder");
+    if (!state) {
+        log_error(state.error());
+        return kExitIncomplete;
+    }
+    log_info("done: " + std::to_string(moved_total) + " events rewritten in account order; ordered through block " +
+             PQgetvalue(state->get(), 0, 0) + ", merged through block " + PQgetvalue(state->get(), 0, 1));
     return 0;
 }

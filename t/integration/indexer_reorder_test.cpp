@@ -185,3 +185,30 @@ TEST_F(IndexerReorder, KilledStepLeavesTheTableAndRerunFinishesIt) {
     EXPECT_EQ(answers(), answers_before);
     EXPECT_LE(heap_pages_of_page("whale", kIrreversible), 3);
 }
+
+TEST_F(IndexerReorder, MergedRangesPutASparseAccountsPageOnAFewPages) {
+    const auto answers_before = answers();
+    const auto table_before = table();
+    // Ranges of 10 blocks: an account with an event every few blocks has one
+    // or two in each, on a page of its own.
+    auto run = run_reorder({"--step-blocks=10", "--no-merge"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const int pages_in_steps = heap_pages_of_page("acct-7", 200);
+    EXPECT_GE(pages_in_steps, 10);
+    EXPECT_LE(heap_pages_of_page("whale", 200), 10) << "a busy account's page spans 5 ranges";
+
+    // Blocks 1..200 merged into one range (201..250 wait for the next 200).
+    run = run_reorder({"--step-blocks=10", "--merge-blocks=200"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(pg().query("SELECT ordered_through, merged_through FROM wallet_reorder"),
+              std::vector<std::string>{std::to_string(kIrreversible) + "\t200"});
+    EXPECT_LE(heap_pages_of_page("acct-7", 200), 2) << "in steps: " << pages_in_steps;
+    EXPECT_EQ(table(), table_before);
+    EXPECT_EQ(answers(), answers_before);
+
+    // Nothing more to merge: nothing moves.
+    const auto placed = pg().query("SELECT ctid::text || ' ' || xmin::text FROM wallet_events ORDER BY ctid");
+    run = run_reorder({"--step-blocks=10", "--merge-blocks=200"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(pg().query("SELECT ctid::text || ' ' || xmin::text FROM wallet_events ORDER BY ctid"), placed);
+}
