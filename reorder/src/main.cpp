@@ -2,7 +2,7 @@
 // normal backfill) appended in block order into account order, one range of
 // blocks per transaction (wallet_reorder_step, migration 0010), until it
 // reaches the last block that is both stored and irreversible; merges whole
-// ranges of ordered blocks (wallet_reorder_merge); then VACUUMs
+// ranges of ordered blocks into one; then VACUUMs
 // wallet_events so that the next run's rows reuse the space this one freed.
 // Safe beside the indexer, the backfill and the API (docs/store-layout.md,
 // "Locality"); a kill at any point loses at most the step in progress.
@@ -41,19 +41,20 @@ struct Arguments {
 
 enum class Outcome { Moved, NothingToDo, Failed };
 
-// One step or merge (`function`: wallet_reorder_step or _merge): one
-// statement, its own transaction, committed whole or not at all.
-Outcome run_once(PGconn* conn, const std::string& function, std::int64_t blocks, std::int64_t& moved_total) {
-    auto moved = wallet::pg::exec_params(conn, "SELECT first_block, last_block, moved_rows FROM " + function + "($1::integer)",
-                                         {std::to_string(blocks)});
+// One step or merge (wallet_reorder_step): one statement, its own
+// transaction, committed whole or not at all.
+Outcome run_once(PGconn* conn, bool merge, std::int64_t blocks, std::int64_t& moved_total) {
+    const std::string what = merge ? "merge" : "step";
+    auto moved = wallet::pg::exec_params(conn, "SELECT first_block, last_block, moved_rows FROM wallet_reorder_step($1::integer, $2::boolean)",
+                                         {std::to_string(blocks), merge ? "true" : "false"});
     if (!moved) {
-        log_error(function + ": " + moved.error());
+        log_error(what + ": " + moved.error());
         return Outcome::Failed;
     }
     PGresult* row = moved->get();
     if (PQgetisnull(row, 0, 1)) return Outcome::NothingToDo;
     moved_total += std::atoll(PQgetvalue(row, 0, 2));
-    log_info(function + ": blocks " + PQgetvalue(row, 0, 0) + ".." + PQgetvalue(row, 0, 1) + ", " + PQgetvalue(row, 0, 2) +
+    log_info(what + ": blocks " + PQgetvalue(row, 0, 0) + ".." + PQgetvalue(row, 0, 1) + ", " + PQgetvalue(row, 0, 2) +
              " events rewritten in account order");
     return Outcome::Moved;
 }
@@ -127,19 +128,19 @@ int main(int argc, char** argv) {
     }
     std::int64_t moved_total = 0;
     std::int64_t transactions = 0;
-    const auto run_until_done = [&](const std::string& function, std::int64_t blocks) {
+    const auto run_until_done = [&](bool merge, std::int64_t blocks) {
         while (!stop.stop_requested() && (!args.max_steps || transactions < *args.max_steps)) {
-            const Outcome outcome = run_once(conn->get(), function, blocks, moved_total);
+            const Outcome outcome = run_once(conn->get(), merge, blocks, moved_total);
             if (outcome != Outcome::Moved) return outcome;
             ++transactions;
         }
         return Outcome::Moved;
     };
     // The steps first: the merges take what they ordered.
-    Outcome steps = run_until_done("wallet_reorder_step", args.step_blocks);
+    Outcome steps = run_until_done(false, args.step_blocks);
     if (steps == Outcome::Failed) return kExitIncomplete;
     if (steps == Outcome::NothingToDo) log_info("caught up: every stored irreversible block is in account order");
-    if (args.merge && run_until_done("wallet_reorder_merge", args.merge_blocks) == Outcome::Failed) return kExitIncomplete;
+    if (args.merge && run_until_done(true, args.merge_blocks) == Outcome::Failed) return kExitIncomplete;
     if (args.vacuum && moved_total > 0) {
         // The rows' old versions are dead now: free their space for the next run.
         if (auto vacuumed = wallet::pg::exec(conn->get(), "VACUUM wallet_events"); !vacuumed) {

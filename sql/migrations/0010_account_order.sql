@@ -55,79 +55,58 @@ BEGIN
     RETURN moved;
 END $$;
 
--- The state row, locked: one step or merge at a time (a second caller waits
--- here, then reads the new row). A finished bulk load clustered the whole
--- table: everything up to its last block counts as ordered and merged.
-CREATE FUNCTION wallet_reorder_state(OUT ordered_through integer, OUT merged_through integer)
-LANGUAGE plpgsql AS $$
-DECLARE
-    bulk_through integer;
-BEGIN
-    SELECT r.ordered_through, r.merged_through INTO ordered_through, merged_through FROM wallet_reorder r FOR UPDATE;
-    IF EXISTS (SELECT FROM wallet_bulk_load b WHERE b.state <> 'done') THEN
-        RAISE EXCEPTION 'a bulk load is unfinished (wallet_bulk_load): finish it before reordering';
-    END IF;
-    bulk_through := coalesce((SELECT b.last_block FROM wallet_bulk_load b), 0);
-    ordered_through := greatest(ordered_through, bulk_through);
-    merged_through := greatest(merged_through, bulk_through);
-END $$;
-
 -- One step, in the caller's transaction: blocks ordered_through + 1 .. (at
 -- most max_blocks of them, at most wallet_reorder_limit()) rewritten in
--- account order, and ordered_through moved up. A kill rolls all of it back,
--- and the next step starts over at the same block. Returns the range and
--- the rows moved (nothing to do: last_block NULL).
-CREATE FUNCTION wallet_reorder_step(max_blocks integer,
+-- account order, and ordered_through moved up. With `merge`, ranges of steps
+-- merged into one: once merged_through + max_blocks is ordered, blocks
+-- merged_through + 1 .. merged_through + max_blocks are rewritten as one
+-- range (an account with a few events a day then finds a month of them on a
+-- few pages, not one page per day), and merged_through moves up. A kill rolls
+-- all of it back, and the next call starts over at the same block. Returns
+-- the range and the rows moved (nothing to do: last_block NULL).
+CREATE FUNCTION wallet_reorder_step(max_blocks integer, merge boolean DEFAULT false,
     OUT first_block integer, OUT last_block integer, OUT moved_rows bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    state record;
+    ordered integer;
+    merged integer;
+    bulk_through integer;
 BEGIN
     IF max_blocks IS NULL OR max_blocks < 1 THEN
         RAISE EXCEPTION 'wallet_reorder_step: max_blocks must be at least 1';
     END IF;
-    SELECT * INTO state FROM wallet_reorder_state();
-    first_block := state.ordered_through + 1;
-    last_block := least(state.ordered_through::bigint + max_blocks, wallet_reorder_limit());
+    -- One call at a time: a second caller waits here, then reads the new row.
+    SELECT r.ordered_through, r.merged_through INTO ordered, merged FROM wallet_reorder r FOR UPDATE;
+    IF EXISTS (SELECT FROM wallet_bulk_load b WHERE b.state <> 'done') THEN
+        RAISE EXCEPTION 'a bulk load is unfinished (wallet_bulk_load): finish it before reordering';
+    END IF;
+    -- A finished bulk load clustered the whole table: everything up to its
+    -- last block counts as ordered and merged.
+    bulk_through := coalesce((SELECT b.last_block FROM wallet_bulk_load b), 0);
+    ordered := greatest(ordered, bulk_through);
+    merged := greatest(merged, bulk_through);
+    IF merge THEN
+        first_block := merged + 1;
+        last_block := CASE WHEN merged::bigint + max_blocks <= ordered THEN merged + max_blocks END;
+    ELSE
+        first_block := ordered + 1;
+        last_block := least(ordered::bigint + max_blocks, wallet_reorder_limit());
+        IF last_block < first_block THEN
+            last_block := NULL;
+        END IF;
+    END IF;
     moved_rows := 0;
-    IF last_block < first_block THEN
-        last_block := NULL;
+    IF last_block IS NULL THEN
         RETURN;
     END IF;
     moved_rows := wallet_reorder_range(first_block, last_block);
     UPDATE wallet_reorder r
-       SET ordered_through = last_block, moved_rows = r.moved_rows + wallet_reorder_step.moved_rows, updated_at = now();
+       SET ordered_through = CASE WHEN merge THEN r.ordered_through ELSE last_block END,
+           merged_through = CASE WHEN merge THEN last_block ELSE r.merged_through END,
+           moved_rows = r.moved_rows + wallet_reorder_step.moved_rows, updated_at = now();
 END $$;
 
--- Ranges of steps merged into one: once merged_through + merge_blocks is
--- ordered, blocks merged_through + 1 .. merged_through + merge_blocks are
--- rewritten in account order as one range (an account with a few events a
--- day then finds a month of them on a few pages, not one page per day), and
--- merged_through moves up. Same transaction rules as a step.
-CREATE FUNCTION wallet_reorder_merge(merge_blocks integer,
-    OUT first_block integer, OUT last_block integer, OUT moved_rows bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-    state record;
-BEGIN
-    IF merge_blocks IS NULL OR merge_blocks < 1 THEN
-        RAISE EXCEPTION 'wallet_reorder_merge: merge_blocks must be at least 1';
-    END IF;
-    SELECT * INTO state FROM wallet_reorder_state();
-    first_block := state.merged_through + 1;
-    last_block := state.merged_through::bigint + merge_blocks;
-    moved_rows := 0;
-    IF last_block > state.ordered_through THEN
-        last_block := NULL;
-        RETURN;
-    END IF;
-    moved_rows := wallet_reorder_range(first_block, last_block);
-    UPDATE wallet_reorder r
-       SET merged_through = last_block, moved_rows = r.moved_rows + wallet_reorder_merge.moved_rows, updated_at = now();
-END $$;
-
-REVOKE ALL ON FUNCTION wallet_reorder_range(integer, integer), wallet_reorder_state(), wallet_reorder_step(integer),
-    wallet_reorder_merge(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION wallet_reorder_range(integer, integer), wallet_reorder_step(integer, boolean) FROM PUBLIC;
 
 -- The API's account lookup (name -> id, in every page and totals statement):
 -- a hash index reads one bucket page (its metapage stays cached) and the
