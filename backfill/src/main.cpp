@@ -19,6 +19,7 @@
 #include "progress.hpp"
 #include "shards.hpp"
 #include "wallet/bulk_load.hpp"
+#include "wallet/cli_options.hpp"
 #include "wallet/config.hpp"
 #include "wallet/log.hpp"
 #include "wallet/loggable_url.hpp"
@@ -91,15 +92,6 @@ void print_help() {
                  "the log says which), 2 bad configuration or arguments, or a store that a bulk load refuses\n"
                  "(or, without --bulk, one in an unfinished bulk load), 3 stopped by SIGTERM or SIGINT.\n"
                  "Progress survives any stop: run it again to load what is missing.\n";
-}
-
-std::optional<std::int64_t> number_option(const std::string& arg, const std::string& prefix) {
-    if (arg.rfind(prefix, 0) != 0) return std::nullopt;
-    const std::string text = arg.substr(prefix.size());
-    char* end = nullptr;
-    const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || value < 1) return std::nullopt;
-    return value;
 }
 
 // Returns nullopt after printing why the arguments are bad.

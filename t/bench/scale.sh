@@ -22,7 +22,10 @@
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
 #       chain's middle block), of BENCH_SAMPLE random accounts and of the
 #       BENCH_SAMPLE accounts with the most events -> buffers_per_page (the
-#       largest of the four means);
+#       largest of the four means); after a normal load (no --bulk) the
+#       same pages again once wallet-reorder put the loaded (irreversible)
+#       blocks in account order (reordered_*, block_order_buffers_per_page,
+#       reorder_seconds);
 #   (d) the API's pages/s measured with pgbench (the API's prepared page
 #       statement, half first pages and half deep pages of uniformly random
 #       accounts, BENCH_CLIENTS connections; nginx is left out: on two shared
@@ -30,7 +33,9 @@
 #       store in the page cache and once with PostgreSQL in a cgroup v1
 #       memory controller limited to a sixteenth of the store, caches dropped
 #       first; both with the same small shared_buffers (a quarter of that
-#       limit) -> cold_page_ratio. Needs root (cgroup, drop_caches); without
+#       limit) -> cold_page_ratio; then, in the limited server, the blocks
+#       read and hit per page by relation (cold_reads_per_page: read from
+#       outside shared_buffers). Needs root (cgroup, drop_caches); without
 #       it this part is skipped (cold_page_ratio=na);
 #   (e) the projection to 3 billion events: bytes and load time scale
 #       linearly from this run (index builds grow slightly faster than
@@ -63,8 +68,9 @@ backfill=$build/backfill/wallet-backfill
 sim=$build/t/sim/hive-node-sim
 setup=$build/common/wallet-db-setup
 tool=$build/t/bench/api_bench_tool
+reorder=$build/reorder/wallet-reorder
 source "$here/lib.bash"
-for f in "$backfill" "$sim" "$setup" "$tool" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+for f in "$backfill" "$sim" "$setup" "$tool" "$reorder" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 
 work=$(mktemp -d /tmp/wallet-bench-scale.XXXXXX)
 sim_pid=""
@@ -206,9 +212,8 @@ fi
 # ---- (c) buffers per page ----------------------------------------------------------------
 middle=$((blocks / 2))
 "$tool" prepare wh_page >"$work/prepare.sql"
-q >"$work/buffers" <<SQL
-\\i $work/prepare.sql
-CREATE TEMP TABLE page_sample (kind text, name text, before_block integer);
+q >/dev/null <<SQL
+CREATE TABLE page_sample (kind text, name text, before_block integer);
 INSERT INTO page_sample
 SELECT k.kind, s.name, k.before_block
   FROM (SELECT name FROM wallet_accounts ORDER BY random() LIMIT $sample) s,
@@ -218,6 +223,17 @@ SELECT k.kind, a.name, k.before_block
   FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT $sample) b
   JOIN wallet_accounts a ON a.id = b.account_id,
        (VALUES ('big_first', 2147483647), ('big_deep', $middle)) k (kind, before_block);
+SQL
+# measure_buffers PREFIX: the mean buffers of each kind of page (log lines,
+# "PREFIXkind=mean " in $buffers) and the largest mean in $buffers_per_page.
+# The session's first call is left out: it loads the catalogs and compiles
+# the status function, once per connection (the API's connections persist).
+measure_buffers() {
+  q >"$work/buffers" <<SQL
+\\i $work/prepare.sql
+\\o /dev/null
+EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51);
+\\o
 CREATE TEMP TABLE page_buffers (kind text, buffers bigint, page_rows bigint);
 DO \$\$
 DECLARE
@@ -234,13 +250,36 @@ BEGIN
 END \$\$;
 SELECT kind, avg(buffers)::numeric(10,1), max(buffers), avg(page_rows)::numeric(10,1) FROM page_buffers GROUP BY kind ORDER BY kind;
 SQL
+  buffers_per_page=0
+  while IFS='|' read -r kind mean most rows; do
+    log "buffers per page, $1$kind: mean $mean (largest $most), $rows rows per page"
+    buffers+="$1${kind}=$mean "
+    buffers_per_page=$(calc "max($buffers_per_page, $mean)")
+  done <"$work/buffers"
+}
 buffers=""
-buffers_per_page=0
-while IFS='|' read -r kind mean most rows; do
-  log "buffers per page, $kind: mean $mean (largest $most), $rows rows per page"
-  buffers+="buffers_${kind}=$mean "
-  buffers_per_page=$(calc "max($buffers_per_page, $mean)")
-done <"$work/buffers"
+measure_buffers buffers_
+
+# ---- (c') a normal load (block order), then in account order by wallet-reorder --------------
+# Only without --bulk (whose CLUSTER already ordered the history): the
+# indexer's observation of the node says every loaded block is irreversible,
+# wallet-reorder rewrites them a day of blocks per transaction, and the same
+# pages are measured again; (d) then measures the reordered store.
+reorder_seconds=na
+if [[ " $load_args " != *" --bulk "* ]]; then
+  block_order_buffers_per_page=$buffers_per_page
+  q -c "INSERT INTO node_observation (head_block, head_block_time, last_irreversible, observed_at)
+        VALUES ($blocks, now(), $blocks, now())"
+  start=$(now)
+  DB_PASSWORD='' "$reorder" >"$work/reorder.log" 2>&1 || { cat "$work/reorder.log" >&2; exit 1; }
+  end=$(now)
+  reorder_seconds=$(calc "round($end - $start, 1)")
+  tail -1 "$work/reorder.log" | sed 's/^/[scale bench]   /' >&2
+  q -c "ANALYZE wallet_events" >/dev/null
+  measure_buffers reordered_
+  log "wallet-reorder: $reorder_seconds s (VACUUM included); buffers per page $block_order_buffers_per_page in block order, $buffers_per_page in account order"
+  buffers+="block_order_buffers_per_page=$block_order_buffers_per_page "
+fi
 
 # ---- (d) pages/s in memory and with a sixteenth of the store -----------------------------
 accounts=$(q -c "SELECT max(id) FROM wallet_accounts")
@@ -270,6 +309,7 @@ pages_per_s() {  # label -> pages/s
 warm_pages_per_s=na
 cold_pages_per_s=na
 cold_page_ratio=na
+cold_reads=na
 if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
   bench_pg_stop "$work"
   bench_pg_launch "$work" "${small_settings[@]}"
@@ -286,6 +326,44 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
   cold_pages_per_s=$(pages_per_s cold)
   log "cgroup limit $limit_bytes bytes (1/$(calc "round($store_bytes / $limit_bytes, 1)") of the store), peak $(cat "$bench_pg_cgroup/memory.max_usage_in_bytes"): $cold_pages_per_s pages/s"
   cold_page_ratio=$(calc "round($cold_pages_per_s / $warm_pages_per_s, 3)")
+  # What a page reads from outside shared_buffers once the cold run is in its
+  # steady state: the sample's uniformly random accounts (first and deep
+  # pages) paged again in the same cgroup, block reads and hits per page by
+  # relation (cumulative statistics before and after).
+  q >"$work/cold-reads" <<SQL
+\\i $work/prepare.sql
+\\o /dev/null
+EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51);
+\\o
+CREATE TEMP TABLE io_before AS
+SELECT relname, heap_blks_read AS r, heap_blks_hit AS h FROM pg_statio_user_tables
+UNION ALL SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes;
+DO \$\$
+DECLARE
+    r record;
+    plan json;
+BEGIN
+    FOR r IN SELECT * FROM page_sample WHERE kind LIKE 'normal%' LOOP
+        EXECUTE format('EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51)',
+                       r.name, '-infinity', 'infinity', r.before_block, '') INTO plan;
+    END LOOP;
+END \$\$;
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_clear_snapshot();
+WITH pages AS (SELECT count(*) AS n FROM page_sample WHERE kind LIKE 'normal%'),
+     io_after AS (SELECT relname, heap_blks_read AS r, heap_blks_hit AS h FROM pg_statio_user_tables
+                  UNION ALL SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes)
+SELECT a.relname, round((a.r - b.r)::numeric / n, 2), round((a.h - b.h)::numeric / n, 2)
+  FROM io_after a JOIN io_before b USING (relname), pages
+ WHERE a.r + a.h > b.r + b.h ORDER BY a.r - b.r DESC, a.h - b.h DESC;
+SQL
+  cold_reads=0
+  while IFS='|' read -r relation reads hits; do
+    [ -n "$hits" ] || continue
+    log "cold page, $relation: $reads blocks read, $hits hit per page"
+    cold_reads=$(calc "round($cold_reads + $reads, 2)")
+  done <"$work/cold-reads"
+  log "cold page: $cold_reads blocks read per page (outside shared_buffers)"
 else
   log "not root or no cgroup v1 memory controller: pages/s not measured"
 fi
@@ -297,10 +375,10 @@ projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
 echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$load_ratio buffers_per_page=$buffers_per_page" \
   "cold_page_ratio=$cold_page_ratio projected_tb_3e9=$projected_tb projected_load_hours_3e9=$projected_hours" \
   "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
-  "cold_pages_per_s=$cold_pages_per_s ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
+  "cold_pages_per_s=$cold_pages_per_s cold_reads_per_page=$cold_reads ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
   "build_seconds=${build_seconds:-na} $cpu_per_event copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu" \
-  "load_average=\"$load_average\" cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
+  "reorder_seconds=$reorder_seconds load_average=\"$load_average\" cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)
   log "holding: $db"

@@ -101,12 +101,15 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
     const std::map<std::string, std::string> expected = {
         {"./usr/bin/wallet-indexer", program},
         {"./usr/bin/wallet-backfill", program},
+        {"./usr/bin/wallet-reorder", program},
         {"./usr/bin/wallet-db-setup", program},
         {"./usr/bin/wallet-rpc-proxy", program},
         {"./usr/lib/nginx/modules/ngx_http_wallet_module.so", data},
         {"./usr/share/nginx/modules-available/mod-http-wallet.conf", data},
         {"./lib/systemd/system/wallet-indexer.service", data},
         {"./lib/systemd/system/wallet-backfill.service", data},
+        {"./lib/systemd/system/wallet-reorder.service", data},
+        {"./lib/systemd/system/wallet-reorder.timer", data},
         {"./lib/systemd/system/nginx.service.d/hive-wallet.conf", data},
         {"./etc/nginx/wallet-rpc/jsonrpc-router.conf", data},
         {"./etc/nginx/wallet-rpc/wallet-history-api.conf", data},
@@ -146,7 +149,7 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
                   .find("\nload_module modules/ngx_http_wallet_module.so;\n"),
               std::string::npos);
     // The units run the packaged programs as the package's system user.
-    for (const char* daemon : {"wallet-indexer", "wallet-backfill"}) {
+    for (const char* daemon : {"wallet-indexer", "wallet-backfill", "wallet-reorder"}) {
         std::string unit = read_file(root / ("lib/systemd/system/" + std::string(daemon) + ".service"));
         EXPECT_NE(unit.find("ExecStart=/usr/bin/" + std::string(daemon) + "\n"), std::string::npos) << daemon;
         EXPECT_NE(unit.find("User=hive-wallet\n"), std::string::npos) << daemon;
@@ -209,7 +212,7 @@ TEST(DebianPackage, EnabledModuleAloneKeepsAnUnconfiguredNginxValid) {
 
 TEST(DebianPackage, ProgramsPrintTheirVersion) {
     ExtractedPackage root;
-    for (const char* program : {"wallet-indexer", "wallet-backfill", "wallet-db-setup", "wallet-rpc-proxy"}) {
+    for (const char* program : {"wallet-indexer", "wallet-backfill", "wallet-reorder", "wallet-db-setup", "wallet-rpc-proxy"}) {
         auto r = run_command({(root / ("usr/bin/" + std::string(program))).string(), "--version"});
         EXPECT_EQ(r.exit_code, 0) << program << ": " << r.output;
         EXPECT_EQ(r.output, std::string(program) + " " + WALLET_VERSION + "\n") << program;

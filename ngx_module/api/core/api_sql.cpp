@@ -21,7 +21,9 @@ constexpr const char* kEventColumns =
     " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
     " CASE WHEN assets LIKE '[%' THEN assets::jsonb::text ELSE assets END AS assets";
 
-// The account's id; an unknown name matches no row.
+// The account's id; an unknown name matches no row. A hash index on the name
+// (migration 0010) reads a bucket page and the row, where the unique btree
+// would read its levels first.
 constexpr const char* kAccount = " account_id = (SELECT id FROM wallet_accounts WHERE name = $1)";
 
 // Window ($2 inclusive, $3 exclusive) and keyset position ($4..$6): rows
