@@ -1,6 +1,7 @@
 #include "ngx_http_jsonrpc_router_cache.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <list>
@@ -18,6 +19,14 @@ std::int64_t memory_expiry(std::int64_t stored_expiry) {
 }
 
 }  // namespace
+
+std::size_t stored_expiry(std::string_view stored, std::int64_t& expires) {
+    const std::size_t space = stored.find(' ');
+    if (space == std::string_view::npos || space == 0) return std::string_view::npos;
+    const auto parsed = std::from_chars(stored.data(), stored.data() + space, expires);
+    if (parsed.ec != std::errc() || parsed.ptr != stored.data() + space) return std::string_view::npos;
+    return space;
+}
 
 // ---- per-worker memory layer ---------------------------------------------------------
 
@@ -164,13 +173,15 @@ void ResponseCache::trip(Call& call) {
     if (redis) redis->trip();
 }
 
-void ResponseCache::store(const Call& call, const std::string& result, std::int64_t lifetime) {
+void ResponseCache::store(const Call& call, std::string_view result, std::int64_t lifetime) {
     const RouterInstance& instance = call.instance();
     std::string key = instance.cache_prefix + call.plan().cache_key;
     // The stored value carries its expiry (0: none), so that a worker's
     // memory copy of an entry read from Redis never outlives the Redis entry.
     std::int64_t expires = lifetime == 0 ? 0 : wall_clock_ms() + lifetime * 1000;
-    std::string value = std::to_string(expires) + " " + result;
+    std::string value = std::to_string(expires);
+    value += ' ';
+    value += result;
     if (instance.memory_cache_bytes > 0) memory_->store(key, value, memory_expiry(expires));
     if (instance.redis_enabled && redis(instance).usable()) redis(instance).set(key, value, lifetime);
 }
@@ -178,9 +189,8 @@ void ResponseCache::store(const Call& call, const std::string& result, std::int6
 void ResponseCache::remember(const Call& call, std::string_view stored) {
     const RouterInstance& instance = call.instance();
     if (instance.memory_cache_bytes == 0) return;
-    auto space = stored.find(' ');
-    if (space == std::string_view::npos) return;
-    std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
+    std::int64_t expires = 0;
+    if (stored_expiry(stored, expires) == std::string_view::npos) return;
     memory_->store(instance.cache_prefix + call.plan().cache_key, std::string(stored), memory_expiry(expires));
 }
 

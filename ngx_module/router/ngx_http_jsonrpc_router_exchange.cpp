@@ -62,9 +62,9 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
     if (timer_.timer_set) ngx_del_timer(&timer_);
     if (source != CacheSource::None) {
         // "<expiry ms, 0 = none> <result>"; anything else is not ours and is a miss.
-        auto space = stored.find(' ');
-        if (space != std::string_view::npos && space > 0) {
-            std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
+        std::int64_t expires = 0;
+        const std::size_t space = stored_expiry(stored, expires);
+        if (space != std::string_view::npos) {
             if (expires == 0 || expires > wall_clock_ms()) {
                 if (source == CacheSource::Redis) Worker::get().cache().remember(*this, stored);
                 cache_status = "HIT";
