@@ -292,9 +292,8 @@ Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner
 
 Exchange::~Exchange() = default;
 
-void Exchange::start(std::string body) {
-    body_ = std::move(body);
-    plan_ = router::plan_request(body_, instance_.table, instance_.limits);
+void Exchange::start(std::string_view body) {
+    plan_ = router::plan_request(body, instance_.table, instance_.limits);
     count_request(instance_, transport_, plan_.error.has_value());
     if (plan_.error) {
         ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id_.c_str(),

@@ -123,8 +123,9 @@ public:
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
 
-    // Plans and starts every call; may complete (call exchange_done) before returning.
-    void start(std::string body);
+    // Plans and starts every call; may complete (call exchange_done) before
+    // returning. The plan copies what it keeps: `body` may go after this.
+    void start(std::string_view body);
     // One get_dynamic_global_properties call to one URL of `target` (the
     // poll of a chain node or of a pool's URL that is out): never cached,
     // coalesced, retried or logged as a client's error.
@@ -153,7 +154,6 @@ private:
     ngx_log_t* log_;
     ExchangeOwner& owner_;
     router::ClientTransport transport_;
-    std::string body_;
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed
     std::vector<std::unique_ptr<Call>> calls_;

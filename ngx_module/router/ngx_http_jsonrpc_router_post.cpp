@@ -19,7 +19,7 @@ class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
 
-    void start(std::string body) { exchange_.start(std::move(body)); }
+    void start(std::string_view body) { exchange_.start(body); }
     bool finished() const { return finished_; }
     bool in_handler = true;
 
@@ -57,8 +57,9 @@ void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob
 
 void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
-    std::string body;
-    if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
+    std::string scratch;  // the body when nginx holds it in several buffers
+    std::string_view body;
+    if (wallet::ngx::request_body_view(r, conf->max_body, scratch, body) != wallet::ngx::BodyRead::Ok) {
         ngx_http_finalize_request(
             r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large"));
@@ -81,7 +82,7 @@ void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
     }
     r->main->count++;  // held while the calls start: a synchronous answer must not free r here
     try {
-        job->start(std::move(body));
+        job->start(body);
     } catch (...) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0, "jsonrpc_router: exception while starting a request");
     }

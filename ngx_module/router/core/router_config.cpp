@@ -121,12 +121,23 @@ void RoutePattern::find_literal_prefix() {
     }
 }
 
+namespace {
+
+// PCRE2 refuses a subject that is not UTF-8: so do the shortcuts.
+bool utf8_subject(std::string_view subject) {
+    for (char c : subject) {
+        if (static_cast<unsigned char>(c) >= 0x80) return jsonrpc::valid_utf8(subject);
+    }
+    return true;
+}
+
+}  // namespace
+
 bool RoutePattern::matches(std::string_view subject) const {
     if (literal_ != Literal::None && !subject.starts_with(prefix_)) return false;
-    // PCRE2 refuses a subject that is not UTF-8: so does the shortcut.
-    if (literal_ == Literal::Whole) return jsonrpc::valid_utf8(subject);
+    if (literal_ == Literal::Whole) return utf8_subject(subject);
     if (literal_ == Literal::Exact) {
-        if (subject.size() == prefix_.size()) return jsonrpc::valid_utf8(subject);
+        if (subject.size() == prefix_.size()) return utf8_subject(subject);
         // `$` also matches before a final newline: that subject asks PCRE2.
         if (subject.size() != prefix_.size() + 1 || subject.back() != '\n') return false;
     }
