@@ -81,10 +81,14 @@ private:
         std::unordered_map<std::string, MissGroup*> misses;  // open miss groups by cache key
     };
     InstanceState& state(const RouterInstance& instance);
+    // The call's key with its instance's prefix, in a buffer reused from
+    // one call to the next (valid until the next key_of).
+    const std::string& key_of(const Call& call);
     RedisClient& redis(const RouterInstance& instance);
 
     std::unique_ptr<MemoryCache> memory_;
     std::unordered_map<const RouterInstance*, InstanceState> instances_;
+    std::string key_;
 };
 
 }  // namespace jsonrpc_router

@@ -261,7 +261,7 @@ void Call::answer(const MissOutcome& outcome) {
 }
 
 void Call::fail(int code, const std::string& message, const std::string& detail) {
-    const std::string& request_id = exchange_.request_id();
+    const RequestId& request_id = exchange_.request_id();
     std::string path = plan().path.empty() ? std::string("-") : plan().path;
     if (exchange_.quiet()) {
         // A chain-node poll: its poller reports the target's state.

@@ -7,6 +7,7 @@
 // classes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,6 +26,13 @@ struct MissGroup;
 struct MissOutcome;
 
 enum class CacheSource { None, Memory, Redis };
+
+// A request id: 16 hex digits, NUL-terminated for logs, held in place (no allocation).
+struct RequestId {
+    std::array<char, 17> text{};
+    const char* c_str() const { return text.data(); }
+    operator std::string_view() const { return {text.data(), text.size() - 1}; }
+};
 
 // A transport to one target; it answers Calls through Call::upstream_*.
 class Upstream {
@@ -136,7 +144,7 @@ public:
     bool done() const { return done_; }
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
-    const std::string& request_id() const { return request_id_; }
+    const RequestId& request_id() const { return request_id_; }
     // Headers that describe a single call: cache status, route, target.
     std::string cache_status() const;
     const router::Route* route() const;
@@ -161,7 +169,7 @@ private:
     bool started_ = false;
     bool done_ = false;
     bool quiet_ = false;
-    std::string request_id_;
+    RequestId request_id_;
 };
 
 }  // namespace jsonrpc_router

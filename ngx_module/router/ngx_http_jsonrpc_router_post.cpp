@@ -97,7 +97,7 @@ void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
 
 ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message) {
     try {
-        std::string request_id = jsonrpc_router::Worker::get().next_request_id();
+        const jsonrpc_router::RequestId request_id = jsonrpc_router::Worker::get().next_request_id();
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
                       code, message);
         wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);
