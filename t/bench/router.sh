@@ -27,6 +27,10 @@
 # <scenario>_worker_ir=<instructions per request> ...`; the profiles stay in
 # BENCH_CALLGRIND_DIR (default ./callgrind-router) for callgrind_annotate.
 # Instruction counts are stable on a shared machine where times are not.
+# With BENCH_SYSCALLS=1 as well, nginx runs without valgrind and strace
+# counts the system calls of each scenario's N requests instead: RESULT
+# router_syscalls <scenario>_syscalls=<per request> (the counts by call on
+# stderr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -41,8 +45,13 @@ sim_bin=$build/t/sim/hive-node-sim
 load_tool=$build/t/bench/api_bench_tool
 callgrind_requests=${BENCH_CALLGRIND_REQUESTS:-}
 callgrind_dir=${BENCH_CALLGRIND_DIR:-$PWD/callgrind-router}
+count_syscalls=${BENCH_SYSCALLS:-}
 if [ -n "$callgrind_requests" ]; then
-  command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 1; }
+  if [ -n "$count_syscalls" ]; then
+    command -v strace >/dev/null || { echo "strace is missing" >&2; exit 1; }
+  else
+    command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 1; }
+  fi
   [ -x "$load_tool" ] || { echo "missing $load_tool (build first)" >&2; exit 1; }
 fi
 for f in "$module" "$backend_bin" "$ws_load" "$sim_bin"; do [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }; done
@@ -133,8 +142,10 @@ if [ -n "$callgrind_requests" ]; then
   mkdir -p "$callgrind_dir"
   rm -f "$callgrind_dir"/callgrind.out.*
   write_conf "$cached" "$lib_cached" off
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$callgrind_dir/callgrind.out.%p" \
-    --log-file="$work/valgrind.log" /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
+  prefix=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$callgrind_dir/callgrind.out.%p"
+          --log-file="$work/valgrind.log")
+  [ -n "$count_syscalls" ] && prefix=()
+  "${prefix[@]}" /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
   nginx_pid=$!; pids+=($nginx_pid)
   for port in "$static_port" "$hit_port" "$lib_port"; do wait_port "$port"; done
   # The LIB poller of the valgrind process must have run before the LIB scenario.
@@ -144,8 +155,21 @@ if [ -n "$callgrind_requests" ]; then
   done
   results=""
   callgrind_scenario() {  # name port body
-    local name=$1 port=$2 body=$3 profile ir
+    local name=$1 port=$2 body=$3 profile ir tracer calls
     "$load_tool" load "$port" "$body" $((callgrind_requests / 4)) 32 >/dev/null
+    if [ -n "$count_syscalls" ]; then
+      strace -c -q -p "$nginx_pid" -o "$work/$name.strace" &
+      tracer=$!
+      sleep 1  # attached
+      "$load_tool" load "$port" "$body" "$callgrind_requests" 32 >/dev/null
+      kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+      # Columns: % time, seconds, usecs/call, calls, [errors], name.
+      calls=$(awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { c += $4 } END { print c + 0 }' "$work/$name.strace")
+      echo "$name: $(awk -v c="$calls" -v n="$callgrind_requests" 'BEGIN { printf "%.2f", c / n }') system calls per request:" \
+        "$(awk -v n="$callgrind_requests" 'NR > 2 && $NF != "total" && $1 !~ /^-/ { printf "%s=%.2f ", $NF, $4 / n }' "$work/$name.strace")" >&2
+      results+=" ${name}_syscalls=$(awk -v c="$calls" -v n="$callgrind_requests" 'BEGIN { printf "%.2f", c / n }')"
+      return 0
+    fi
     callgrind_control -i on "$nginx_pid" >/dev/null 2>&1
     "$load_tool" load "$port" "$body" "$callgrind_requests" 32 >/dev/null
     callgrind_control -i off "$nginx_pid" >/dev/null 2>&1
@@ -163,7 +187,7 @@ if [ -n "$callgrind_requests" ]; then
   callgrind_scenario miss "$miss_port" "$miss_body"
   callgrind_scenario lib_static "$lib_static_port" "$lib_body"
   callgrind_scenario lib_hit "$lib_port" "$lib_body"
-  echo "RESULT router_callgrind${results} requests_per_scenario=$callgrind_requests"
+  echo "RESULT router_$([ -n "$count_syscalls" ] && echo syscalls || echo callgrind)${results} requests_per_scenario=$callgrind_requests"
   exit 0
 fi
 
