@@ -28,7 +28,21 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         call.error = invalid("Invalid Request: not a JSON-RPC request object");
         return;
     }
-    auto id = doc.member(node, "id");
+    // The envelope's members in one pass (the first of a name counts, as with member()).
+    std::optional<std::size_t> id, version, method, params;
+    std::size_t key = node + 1;
+    std::string key_scratch;
+    for (std::uint32_t i = 0; i < doc.node(node).count; ++i) {
+        const std::size_t value = doc.node(key).next;
+        const std::string_view name = doc.string_view_of(key, key_scratch);
+        std::optional<std::size_t>* slot = name == "id"        ? &id
+                                           : name == "jsonrpc" ? &version
+                                           : name == "method"  ? &method
+                                           : name == "params"  ? &params
+                                                               : nullptr;
+        if (slot != nullptr && !*slot) *slot = value;
+        key = doc.node(value).next;
+    }
     if (id) {
         JsonKind k = doc.kind(*id);
         if (k != JsonKind::String && k != JsonKind::Number && k != JsonKind::Null) {
@@ -37,17 +51,15 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         }
         call.id = std::string(doc.text(*id));
     }
-    auto version = doc.member(node, "jsonrpc");
-    if (!version || doc.kind(*version) != JsonKind::String || doc.string_value(*version) != "2.0") {
+    std::string version_scratch;
+    if (!version || doc.kind(*version) != JsonKind::String || doc.string_view_of(*version, version_scratch) != "2.0") {
         call.error = invalid("Invalid Request: jsonrpc must be \"2.0\"");
         return;
     }
-    auto method = doc.member(node, "method");
     if (!method || doc.kind(*method) != JsonKind::String) {
         call.error = invalid("Invalid Request: method must be a string");
         return;
     }
-    auto params = doc.member(node, "params");
     if (params && doc.kind(*params) != JsonKind::Array && doc.kind(*params) != JsonKind::Object &&
         doc.kind(*params) != JsonKind::Null) {
         call.error = invalid("Invalid Request: params must be an array or an object");
