@@ -354,9 +354,9 @@ const router::Route* Exchange::route() const {
     return plan_.calls[0].route;
 }
 
-std::string Exchange::target_name() const {
+std::string_view Exchange::target_name() const {
     const router::Route* r = route();
-    return r ? instance_.table.targets[r->target].name : std::string();
+    return r ? std::string_view(instance_.table.targets[r->target].name) : std::string_view();
 }
 
 std::string Exchange::path() const { return plan_.batch || plan_.calls.empty() ? std::string() : plan_.calls[0].path; }

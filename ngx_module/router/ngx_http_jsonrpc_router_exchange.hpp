@@ -148,7 +148,8 @@ public:
     // Headers that describe a single call: cache status, route, target.
     std::string cache_status() const;
     const router::Route* route() const;
-    std::string target_name() const;
+    // The route's target (configuration: lives as long as the instance); empty without a route.
+    std::string_view target_name() const;
     std::string path() const;
 
     const RouterInstance& instance() const { return instance_; }

@@ -28,11 +28,15 @@ public:
         ngx_int_t rc = NGX_ERROR;
         try {
             response_ = exchange.take_response();
-            wallet::ngx::add_response_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
-            wallet::ngx::add_response_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
-            if (exchange.route() != nullptr) {
-                wallet::ngx::add_response_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
-                wallet::ngx::add_response_header(r_, "X-JSONRPC-Target", exchange.target_name());
+            cache_status_ = exchange.cache_status();
+            // The values live as long as the request (the exchange, this
+            // job) or the configuration (route and target names).
+            using wallet::ngx::add_response_header_unowned;
+            add_response_header_unowned(r_, "X-JSONRPC-Request-Id", exchange.request_id());
+            add_response_header_unowned(r_, "X-JSONRPC-Cache", cache_status_);
+            if (const router::Route* route = exchange.route()) {
+                add_response_header_unowned(r_, "X-JSONRPC-Route", route->pattern.text());
+                add_response_header_unowned(r_, "X-JSONRPC-Target", exchange.target_name());
             }
             rc = wallet::ngx::send_json_unowned(r_, NGX_HTTP_OK, response_);
         } catch (...) {
@@ -48,6 +52,7 @@ private:
     ngx_http_request_t* r_;
     Exchange exchange_;
     std::string response_;  // referenced by the output chain until the request ends
+    std::string cache_status_;
     bool finished_ = false;
 };
 
