@@ -74,6 +74,15 @@ bool add_response_header(ngx_http_request_t* r, std::string_view name, std::stri
     return h->key.data != nullptr && h->value.data != nullptr;
 }
 
+bool add_response_header_unowned(ngx_http_request_t* r, std::string_view name, std::string_view value) {
+    auto* h = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr) return false;
+    h->hash = 1;
+    h->key = to_ngx_str(name);
+    h->value = to_ngx_str(value);
+    return true;
+}
+
 std::string request_header(ngx_http_request_t* r, std::string_view name) {
     std::string out;
     ngx_list_part_t* part = &r->headers_in.headers.part;

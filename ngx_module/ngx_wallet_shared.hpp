@@ -25,6 +25,9 @@ ngx_int_t send_text(ngx_http_request_t* r, ngx_uint_t status, std::string_view c
 
 // Adds a response header; name and value are copied into r->pool.
 bool add_response_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
+// The same without copies: name and value must stay until the header is
+// sent (literals, configuration, or what the caller keeps for the request).
+bool add_response_header_unowned(ngx_http_request_t* r, std::string_view name, std::string_view value);
 
 // Every value of a request header (case-insensitive name), joined by ", "
 // in arrival order; empty when absent.

@@ -13,6 +13,13 @@ namespace jsonrpc {
 
 namespace {
 
+// Bytes a string holds as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> kPlainStringByte = [] {
+    std::array<bool, 256> plain{};
+    for (int b = 0x20; b < 0x80; ++b) plain[static_cast<std::size_t>(b)] = b != '"' && b != '\\';
+    return plain;
+}();
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -227,6 +234,14 @@ bool JsonDocument::parse_string() {
     auto begin = static_cast<std::uint32_t>(pos_);
     ++pos_;  // opening quote
     while (pos_ < text_.size()) {
+        // The run of plain printable ASCII (most of any string) in a tight
+        // loop over locals; the loop below looks at what ends it.
+        const char* const data = text_.data();
+        std::size_t at = pos_;
+        const std::size_t size = text_.size();
+        while (at < size && kPlainStringByte[static_cast<unsigned char>(data[at])]) ++at;
+        pos_ = at;
+        if (pos_ >= size) break;
         auto u = static_cast<unsigned char>(text_[pos_]);
         if (u == '"') {
             ++pos_;
@@ -306,11 +321,19 @@ std::vector<std::size_t> JsonDocument::children(std::size_t index) const {
 std::optional<std::size_t> JsonDocument::member(std::size_t object, std::string_view key) const {
     const JsonNode& n = nodes_[object];
     if (n.kind != JsonKind::Object) return std::nullopt;
+    // A key's decoded text is never longer than its raw text, and is that
+    // text when it has no escapes: most keys are told apart without decoding.
+    const bool plain_key = key.find('\\') == std::string_view::npos;
     std::size_t child = object + 1;
     for (std::uint32_t i = 0; i < n.count; ++i) {
         std::size_t value = nodes_[child].next;
-        std::string scratch;
-        if (string_view_of(child, scratch) == key) return value;
+        const std::string_view raw = text(child);
+        const std::string_view body = raw.substr(1, raw.size() - 2);
+        if (plain_key && body == key) return value;
+        if (body.size() > key.size() && body.find('\\') != std::string_view::npos) {
+            std::string scratch;
+            if (string_view_of(child, scratch) == key) return value;
+        }
         child = nodes_[value].next;
     }
     return std::nullopt;

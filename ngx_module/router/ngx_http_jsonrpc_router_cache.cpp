@@ -1,6 +1,7 @@
 #include "ngx_http_jsonrpc_router_cache.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <list>
@@ -18,6 +19,14 @@ std::int64_t memory_expiry(std::int64_t stored_expiry) {
 }
 
 }  // namespace
+
+std::size_t stored_expiry(std::string_view stored, std::int64_t& expires) {
+    const std::size_t space = stored.find(' ');
+    if (space == std::string_view::npos || space == 0) return std::string_view::npos;
+    const auto parsed = std::from_chars(stored.data(), stored.data() + space, expires);
+    if (parsed.ec != std::errc() || parsed.ptr != stored.data() + space) return std::string_view::npos;
+    return space;
+}
 
 // ---- per-worker memory layer ---------------------------------------------------------
 
@@ -37,12 +46,12 @@ public:
         return &it->second.value;
     }
 
-    void store(const std::string& key, const std::string& value, std::int64_t expires_ms) {
+    void store(const std::string& key, std::string_view value, std::int64_t expires_ms) {
         if (capacity_ == 0 || value.size() + key.size() > capacity_ / 8) return;
         auto it = entries_.find(key);
         if (it != entries_.end()) erase(it);
         lru_.push_front(key);
-        entries_.emplace(key, Entry{value, expires_ms, lru_.begin()});
+        entries_.emplace(key, Entry{std::string(value), expires_ms, lru_.begin()});
         bytes_ += key.size() + value.size();
         while (bytes_ > capacity_ && !lru_.empty()) erase(entries_.find(lru_.back()));
     }
@@ -135,9 +144,15 @@ RedisClient& ResponseCache::redis(const RouterInstance& instance) {
     return *redis;
 }
 
+const std::string& ResponseCache::key_of(const Call& call) {
+    key_.assign(call.instance().cache_prefix);
+    key_ += call.plan().cache_key;
+    return key_;
+}
+
 void ResponseCache::lookup(Call& call) {
     const RouterInstance& instance = call.exchange().instance();
-    std::string key = instance.cache_prefix + call.plan().cache_key;
+    const std::string& key = key_of(call);
     if (instance.memory_cache_bytes > 0) {
         memory_->configure(instance.memory_cache_bytes);
         if (const std::string* value = memory_->lookup(key, wall_clock_ms())) {
@@ -164,13 +179,15 @@ void ResponseCache::trip(Call& call) {
     if (redis) redis->trip();
 }
 
-void ResponseCache::store(const Call& call, const std::string& result, std::int64_t lifetime) {
+void ResponseCache::store(const Call& call, std::string_view result, std::int64_t lifetime) {
     const RouterInstance& instance = call.instance();
-    std::string key = instance.cache_prefix + call.plan().cache_key;
+    const std::string& key = key_of(call);
     // The stored value carries its expiry (0: none), so that a worker's
     // memory copy of an entry read from Redis never outlives the Redis entry.
     std::int64_t expires = lifetime == 0 ? 0 : wall_clock_ms() + lifetime * 1000;
-    std::string value = std::to_string(expires) + " " + result;
+    std::string value = std::to_string(expires);
+    value += ' ';
+    value += result;
     if (instance.memory_cache_bytes > 0) memory_->store(key, value, memory_expiry(expires));
     if (instance.redis_enabled && redis(instance).usable()) redis(instance).set(key, value, lifetime);
 }
@@ -178,10 +195,9 @@ void ResponseCache::store(const Call& call, const std::string& result, std::int6
 void ResponseCache::remember(const Call& call, std::string_view stored) {
     const RouterInstance& instance = call.instance();
     if (instance.memory_cache_bytes == 0) return;
-    auto space = stored.find(' ');
-    if (space == std::string_view::npos) return;
-    std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
-    memory_->store(instance.cache_prefix + call.plan().cache_key, std::string(stored), memory_expiry(expires));
+    std::int64_t expires = 0;
+    if (stored_expiry(stored, expires) == std::string_view::npos) return;
+    memory_->store(key_of(call), stored, memory_expiry(expires));
 }
 
 }  // namespace jsonrpc_router

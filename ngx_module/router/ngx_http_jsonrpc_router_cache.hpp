@@ -17,6 +17,11 @@ namespace jsonrpc_router {
 class MemoryCache;
 class RedisClient;
 
+// A stored cache value is "<expiry ms, 0 = none> <result>": the offset of
+// the space before the result (its expiry in `expires`), or npos when the
+// value is not one of ours (a miss).
+std::size_t stored_expiry(std::string_view stored, std::int64_t& expires);
+
 // Identical cacheable misses of one worker: the first (the leader) asks the
 // target, the others wait for its answer. A call leaves its group when it
 // is destroyed (client gone) or times out on its own; a leader that leaves
@@ -58,7 +63,7 @@ public:
     // Looks the call up: answers through Call::cache_answered, maybe synchronously.
     void lookup(Call& call);
     // Stores a result for `lifetime` seconds (0: without expiry).
-    void store(const Call& call, const std::string& result, std::int64_t lifetime);
+    void store(const Call& call, std::string_view result, std::int64_t lifetime);
     // Keeps a result read from Redis in the memory layer.
     void remember(const Call& call, std::string_view stored);
     // A cache miss about to go upstream joins the identical miss already in
@@ -76,10 +81,14 @@ private:
         std::unordered_map<std::string, MissGroup*> misses;  // open miss groups by cache key
     };
     InstanceState& state(const RouterInstance& instance);
+    // The call's key with its instance's prefix, in a buffer reused from
+    // one call to the next (valid until the next key_of).
+    const std::string& key_of(const Call& call);
     RedisClient& redis(const RouterInstance& instance);
 
     std::unique_ptr<MemoryCache> memory_;
     std::unordered_map<const RouterInstance*, InstanceState> instances_;
+    std::string key_;
 };
 
 }  // namespace jsonrpc_router

@@ -62,9 +62,9 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
     if (timer_.timer_set) ngx_del_timer(&timer_);
     if (source != CacheSource::None) {
         // "<expiry ms, 0 = none> <result>"; anything else is not ours and is a miss.
-        auto space = stored.find(' ');
-        if (space != std::string_view::npos && space > 0) {
-            std::int64_t expires = std::strtoll(std::string(stored.substr(0, space)).c_str(), nullptr, 10);
+        std::int64_t expires = 0;
+        const std::size_t space = stored_expiry(stored, expires);
+        if (space != std::string_view::npos) {
             if (expires == 0 || expires > wall_clock_ms()) {
                 if (source == CacheSource::Redis) Worker::get().cache().remember(*this, stored);
                 cache_status = "HIT";
@@ -261,7 +261,7 @@ void Call::answer(const MissOutcome& outcome) {
 }
 
 void Call::fail(int code, const std::string& message, const std::string& detail) {
-    const std::string& request_id = exchange_.request_id();
+    const RequestId& request_id = exchange_.request_id();
     std::string path = plan().path.empty() ? std::string("-") : plan().path;
     if (exchange_.quiet()) {
         // A chain-node poll: its poller reports the target's state.
@@ -292,9 +292,8 @@ Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner
 
 Exchange::~Exchange() = default;
 
-void Exchange::start(std::string body) {
-    body_ = std::move(body);
-    plan_ = router::plan_request(body_, instance_.table, instance_.limits);
+void Exchange::start(std::string_view body) {
+    plan_ = router::plan_request(body, instance_.table, instance_.limits);
     count_request(instance_, transport_, plan_.error.has_value());
     if (plan_.error) {
         ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id_.c_str(),
@@ -355,9 +354,9 @@ const router::Route* Exchange::route() const {
     return plan_.calls[0].route;
 }
 
-std::string Exchange::target_name() const {
+std::string_view Exchange::target_name() const {
     const router::Route* r = route();
-    return r ? instance_.table.targets[r->target].name : std::string();
+    return r ? std::string_view(instance_.table.targets[r->target].name) : std::string_view();
 }
 
 std::string Exchange::path() const { return plan_.batch || plan_.calls.empty() ? std::string() : plan_.calls[0].path; }

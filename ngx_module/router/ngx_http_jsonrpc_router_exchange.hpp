@@ -7,6 +7,7 @@
 // classes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,6 +26,13 @@ struct MissGroup;
 struct MissOutcome;
 
 enum class CacheSource { None, Memory, Redis };
+
+// A request id: 16 hex digits, NUL-terminated for logs, held in place (no allocation).
+struct RequestId {
+    std::array<char, 17> text{};
+    const char* c_str() const { return text.data(); }
+    operator std::string_view() const { return {text.data(), text.size() - 1}; }
+};
 
 // A transport to one target; it answers Calls through Call::upstream_*.
 class Upstream {
@@ -123,8 +131,9 @@ public:
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
 
-    // Plans and starts every call; may complete (call exchange_done) before returning.
-    void start(std::string body);
+    // Plans and starts every call; may complete (call exchange_done) before
+    // returning. The plan copies what it keeps: `body` may go after this.
+    void start(std::string_view body);
     // One get_dynamic_global_properties call to one URL of `target` (the
     // poll of a chain node or of a pool's URL that is out): never cached,
     // coalesced, retried or logged as a client's error.
@@ -135,11 +144,12 @@ public:
     bool done() const { return done_; }
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
-    const std::string& request_id() const { return request_id_; }
+    const RequestId& request_id() const { return request_id_; }
     // Headers that describe a single call: cache status, route, target.
     std::string cache_status() const;
     const router::Route* route() const;
-    std::string target_name() const;
+    // The route's target (configuration: lives as long as the instance); empty without a route.
+    std::string_view target_name() const;
     std::string path() const;
 
     const RouterInstance& instance() const { return instance_; }
@@ -153,7 +163,6 @@ private:
     ngx_log_t* log_;
     ExchangeOwner& owner_;
     router::ClientTransport transport_;
-    std::string body_;
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed
     std::vector<std::unique_ptr<Call>> calls_;
@@ -161,7 +170,7 @@ private:
     bool started_ = false;
     bool done_ = false;
     bool quiet_ = false;
-    std::string request_id_;
+    RequestId request_id_;
 };
 
 }  // namespace jsonrpc_router

@@ -1,5 +1,6 @@
 #include "ngx_http_jsonrpc_router_http_upstream.hpp"
 
+#include <charconv>
 #include <list>
 #include <string>
 #include <utility>
@@ -21,7 +22,7 @@ public:
     HttpConn(HttpUpstream& upstream, ngx_log_t* log, std::size_t max_body)
         : Stream(log), upstream_(upstream), parser_(router::HttpMessageParser::Kind::Response, max_body),
           max_body_(max_body) {}
-    void start(Call& call, std::string request, bool reused);
+    void start(Call& call, std::string_view request, bool reused);
     void drop_call() { call_ = nullptr; }
     std::list<std::unique_ptr<HttpConn>>::iterator self;
 
@@ -49,23 +50,26 @@ public:
     void submit(Call& call) override {
         call.upstream = this;
         call.upstream_id = Worker::get().next_upstream_id();
-        std::string body = call.plan().upstream_body(call.upstream_id);
-        std::string request;
-        request.reserve(body.size() + 160);
+        // Built in buffers that keep their memory from one request to the next.
+        body_.clear();
+        call.plan().append_upstream_body(body_, call.upstream_id);
+        std::string& request = request_;
+        request.clear();
         request += "POST ";
         request += endpoint_.path;
         request += " HTTP/1.1\r\nHost: ";
         request += endpoint_.host_header;
         request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ";
-        request += std::to_string(body.size());
+        char digits[24];
+        request.append(digits, std::to_chars(digits, digits + sizeof digits, body_.size()).ptr);
         request += "\r\n\r\n";
-        request += body;
+        request += body_;
         while (!idle_.empty()) {
             HttpConn* conn = idle_.back();
             idle_.pop_back();
             if (conn->is_open()) {
                 conn->unpark();
-                conn->start(call, std::move(request), true);
+                conn->start(call, request, true);
                 return;
             }
             destroy(conn);
@@ -80,7 +84,7 @@ public:
             call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
             return;
         }
-        conn->start(call, std::move(request), false);
+        conn->start(call, request, false);
     }
 
     void cancel(Call& call) override {
@@ -118,14 +122,16 @@ private:
     const ngx_addr_t& addr_;
     std::list<std::unique_ptr<HttpConn>> conns_;
     std::vector<HttpConn*> idle_;
+    std::string body_;     // the request being built (scratch)
+    std::string request_;
 };
 
-void HttpConn::start(Call& call, std::string request, bool reused) {
+void HttpConn::start(Call& call, std::string_view request, bool reused) {
     call_ = &call;
     call.upstream_link = this;
     reused_ = reused;
     got_bytes_ = false;
-    parser_ = router::HttpMessageParser(router::HttpMessageParser::Kind::Response, max_body_);
+    parser_.reset();
     write(request);
 }
 

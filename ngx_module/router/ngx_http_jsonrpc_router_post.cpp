@@ -19,7 +19,7 @@ class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
 
-    void start(std::string body) { exchange_.start(std::move(body)); }
+    void start(std::string_view body) { exchange_.start(body); }
     bool finished() const { return finished_; }
     bool in_handler = true;
 
@@ -28,11 +28,15 @@ public:
         ngx_int_t rc = NGX_ERROR;
         try {
             response_ = exchange.take_response();
-            wallet::ngx::add_response_header(r_, "X-JSONRPC-Request-Id", exchange.request_id());
-            wallet::ngx::add_response_header(r_, "X-JSONRPC-Cache", exchange.cache_status());
-            if (exchange.route() != nullptr) {
-                wallet::ngx::add_response_header(r_, "X-JSONRPC-Route", exchange.route()->pattern.text());
-                wallet::ngx::add_response_header(r_, "X-JSONRPC-Target", exchange.target_name());
+            cache_status_ = exchange.cache_status();
+            // The values live as long as the request (the exchange, this
+            // job) or the configuration (route and target names).
+            using wallet::ngx::add_response_header_unowned;
+            add_response_header_unowned(r_, "X-JSONRPC-Request-Id", exchange.request_id());
+            add_response_header_unowned(r_, "X-JSONRPC-Cache", cache_status_);
+            if (const router::Route* route = exchange.route()) {
+                add_response_header_unowned(r_, "X-JSONRPC-Route", route->pattern.text());
+                add_response_header_unowned(r_, "X-JSONRPC-Target", exchange.target_name());
             }
             rc = wallet::ngx::send_json_unowned(r_, NGX_HTTP_OK, response_);
         } catch (...) {
@@ -48,6 +52,7 @@ private:
     ngx_http_request_t* r_;
     Exchange exchange_;
     std::string response_;  // referenced by the output chain until the request ends
+    std::string cache_status_;
     bool finished_ = false;
 };
 
@@ -57,8 +62,9 @@ void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob
 
 void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
-    std::string body;
-    if (wallet::ngx::request_body(r, conf->max_body, body) != wallet::ngx::BodyRead::Ok) {
+    std::string scratch;  // the body when nginx holds it in several buffers
+    std::string_view body;
+    if (wallet::ngx::request_body_view(r, conf->max_body, scratch, body) != wallet::ngx::BodyRead::Ok) {
         ngx_http_finalize_request(
             r, ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large"));
@@ -81,7 +87,7 @@ void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
     }
     r->main->count++;  // held while the calls start: a synchronous answer must not free r here
     try {
-        job->start(std::move(body));
+        job->start(body);
     } catch (...) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0, "jsonrpc_router: exception while starting a request");
     }
@@ -96,7 +102,7 @@ void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
 
 ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message) {
     try {
-        std::string request_id = jsonrpc_router::Worker::get().next_request_id();
+        const jsonrpc_router::RequestId request_id = jsonrpc_router::Worker::get().next_request_id();
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id.c_str(),
                       code, message);
         wallet::ngx::add_response_header(r, "X-JSONRPC-Request-Id", request_id);

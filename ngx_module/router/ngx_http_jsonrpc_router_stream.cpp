@@ -70,6 +70,21 @@ void Stream::close() {
 }
 
 bool Stream::write(std::string_view data) {
+    if (data.empty()) return static_cast<bool>(conn_);
+    if (out_.empty() && ready_ && conn_ && !conn_->write->posted) {
+        // Nothing queued: straight from the caller's bytes, and only what
+        // the socket does not take is copied.
+        ssize_t n = conn_->send(conn_.get(), reinterpret_cast<u_char*>(const_cast<char*>(data.data())), data.size());
+        if (n > 0) data.remove_prefix(static_cast<std::size_t>(n));
+        if (data.empty()) return true;
+        out_.append(data);
+        if (n == NGX_ERROR) {
+            post_event(conn_->write);
+        } else if (ngx_handle_write_event(conn_->write, 0) != NGX_OK) {
+            post_event(conn_->write);
+        }
+        return true;
+    }
     out_.append(data);
     if (!ready_ || !conn_ || conn_->write->posted) return static_cast<bool>(conn_);
     // Sent at once when the socket takes it; a failure is only noticed here

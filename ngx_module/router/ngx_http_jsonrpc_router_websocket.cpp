@@ -184,7 +184,7 @@ private:
         auto it = std::prev(inflight_.end());
         Exchange* exchange = it->get();
         inflight_index_.emplace(exchange, it);
-        exchange->start(std::move(message));  // may finish at once (cache hit, error)
+        exchange->start(message);  // may finish at once (cache hit, error)
     }
 
     void close_with(std::uint16_t code, const std::string& reason) {

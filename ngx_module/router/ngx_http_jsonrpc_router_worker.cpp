@@ -25,17 +25,16 @@ Worker& Worker::get() {
 
 void Worker::shutdown() { the_worker.reset(); }
 
-std::string Worker::next_request_id() {
+RequestId Worker::next_request_id() {
     std::uint64_t v = request_id_seed_ + 0x9E3779B97F4A7C15ULL * ++request_ids_;
     v ^= v >> 29;
-    char text[17];
+    RequestId id;
     static const char hex[] = "0123456789abcdef";
     for (int i = 15; i >= 0; --i) {
-        text[i] = hex[v & 0xF];
+        id.text[static_cast<std::size_t>(i)] = hex[v & 0xF];
         v >>= 4;
     }
-    text[16] = '\0';
-    return text;
+    return id;
 }
 
 Upstream& Worker::upstream(const RouterInstance& instance, std::size_t target, std::size_t url) {

@@ -25,7 +25,7 @@ public:
     ResponseCache& cache() { return cache_; }
     PoolHealth& pools() { return pools_; }
     std::uint64_t next_upstream_id() { return ++upstream_ids_; }
-    std::string next_request_id();
+    RequestId next_request_id();
 
 private:
     Worker();

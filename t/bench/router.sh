@@ -17,6 +17,20 @@
 # Rates on a shared machine are noisy: the rounds interleave candidate and
 # baseline and report medians, and the nginx worker's CPU time per request
 # (worker_us_*, cpu_*_ratio = baseline CPU / candidate CPU) is given too.
+#
+# With BENCH_CALLGRIND_REQUESTS=N, no wrk rounds, WebSocket or bursts: the
+# same nginx runs as one process (master_process off) under valgrind's
+# callgrind, and each scenario (static, hit, hit_redis_only, proxy_pass, miss,
+# lib_static, lib_hit) sends it exactly N requests over 32 keep-alive
+# connections (api_bench_tool load) with its instrumentation on, after N/4
+# uninstrumented warm-up requests. Ends with `RESULT router_callgrind
+# <scenario>_worker_ir=<instructions per request> ...`; the profiles stay in
+# BENCH_CALLGRIND_DIR (default ./callgrind-router) for callgrind_annotate.
+# Instruction counts are stable on a shared machine where times are not.
+# With BENCH_SYSCALLS=1 as well, nginx runs without valgrind and strace
+# counts the system calls of each scenario's N requests instead: RESULT
+# router_syscalls <scenario>_syscalls=<per request> (the counts by call on
+# stderr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,6 +42,18 @@ module=$build/ngx_module/ngx_http_wallet_module.so
 backend_bin=$build/t/backends/router-test-backend
 ws_load=$build/t/backends/router-ws-load
 sim_bin=$build/t/sim/hive-node-sim
+load_tool=$build/t/bench/api_bench_tool
+callgrind_requests=${BENCH_CALLGRIND_REQUESTS:-}
+callgrind_dir=${BENCH_CALLGRIND_DIR:-$PWD/callgrind-router}
+count_syscalls=${BENCH_SYSCALLS:-}
+if [ -n "$callgrind_requests" ]; then
+  if [ -n "$count_syscalls" ]; then
+    command -v strace >/dev/null || { echo "strace is missing" >&2; exit 1; }
+  else
+    command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 1; }
+  fi
+  [ -x "$load_tool" ] || { echo "missing $load_tool (build first)" >&2; exit 1; }
+fi
 for f in "$module" "$backend_bin" "$ws_load" "$sim_bin"; do [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }; done
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/install-deps)" >&2; exit 1; }
 
@@ -72,9 +98,9 @@ lib_body='{"jsonrpc":"2.0","method":"block_api.get_block_header","params":{"bloc
 mkdir -p "$work/logs" "$work/tmp"
 user_line=""; [ "$(id -u)" = 0 ] && user_line="user root root;"
 
-write_conf() {  # $1, $2 = bodies of the static locations (hit, final block header)
+write_conf() {  # $1, $2 = bodies of the static locations (hit, final block header); $3 = master_process
 cat > "$work/nginx.conf" <<CONF
-daemon off; master_process on; worker_processes 1; $user_line
+daemon off; master_process ${3:-on}; worker_processes 1; $user_line
 error_log $work/logs/error.log warn; pid $work/logs/nginx.pid;
 load_module $module;
 events { worker_connections 4096; }
@@ -111,6 +137,60 @@ curl -s -o /dev/null -d "$lib_body" "http://127.0.0.1:$lib_port/"
 lib_cached=$(curl -s -D "$work/lib_headers" -d "$lib_body" "http://127.0.0.1:$lib_port/")
 grep -qi '^x-jsonrpc-cache: HIT' "$work/lib_headers" || { echo "final block header not cached: $lib_cached" >&2; exit 1; }
 kill -QUIT $nginx_pid; wait $nginx_pid 2>/dev/null || true
+
+if [ -n "$callgrind_requests" ]; then
+  mkdir -p "$callgrind_dir"
+  rm -f "$callgrind_dir"/callgrind.out.*
+  write_conf "$cached" "$lib_cached" off
+  prefix=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$callgrind_dir/callgrind.out.%p"
+          --log-file="$work/valgrind.log")
+  [ -n "$count_syscalls" ] && prefix=()
+  "${prefix[@]}" /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
+  nginx_pid=$!; pids+=($nginx_pid)
+  for port in "$static_port" "$hit_port" "$lib_port"; do wait_port "$port"; done
+  # The LIB poller of the valgrind process must have run before the LIB scenario.
+  for _ in $(seq 100); do
+    curl -s -D "$work/lib_headers" -o /dev/null -d "$lib_body" "http://127.0.0.1:$lib_port/"
+    grep -qi '^x-jsonrpc-cache: HIT' "$work/lib_headers" && break; sleep 0.2
+  done
+  results=""
+  callgrind_scenario() {  # name port body
+    local name=$1 port=$2 body=$3 profile ir tracer calls
+    "$load_tool" load "$port" "$body" $((callgrind_requests / 4)) 32 >/dev/null
+    if [ -n "$count_syscalls" ]; then
+      strace -c -q -p "$nginx_pid" -o "$work/$name.strace" &
+      tracer=$!
+      sleep 1  # attached
+      "$load_tool" load "$port" "$body" "$callgrind_requests" 32 >/dev/null
+      kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+      # Columns: % time, seconds, usecs/call, calls, [errors], name.
+      calls=$(awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { c += $4 } END { print c + 0 }' "$work/$name.strace")
+      echo "$name: $(awk -v c="$calls" -v n="$callgrind_requests" 'BEGIN { printf "%.2f", c / n }') system calls per request:" \
+        "$(awk -v n="$callgrind_requests" 'NR > 2 && $NF != "total" && $1 !~ /^-/ { printf "%s=%.2f ", $NF, $4 / n }' "$work/$name.strace")" >&2
+      results+=" ${name}_syscalls=$(awk -v c="$calls" -v n="$callgrind_requests" 'BEGIN { printf "%.2f", c / n }')"
+      return 0
+    fi
+    callgrind_control -i on "$nginx_pid" >/dev/null 2>&1
+    "$load_tool" load "$port" "$body" "$callgrind_requests" 32 >/dev/null
+    callgrind_control -i off "$nginx_pid" >/dev/null 2>&1
+    callgrind_control -d "$name" "$nginx_pid" >/dev/null 2>&1
+    profile=$(ls -t "$callgrind_dir"/callgrind.out.*.[0-9]* | head -1)
+    mv "$profile" "$callgrind_dir/$name.callgrind"
+    ir=$(awk '/^totals:/ { print $2; exit }' "$callgrind_dir/$name.callgrind")
+    echo "$name: $((ir / callgrind_requests)) instructions per request (callgrind_annotate $callgrind_dir/$name.callgrind)" >&2
+    results+=" ${name}_worker_ir=$((ir / callgrind_requests))"
+  }
+  callgrind_scenario static "$static_port" "$hit_body"
+  callgrind_scenario hit "$hit_port" "$hit_body"
+  callgrind_scenario hit_redis_only "$hit_redis_port" "$hit_body"
+  callgrind_scenario proxy_pass "$proxy_port" "$miss_body"
+  callgrind_scenario miss "$miss_port" "$miss_body"
+  callgrind_scenario lib_static "$lib_static_port" "$lib_body"
+  callgrind_scenario lib_hit "$lib_port" "$lib_body"
+  echo "RESULT router_$([ -n "$count_syscalls" ] && echo syscalls || echo callgrind)${results} requests_per_scenario=$callgrind_requests"
+  exit 0
+fi
+
 write_conf "$cached" "$lib_cached"
 /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
 nginx_pid=$!; pids+=($nginx_pid)

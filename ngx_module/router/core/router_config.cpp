@@ -63,10 +63,84 @@ wallet::Result<RoutePattern> RoutePattern::compile(const std::string& pattern) {
     out.text_ = pattern;
     out.jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
     out.code_ = std::shared_ptr<void>(code, CodeDeleter{});
+    out.find_literal_prefix();
     return out;
 }
 
+void RoutePattern::find_literal_prefix() {
+    // An alternation outside parentheses, a character class (which may
+    // hold '|' or ')'), quoting, comments or extended mode make the
+    // pattern's text too hard to read safely: PCRE2 alone decides those.
+    const std::string_view text = text_;
+    if (text.find("\\Q") != std::string_view::npos || text.find("(?#") != std::string_view::npos) return;
+    for (std::size_t at = text.find("(?"); at != std::string_view::npos; at = text.find("(?", at + 2)) {
+        const std::size_t flags_end = text.find_first_of(":)", at);
+        if (text.substr(at, flags_end - at).find('x') != std::string_view::npos) return;
+    }
+    int depth = 0;
+    for (std::size_t i = 0; i < text_.size(); ++i) {
+        const char c = text_[i];
+        if (c == '\\') {
+            ++i;
+        } else if (c == '[') {
+            return;
+        } else if (c == '(') {
+            ++depth;
+        } else if (c == ')') {
+            --depth;
+        } else if (c == '|' && depth <= 0) {
+            return;
+        }
+    }
+    std::size_t pos = text_.starts_with('^') ? 1 : 0;
+    std::string prefix;
+    while (pos < text_.size()) {
+        const char c = text_[pos];
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                           c == '-';
+        if (plain) {
+            prefix.push_back(c);
+            pos += 1;
+        } else if (c == '\\' && pos + 1 < text_.size() && text_[pos + 1] == '.') {
+            prefix.push_back('.');
+            pos += 2;
+        } else {
+            break;
+        }
+    }
+    std::string_view rest = std::string_view(text_).substr(pos);
+    const bool quantified = !rest.empty() && (rest[0] == '?' || rest[0] == '*' || rest[0] == '+' || rest[0] == '{');
+    if (quantified && !prefix.empty()) prefix.pop_back();  // the last literal may be absent or repeated
+    prefix_ = std::move(prefix);
+    if (!quantified && rest.empty()) {
+        literal_ = Literal::Whole;  // re.match: anything may follow
+    } else if (!quantified && rest == "$") {
+        literal_ = Literal::Exact;
+    } else {
+        literal_ = prefix_.empty() ? Literal::None : Literal::Prefix;
+    }
+}
+
+namespace {
+
+// PCRE2 refuses a subject that is not UTF-8: so do the shortcuts.
+bool utf8_subject(std::string_view subject) {
+    for (char c : subject) {
+        if (static_cast<unsigned char>(c) >= 0x80) return jsonrpc::valid_utf8(subject);
+    }
+    return true;
+}
+
+}  // namespace
+
 bool RoutePattern::matches(std::string_view subject) const {
+    if (literal_ != Literal::None && !subject.starts_with(prefix_)) return false;
+    if (literal_ == Literal::Whole) return utf8_subject(subject);
+    if (literal_ == Literal::Exact) {
+        if (subject.size() == prefix_.size()) return utf8_subject(subject);
+        // `$` also matches before a final newline: that subject asks PCRE2.
+        if (subject.size() != prefix_.size() + 1 || subject.back() != '\n') return false;
+    }
     auto* code = static_cast<pcre2_code*>(code_.get());
     int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0,
                          thread_match_data(), nullptr);

@@ -63,9 +63,18 @@ private:
     struct CodeDeleter {
         void operator()(void* code) const noexcept;
     };
+    // What the pattern says literally, read from its text: a subject
+    // without prefix_ never matches (decided without PCRE2), and a pattern
+    // that is only its prefix (Whole: `^abc\.`) or only its prefix and `$`
+    // (Exact: `^abc\.def$`) is decided without PCRE2 too. Most routes are so.
+    enum class Literal { None, Prefix, Whole, Exact };
+    void find_literal_prefix();
+
     std::string text_;
     std::shared_ptr<void> code_;  // pcre2_code_8, freed by CodeDeleter
     bool jit_ = false;
+    std::string prefix_;
+    Literal literal_ = Literal::None;
 };
 
 struct Route {

@@ -7,10 +7,21 @@ namespace router {
 
 namespace {
 
+// ASCII only (header names and tokens are), without the C locale's tolower call per byte.
+char lower_ascii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
 std::string lower(std::string_view s) {
     std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (char& c : out) c = lower_ascii(c);
     return out;
+}
+
+bool equals_lower(std::string_view s, std::string_view lower_word) {
+    if (s.size() != lower_word.size()) return false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (lower_ascii(s[i]) != lower_word[i]) return false;
+    }
+    return true;
 }
 
 std::string_view trim(std::string_view s) {
@@ -24,12 +35,12 @@ constexpr std::size_t kMaxHead = 64 * 1024;
 }  // namespace
 
 bool header_has_token(std::string_view value, std::string_view token) {
-    std::string wanted = lower(token);
+    const std::string wanted = lower(token);
     std::size_t start = 0;
     while (start <= value.size()) {
         std::size_t comma = value.find(',', start);
         std::string_view part = trim(value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-        if (lower(part) == wanted) return true;
+        if (equals_lower(part, wanted)) return true;
         if (comma == std::string_view::npos) break;
         start = comma + 1;
     }
@@ -37,11 +48,27 @@ bool header_has_token(std::string_view value, std::string_view token) {
 }
 
 std::optional<std::string> HttpMessageParser::header(std::string_view name) const {
-    std::string wanted = lower(name);
     for (const auto& [k, v] : headers_) {
-        if (k == wanted) return v;
+        if (equals_lower(name, k)) return v;
     }
     return std::nullopt;
+}
+
+void HttpMessageParser::reset() {
+    state_ = State::Incomplete;
+    error_.clear();
+    buffer_.clear();
+    consumed_ = 0;
+    headers_done_ = false;
+    status_ = 0;
+    method_.clear();
+    target_.clear();
+    headers_.clear();
+    keep_alive_ = true;
+    mode_ = BodyMode::None;
+    remaining_ = 0;
+    in_chunk_ = false;
+    body_.clear();
 }
 
 HttpMessageParser::State HttpMessageParser::fail(std::string message) {

@@ -18,6 +18,8 @@ public:
 
     explicit HttpMessageParser(Kind kind, std::size_t max_body = 64 << 20) : kind_(kind), max_body_(max_body) {}
 
+    // Ready for the next message on the same connection (keeps the buffers' memory).
+    void reset();
     // Adds bytes; returns Complete once a whole message is in.
     State feed(std::string_view data);
     // The peer closed the connection: completes a read-until-close body.

@@ -2,6 +2,9 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
+#include <charconv>
+
 #include "jsonrpc_json.hpp"
 #include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
@@ -25,7 +28,21 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         call.error = invalid("Invalid Request: not a JSON-RPC request object");
         return;
     }
-    auto id = doc.member(node, "id");
+    // The envelope's members in one pass (the first of a name counts, as with member()).
+    std::optional<std::size_t> id, version, method, params;
+    std::size_t key = node + 1;
+    std::string key_scratch;
+    for (std::uint32_t i = 0; i < doc.node(node).count; ++i) {
+        const std::size_t value = doc.node(key).next;
+        const std::string_view name = doc.string_view_of(key, key_scratch);
+        std::optional<std::size_t>* slot = name == "id"        ? &id
+                                           : name == "jsonrpc" ? &version
+                                           : name == "method"  ? &method
+                                           : name == "params"  ? &params
+                                                               : nullptr;
+        if (slot != nullptr && !*slot) *slot = value;
+        key = doc.node(value).next;
+    }
     if (id) {
         JsonKind k = doc.kind(*id);
         if (k != JsonKind::String && k != JsonKind::Number && k != JsonKind::Null) {
@@ -34,26 +51,24 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         }
         call.id = std::string(doc.text(*id));
     }
-    auto version = doc.member(node, "jsonrpc");
-    if (!version || doc.kind(*version) != JsonKind::String || doc.string_value(*version) != "2.0") {
+    std::string version_scratch;
+    if (!version || doc.kind(*version) != JsonKind::String || doc.string_view_of(*version, version_scratch) != "2.0") {
         call.error = invalid("Invalid Request: jsonrpc must be \"2.0\"");
         return;
     }
-    auto method = doc.member(node, "method");
     if (!method || doc.kind(*method) != JsonKind::String) {
         call.error = invalid("Invalid Request: method must be a string");
         return;
     }
-    auto params = doc.member(node, "params");
     if (params && doc.kind(*params) != JsonKind::Array && doc.kind(*params) != JsonKind::Object &&
         doc.kind(*params) != JsonKind::Null) {
         call.error = invalid("Invalid Request: params must be an array or an object");
         return;
     }
-    std::string method_name = doc.string_value(*method);
-    std::string api;
-    std::string api_method;
-    std::string inner_params;  // the params of api.method, canonical
+    std::string method_scratch;
+    const std::string_view method_name = doc.string_view_of(*method, method_scratch);
+    std::string_view api;         // views into call.path once it is set
+    std::string_view api_method;
     std::optional<std::size_t> inner_params_node;
     bool legacy = method_name == "call";
     if (legacy) {
@@ -64,12 +79,14 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         }
         auto elements = doc.children(*params);
         JsonKind api_kind = doc.kind(elements[0]);
+        std::string api_scratch;
+        std::string_view api_name;
         if (api_kind == JsonKind::String) {
-            api = doc.string_value(elements[0]);
+            api_name = doc.string_view_of(elements[0], api_scratch);
         } else if (api_kind == JsonKind::Number && doc.text(elements[0]) == "0") {
-            api = "database_api";  // numeric api ids of the steemd era
+            api_name = "database_api";  // numeric api ids of the steemd era
         } else if (api_kind == JsonKind::Number && doc.text(elements[0]) == "1") {
-            api = "login_api";
+            api_name = "login_api";
         } else {
             call.error = invalid("Invalid Request: call needs an api name");
             return;
@@ -78,15 +95,21 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
             call.error = invalid("Invalid Request: call needs a method name");
             return;
         }
-        api_method = doc.string_value(elements[1]);
+        std::string name_scratch;
+        const std::string_view name = doc.string_view_of(elements[1], name_scratch);
         if (elements.size() == 3) inner_params_node = elements[2];
-        call.path = api + "." + api_method;
+        call.path.reserve(api_name.size() + 1 + name.size());
+        call.path.assign(api_name);
+        call.path += '.';
+        call.path += name;
+        api = std::string_view(call.path).substr(0, api_name.size());
+        api_method = std::string_view(call.path).substr(api_name.size() + 1);
     } else {
-        call.path = method_name;
-        auto dot = method_name.find('.');
+        call.path.assign(method_name);
+        auto dot = call.path.find('.');
         if (dot != std::string::npos) {
-            api = method_name.substr(0, dot);
-            api_method = method_name.substr(dot + 1);
+            api = std::string_view(call.path).substr(0, dot);
+            api_method = std::string_view(call.path).substr(dot + 1);
         }
         inner_params_node = params;
     }
@@ -145,7 +168,12 @@ std::string sha256_hex(std::string_view data) {
 
 std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
     std::string out;
-    out.reserve(48 + method_json.size() + params_json.size());
+    append_upstream_body(out, upstream_id);
+    return out;
+}
+
+void CallPlan::append_upstream_body(std::string& out, std::uint64_t upstream_id) const {
+    out.reserve(out.size() + 48 + method_json.size() + params_json.size());
     out += "{\"jsonrpc\":\"2.0\",\"method\":";
     out += method_json;
     if (!params_json.empty()) {
@@ -153,13 +181,16 @@ std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
         out += params_json;
     }
     out += ",\"id\":";
-    out += std::to_string(upstream_id);
+    char digits[24];
+    const auto written = std::to_chars(digits, digits + sizeof digits, upstream_id);
+    out.append(digits, written.ptr);
     out += '}';
-    return out;
 }
 
 std::string cache_key(std::string_view path, std::string_view canonical_params) {
-    std::string key(path);
+    std::string key;
+    key.reserve(path.size() + 1 + std::min(canonical_params.size(), kMaxReadableKeyParams + 1));
+    key += path;
     key += ' ';
     if (canonical_params.size() <= kMaxReadableKeyParams) {
         key += canonical_params;
@@ -239,7 +270,7 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
     out += '}';
     if (result && !error) {
         reply.cacheable = true;
-        reply.result = std::string(doc.text(*result));
+        reply.result = doc.text(*result);
     }
     return reply;
 }

@@ -40,6 +40,7 @@ struct CallPlan {
 
     // The request sent to the target, with the proxy's own id.
     std::string upstream_body(std::uint64_t upstream_id) const;
+    void append_upstream_body(std::string& out, std::uint64_t upstream_id) const;
 };
 
 struct RequestPlan {
@@ -58,12 +59,13 @@ struct UpstreamReply {
     bool valid = false;       // false: not a JSON-RPC response (-> 1100)
     std::string response;     // the response with the caller's id
     std::size_t id_offset = 0;  // where the caller's id starts in `response` (it ends before the last '}')
-    std::string result;       // the `result` text when cacheable (result and no error)
+    std::string_view result;  // the `result` text when cacheable (result and no error): a view into the body
     bool cacheable = false;
     std::string problem;      // why it is invalid
 };
 
-// Checks an upstream body and rewrites its id to the caller's.
+// Checks an upstream body and rewrites its id to the caller's. The reply's
+// `result` points into `body`, which must outlive it.
 UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits);
 
 // A response built from a cached result, with the caller's id.

@@ -430,12 +430,58 @@ TEST(RouterRequest, UpstreamRepliesAreCheckedAndCachedOnlyWithResult) {
     EXPECT_FALSE(reply_upstream_id(R"({"jsonrpc":"2.0","result":1,"id":"77"})"));
 }
 
+// Patterns decided from their literal text (no PCRE2 run) and those PCRE2
+// decides answer as Python's re.match would.
+TEST(RouterConfig, LiteralPatternsMatchLikeRegularExpressions) {
+    struct Case {
+        const char* pattern;
+        const char* subject;
+        bool matches;
+    };
+    const Case cases[] = {
+        {"^cached\\.", "cached.get_block", true},
+        {"^cached\\.", "cachedXget_block", false},
+        {"^cached\\.", "cache", false},
+        {"cached\\.", "cached.x", true},
+        {"^block_api\\.get_block$", "block_api.get_block", true},
+        {"^block_api\\.get_block$", "block_api.get_block_header", false},
+        {"^block_api\\.get_block$", "block_api.get_block\n", true},  // `$` before a final newline
+        {"^block_api\\.get_block$", "block_api.get_blocks", false},
+        {"^condenser_api.", "condenser_apiXget", true},               // an unescaped dot is any character
+        {"^condenser_api\\.(get_content|get_blog)", "condenser_api.get_blog", true},
+        {"^condenser_api\\.(get_content|get_blog)", "condenser_api.get_feed", false},
+        {"^ab?c", "ac", true},                                        // a quantified last literal is optional
+        {"^ab*c", "abbbc", true},
+        {"^ab{2}c", "abbc", true},
+        {"^ab|^cd", "cd.x", true},                                     // alternation: PCRE2 decides
+        {"^ab[|]", "ab|", true},
+        {"^(?i)abc", "ABC", true},
+        {"^abc(?i)D", "abcd", true},
+        {"", "anything", true},
+        {"$", "", true},
+        {"$", "x", false},
+        {"^abc", "abc\xff", false},                                  // not UTF-8: never a match
+    };
+    for (const Case& c : cases) {
+        auto pattern = RoutePattern::compile(c.pattern);
+        ASSERT_TRUE(pattern.ok()) << c.pattern;
+        EXPECT_EQ(pattern.value().matches(c.subject), c.matches) << c.pattern << " on " << c.subject;
+    }
+}
+
 TEST(RouterHttp, ParsesLengthChunkedAndCloseDelimitedBodies) {
     HttpMessageParser a(HttpMessageParser::Kind::Response);
     EXPECT_EQ(a.feed("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel"), HttpMessageParser::State::Incomplete);
     EXPECT_EQ(a.feed("lo"), HttpMessageParser::State::Complete);
     EXPECT_EQ(a.body(), "hello");
     EXPECT_TRUE(a.keep_alive());
+    a.reset();  // the next response on a kept-alive connection
+    EXPECT_EQ(a.feed("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 2\r\nCONNECTION: Close\r\n\r\nno"),
+              HttpMessageParser::State::Complete);
+    EXPECT_EQ(a.status(), 502);
+    EXPECT_EQ(a.body(), "no");
+    EXPECT_EQ(a.header("Content-Length"), "2");
+    EXPECT_FALSE(a.keep_alive());
 
     HttpMessageParser b(HttpMessageParser::Kind::Response);
     std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
