@@ -8,6 +8,7 @@
 
 #include "wallet/decoder.hpp"
 #include "wallet/decoder_version.hpp"
+#include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/operation_types.hpp"
@@ -66,16 +67,21 @@ std::string storable_json(std::string text) {
     return text;
 }
 
+constexpr std::size_t kTrxIdDigits = 40;
+
+// A transaction id as hived prints it: 40 lowercase hex digits.
+bool is_canonical_trx_id(std::string_view trx_id) {
+    return trx_id.size() == kTrxIdDigits && std::all_of(trx_id.begin(), trx_id.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
 // trx_id as stored (bytea, migration 0007's wallet_trx_id_bytes), in
 // bytea's hex input form: the 20 bytes a 40-digit lowercase hex id spells;
 // any other text as its own bytes, a NUL appended when those are exactly 20
 // (text never holds one), so that wallet_trx_id_text reads every value back.
 std::string trx_id_bytes_text(std::string_view trx_id) {
-    constexpr std::size_t kIdDigits = 40;
-    const bool canonical = trx_id.size() == kIdDigits && std::all_of(trx_id.begin(), trx_id.end(), [](char c) {
-                               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                           });
-    if (canonical) return "\\x" + std::string(trx_id);
+    if (is_canonical_trx_id(trx_id)) return "\\x" + std::string(trx_id);
     static constexpr char kHex[] = "0123456789abcdef";
     const std::string text = storable_text(trx_id);
     std::string out = "\\x";
@@ -84,7 +90,7 @@ std::string trx_id_bytes_text(std::string_view trx_id) {
         out += kHex[byte >> 4];
         out += kHex[byte & 15];
     }
-    if (text.size() == kIdDigits / 2) out += "00";
+    if (text.size() == kTrxIdDigits / 2) out += "00";
     return out;
 }
 
@@ -186,6 +192,79 @@ Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     return row;
 }
 
+// The members of an operation entry's envelope that the event rows already
+// hold (migration 0009): the stored entry leaves out each one whose value is
+// exactly what wallet_operation_payload() rebuilds from the row, and says which
+// in a bit mask. Bits as in that function; the mask is a third element.
+enum EnvelopeBit : int {
+    kBlockBit = 1,           // "block": block_num
+    kTrxInBlockBit = 2,      // "trx_in_block": the stored trx_in_block
+    kOpInTrxBit = 4,         // "op_in_trx": op_in_trx
+    kVirtualOpBit = 8,       // "virtual_op": true for a virtual operation, else false
+    kTimestampBit = 16,      // "timestamp": ts as "YYYY-MM-DDTHH:MM:SS" (UTC)
+    kTrxIdBit = 32,          // "trx_id": trx_id (40 lowercase hex digits)
+    kZeroTrxIdBit = 64,      // "trx_id": 40 zeros (a virtual operation; trx_id is NULL)
+    kZeroOperationIdBit = 128,  // "operation_id": 0
+};
+
+constexpr std::array<std::string_view, 7> kEnvelopeKeys = {"block",     "trx_in_block", "op_in_trx",   "virtual_op",
+                                                            "timestamp", "trx_id",       "operation_id"};
+
+// The bit of an envelope member whose value the row rebuilds exactly; 0 when
+// the member is kept as sent.
+int envelope_bit(const WalletEvent& e, std::string_view key, std::string_view value) {
+    const auto quoted = [](std::string_view text) { return '"' + std::string(text) + '"'; };
+    if (key == "block") return value == std::to_string(e.block_num) ? kBlockBit : 0;
+    if (key == "trx_in_block") return value == std::to_string(e.trx_in_block) ? kTrxInBlockBit : 0;
+    if (key == "op_in_trx") return value == std::to_string(e.op_in_trx) ? kOpInTrxBit : 0;
+    if (key == "virtual_op") return value == (e.virtual_op.value_or(0) > 0 ? "true" : "false") ? kVirtualOpBit : 0;
+    if (key == "timestamp") return value == quoted(e.timestamp.to_node_form()) ? kTimestampBit : 0;
+    if (key == "trx_id") {
+        if (e.trx_id) return is_canonical_trx_id(*e.trx_id) && value == quoted(*e.trx_id) ? kTrxIdBit : 0;
+        return value == quoted(std::string(kTrxIdDigits, '0')) ? kZeroTrxIdBit : 0;
+    }
+    if (key == "operation_id") return value == "0" ? kZeroOperationIdBit : 0;
+    return 0;
+}
+
+// An operation as wallet_blocks.ops holds it: [trx_in_block, entry] with the
+// entry as the node sent it, or [trx_in_block, entry without the members the
+// rows rebuild, mask]. An entry that does not scan, or names a member twice
+// or with escapes, is kept whole.
+std::string stored_operation(const WalletEvent& e) {
+    const std::string head = '[' + std::to_string(e.trx_in_block) + ',';
+    if (!e.payload) return head + "{}]";
+    std::string entry = storable_json(*e.payload);
+    std::string rest = "{";
+    int mask = 0;
+    bool whole = false;
+    std::vector<std::string_view> envelope_keys;
+    auto scanned = json::for_each_member(entry, [&](std::string_view key, std::string_view value) {
+        const int bit = envelope_bit(e, key, value);
+        // jsonb keeps a name's last value: a repeated envelope name (or one
+        // spelled with escapes) could rebuild another value than it keeps.
+        const bool envelope = std::find(kEnvelopeKeys.begin(), kEnvelopeKeys.end(), key) != kEnvelopeKeys.end();
+        if (key.find('\\') != std::string_view::npos ||
+            (envelope && std::find(envelope_keys.begin(), envelope_keys.end(), key) != envelope_keys.end())) {
+            whole = true;
+            return false;
+        }
+        if (envelope) envelope_keys.push_back(key);
+        if (bit != 0) {
+            mask |= bit;
+            return true;
+        }
+        if (rest.size() > 1) rest += ',';
+        rest += '"';
+        rest += key;
+        rest += "\":";
+        rest += value;
+        return true;
+    });
+    if (!scanned || !*scanned || whole || mask == 0) return head + entry + ']';
+    return head + rest + "}," + std::to_string(mask) + ']';
+}
+
 // The rows of both tables for a batch of events.
 struct Rendered {
     std::vector<Row> events;
@@ -193,7 +272,7 @@ struct Rendered {
 };
 
 // Block rows: every operation with events, once, under its block_seq, as
-// [trx_in_block, the entry the node sent]. Events arrive in block order,
+// stored_operation() gives it. Events arrive in block order,
 // the events of one operation next to each other.
 Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const AccountIds& ids) {
     Rendered out;
@@ -224,9 +303,7 @@ Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const Accou
         }
         if (*event.block_seq != last_seq) {
             if (ops.size() > 1) ops += ',';
-            ops += '"' + std::to_string(*event.block_seq) + "\":[" + std::to_string(event.trx_in_block) + ',';
-            ops += event.payload ? storable_json(*event.payload) : std::string("{}");
-            ops += ']';
+            ops += '"' + std::to_string(*event.block_seq) + "\":" + stored_operation(event);
             last_seq = *event.block_seq;
         }
     }

@@ -1,0 +1,118 @@
+-- 0009: raw operations without the envelope the event rows already hold
+-- (docs/store-layout.md, "Migration 0009").
+--
+-- wallet_blocks.ops keeps every operation with events once, as [trx_in_block,
+-- the entry as the node sent it]. The entry's envelope repeats what each of
+-- the operation's event rows holds: block, trx_in_block, op_in_trx,
+-- virtual_op, timestamp, trx_id (and account_history_api's operation_id 0).
+-- An operation is now stored as [trx_in_block, the entry without those
+-- members, mask], the mask naming the members left out; only a member whose
+-- value the row gives back exactly is left out (the writer checks each,
+-- common/src/event_store.cpp stored_operation). Bits:
+--     1 "block": block_num            16 "timestamp": ts as YYYY-MM-DDTHH:MM:SS (UTC)
+--     2 "trx_in_block": element 0     32 "trx_id": trx_id (40 lowercase hex digits)
+--     4 "op_in_trx": op_in_trx        64 "trx_id": 40 zeros (virtual; trx_id is NULL)
+--     8 "virtual_op": virtual_op > 0  128 "operation_id": 0
+-- Without a mask (two elements) the entry is whole, as before: rows written
+-- through the view, and entries with a repeated or escaped envelope name.
+-- Rule 8: `payload` of wallet_operation_events is the entry with the members
+-- put back, jsonb-equal to what the node sent (jsonb has no member order).
+-- The operations stored so far are rewritten here, in one pass over the
+-- events (their envelope values, where all rows of an operation agree) and
+-- one rewrite of wallet_blocks; an upgraded entry keeps the rest of the node's
+-- entry as jsonb text (the same JSON value).
+
+CREATE FUNCTION wallet_operation_payload(entry json, block_num integer, ts timestamptz, op_in_trx integer,
+                                         virtual_op integer, trx_id bytea) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN mask IS NULL THEN (entry -> 1)::jsonb
+                ELSE (entry -> 1)::jsonb || jsonb_strip_nulls(jsonb_build_object(
+                    'block', CASE WHEN mask & 1 <> 0 THEN block_num END,
+                    'trx_in_block', CASE WHEN mask & 2 <> 0 THEN (entry -> 0)::jsonb END,
+                    'op_in_trx', CASE WHEN mask & 4 <> 0 THEN op_in_trx END,
+                    'virtual_op', CASE WHEN mask & 8 <> 0 THEN virtual_op > 0 END,
+                    'timestamp', CASE WHEN mask & 16 <> 0 THEN to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') END,
+                    'trx_id', CASE WHEN mask & 32 <> 0 THEN wallet_trx_id_text(trx_id)
+                                   WHEN mask & 64 <> 0 THEN repeat('0', 40) END,
+                    'operation_id', CASE WHEN mask & 128 <> 0 THEN 0 END)) END
+      FROM (SELECT (entry ->> 2)::integer AS mask) m
+$$;
+
+-- ---- the operations stored so far ------------------------------------------------
+-- The envelope values of each operation, where all its rows agree (rows
+-- written by hand through the view need not).
+CREATE TEMP TABLE operation_facts ON COMMIT DROP AS
+SELECT block_num, block_seq, min(ts) AS ts, min(op_in_trx) AS op_in_trx, min(virtual_op) AS virtual_op,
+       (array_agg(trx_id))[1] AS trx_id
+  FROM wallet_events
+ GROUP BY block_num, block_seq
+HAVING min(ts) = max(ts) AND min(op_in_trx) = max(op_in_trx) AND min(virtual_op) = max(virtual_op)
+   AND count(DISTINCT trx_id) <= 1 AND count(trx_id) IN (0, count(*));
+ALTER TABLE operation_facts ADD PRIMARY KEY (block_num, block_seq);
+ANALYZE operation_facts;
+
+-- One stored operation without the members its rows give back (as the writer does).
+CREATE FUNCTION pg_temp.operation_stripped(entry json, block_num integer, ts timestamptz, op_in_trx integer,
+                                           virtual_op integer, trx_id bytea) RETURNS json
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN mask = 0 THEN entry
+                ELSE json_build_array(entry -> 0,
+                                      (op - array_remove(ARRAY[
+                                          CASE WHEN mask & 1 <> 0 THEN 'block' END,
+                                          CASE WHEN mask & 2 <> 0 THEN 'trx_in_block' END,
+                                          CASE WHEN mask & 4 <> 0 THEN 'op_in_trx' END,
+                                          CASE WHEN mask & 8 <> 0 THEN 'virtual_op' END,
+                                          CASE WHEN mask & 16 <> 0 THEN 'timestamp' END,
+                                          CASE WHEN mask & 96 <> 0 THEN 'trx_id' END,
+                                          CASE WHEN mask & 128 <> 0 THEN 'operation_id' END], NULL))::json,
+                                      mask) END
+      FROM (SELECT (entry -> 1)::jsonb AS op) o
+      CROSS JOIN LATERAL (
+        SELECT CASE WHEN block_num IS NULL OR json_array_length(entry) <> 2 OR jsonb_typeof(op) <> 'object' THEN 0
+                    ELSE CASE WHEN op -> 'block' = to_jsonb(block_num) THEN 1 ELSE 0 END
+                       + CASE WHEN op -> 'trx_in_block' = (entry -> 0)::jsonb THEN 2 ELSE 0 END
+                       + CASE WHEN op -> 'op_in_trx' = to_jsonb(op_in_trx) THEN 4 ELSE 0 END
+                       + CASE WHEN op -> 'virtual_op' = to_jsonb(virtual_op > 0) THEN 8 ELSE 0 END
+                       + CASE WHEN op -> 'timestamp' = to_jsonb(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS'))
+                              THEN 16 ELSE 0 END
+                       + CASE WHEN octet_length(trx_id) = 20 AND op -> 'trx_id' = to_jsonb(wallet_trx_id_text(trx_id))
+                              THEN 32
+                              WHEN trx_id IS NULL AND op -> 'trx_id' = to_jsonb(repeat('0', 40)) THEN 64 ELSE 0 END
+                       + CASE WHEN op -> 'operation_id' = '0'::jsonb THEN 128 ELSE 0 END END AS mask) m
+$$;
+
+CREATE FUNCTION pg_temp.operations_stripped(block integer, ops json) RETURNS json
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(json_object_agg(o.block_seq, pg_temp.operation_stripped(o.entry, f.block_num, f.ts, f.op_in_trx,
+                                                                          f.virtual_op, f.trx_id)
+                                    ORDER BY o.block_seq), '{}'::json)
+      FROM wallet_block_entries(ops) o
+      LEFT JOIN operation_facts f ON f.block_num = block AND f.block_seq = o.block_seq
+$$;
+
+-- The view reads ops: it goes while the column is rewritten (one pass, no
+-- dead versions left behind).
+DROP VIEW wallet_operation_events;
+ALTER TABLE wallet_blocks ALTER COLUMN ops TYPE json USING pg_temp.operations_stripped(block_num, ops);
+DROP FUNCTION pg_temp.operations_stripped(integer, json);
+DROP FUNCTION pg_temp.operation_stripped(json, integer, timestamptz, integer, integer, bytea);
+
+-- ---- the table of 0001, as a view (as 0007's, payload rebuilt) -------------------
+CREATE VIEW wallet_operation_events AS
+SELECT e.block_num,
+       (o.entry ->> 0)::bigint AS trx_in_block,
+       e.op_in_trx, e.virtual_op, a.name AS account, wallet_role_name(e.role) AS role,
+       e.block_seq, wallet_op_type_name(e.op_type) AS op_type, wallet_trx_id_text(e.trx_id) AS trx_id,
+       e.ts AS "timestamp", e.amount, e.symbol, e.vesting_amount, e.vesting_symbol, e.counterparty, e.memo,
+       e.author, e.permlink,
+       coalesce(wallet_assets_json(e.assets), wallet_derived_assets(e.op_type, e.amount, e.symbol, e.vesting_amount, e.vesting_symbol)) AS assets,
+       wallet_operation_payload(o.entry, e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id) AS payload
+  FROM wallet_events e
+  JOIN wallet_accounts a ON a.id = e.account_id
+  LEFT JOIN (SELECT b.block_num, o.block_seq, o.entry
+               FROM wallet_blocks b CROSS JOIN LATERAL wallet_block_entries(b.ops) AS o) o
+         ON o.block_num = e.block_num AND o.block_seq = e.block_seq;
+CREATE TRIGGER wallet_operation_events_write INSTEAD OF INSERT OR UPDATE OR DELETE ON wallet_operation_events
+    FOR EACH ROW EXECUTE FUNCTION wallet_operation_events_write();
+
+GRANT SELECT ON wallet_operation_events TO wallet_api_reader;
