@@ -158,7 +158,7 @@ TEST(IndexerStore, ThePayloadIsTheNodeEntryForEveryFixtureOperation) {
             // entry's index among the block's fixture entries.
             auto decoded = wallet::decode_block(parse("[" + entry + "]").get(), AssetTable::mainnet());
             if (!decoded || decoded->empty()) continue;
-            for (auto& event : *decoded) {
+            for (WalletEvent event : decoded.value()) {
                 event.block_seq = seq;
                 events.push_back(std::move(event));
             }

@@ -1,6 +1,8 @@
--- 0009: raw operations without the envelope the event rows already hold
--- (docs/store-layout.md, "Migration 0009").
+-- 0009: raw operations without the envelope the event rows already hold, and
+-- `assets` lists as amounts alone under a template (docs/store-layout.md,
+-- "Migration 0009").
 --
+-- ---- envelopes ----
 -- wallet_blocks.ops keeps every operation with events once, as [trx_in_block,
 -- the entry as the node sent it]. The entry's envelope repeats what each of
 -- the operation's event rows holds: block, trx_in_block, op_in_trx,
@@ -36,6 +38,107 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
                                    WHEN mask & 64 <> 0 THEN repeat('0', 40) END,
                     'operation_id', CASE WHEN mask & 128 <> 0 THEN 0 END)) END
       FROM (SELECT (entry ->> 2)::integer AS mask) m
+$$;
+
+-- ---- asset templates ----
+-- `assets` (migration 0004) holds the triples "field amount symbol ..." of
+-- lists the amount columns do not; an author reward's four took 117 bytes.
+-- A list whose fields and symbols are those of a template is stored as the
+-- template's code and its amounts ("#0.013 0.000 31.935041 7.096675"): the
+-- codes are characters no field name starts with, one per template, in the
+-- order of wallet_assets_templates(); the writer's list
+-- (common/src/event_store.cpp, store::asset_templates) is the same (a
+-- foundation test keeps the two equal). Any other list is stored as before.
+-- wallet_assets_triples() gives the triples back; every reader of `assets`
+-- reads through it (wallet_assets_json, the reward sums, the API).
+CREATE FUNCTION wallet_assets_templates() RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ARRAY[
+        'hbd_payout %s HBD hive_payout %s HIVE vesting_payout %s VESTS curators_vesting_payout %s VESTS',
+        'reward_hive %s HIVE reward_hbd %s HBD reward_vests %s VESTS',
+        'hive_vested %s HIVE vesting_shares_received %s VESTS',
+        'hbd_payout %s HBD hive_payout %s HIVE vesting_payout %s VESTS',
+        'withdrawn %s VESTS deposited %s HIVE',
+        'amount_to_sell %s HBD min_to_receive %s HIVE',
+        'amount_to_sell %s HIVE min_to_receive %s HBD',
+        'current_pays %s HBD open_pays %s HIVE',
+        'current_pays %s HIVE open_pays %s HBD',
+        'initial_vesting_shares %s VESTS initial_delegation %s VESTS',
+        'withdrawn %s VESTS deposited %s VESTS',
+        'amount_in %s HBD amount_out %s HIVE',
+        'amount_in %s HIVE amount_out %s HBD excess_collateral %s HIVE',
+        'fee %s HIVE delegation %s VESTS']
+$$;
+CREATE FUNCTION wallet_assets_template_codes() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT '#$%&*+:;<=>?^~!|' $$;
+
+-- `assets` as the triples (or JSON, or NULL) of 0004, whichever form is stored.
+CREATE FUNCTION wallet_assets_triples(assets text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN assets <> '' AND strpos(wallet_assets_template_codes(), left(assets, 1)) > 0
+                THEN format((wallet_assets_templates())[strpos(wallet_assets_template_codes(), left(assets, 1))],
+                            VARIADIC string_to_array(substr(assets, 2), ' '))
+                ELSE assets END
+$$;
+
+-- As 0004's, reading either stored form.
+CREATE OR REPLACE FUNCTION wallet_assets_json(assets text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN triples IS NULL THEN NULL
+                WHEN triples LIKE '[%' THEN triples::jsonb
+                ELSE (SELECT coalesce(jsonb_agg(jsonb_build_object('field', t[i], 'amount', t[i + 1], 'symbol', t[i + 2])
+                                                ORDER BY i), '[]'::jsonb)
+                        FROM string_to_array(nullif(triples, ''), ' ') AS t,
+                             generate_series(1, coalesce(array_length(t, 1), 0), 3) AS i) END
+      FROM wallet_assets_triples(assets) AS triples
+$$;
+
+-- As 0008's; the compact lists are read as triples.
+CREATE OR REPLACE FUNCTION wallet_reward_rebuild() RETURNS void
+LANGUAGE plpgsql SET jit = off AS $$
+BEGIN
+    TRUNCATE wallet_reward_daily, wallet_reward_liquid_daily;
+    INSERT INTO wallet_reward_daily (account_id, day, op_type, event_count, vesting_sum)
+    SELECT account_id, (ts AT TIME ZONE 'UTC')::date, op_type, count(*), coalesce(sum(vesting_amount), 0)
+      FROM wallet_events
+     WHERE wallet_is_reward_type(op_type)
+     GROUP BY 1, 2, 3;
+    INSERT INTO wallet_reward_daily (account_id, day, op_type, event_count, vesting_sum)
+    SELECT account_id, 'infinity', op_type, sum(event_count), sum(vesting_sum)
+      FROM wallet_reward_daily
+     GROUP BY account_id, op_type;
+    INSERT INTO wallet_reward_liquid_daily (account_id, day, op_type, symbol, amount_sum)
+    SELECT account_id, day, op_type, symbol, sum(amount)
+      FROM (SELECT r.account_id, (r.ts AT TIME ZONE 'UTC')::date AS day, r.op_type, t[i + 2] AS symbol,
+                   t[i + 1]::numeric AS amount
+              FROM wallet_events r, string_to_array(wallet_assets_triples(r.assets), ' ') t,
+                   generate_series(1, array_length(t, 1), 3) i
+             WHERE wallet_is_reward_type(r.op_type) AND r.assets NOT LIKE '[%'
+               AND t[i] IN ('hbd_payout', 'sbd_payout', 'hive_payout', 'steem_payout')
+            UNION ALL
+            SELECT r.account_id, (r.ts AT TIME ZONE 'UTC')::date, r.op_type, l.symbol, l.amount
+              FROM wallet_events r, wallet_reward_liquid_parts(r.assets::jsonb) l
+             WHERE wallet_is_reward_type(r.op_type) AND r.assets LIKE '[%') parts
+     GROUP BY 1, 2, 3, 4;
+    INSERT INTO wallet_reward_liquid_daily (account_id, day, op_type, symbol, amount_sum)
+    SELECT account_id, 'infinity', op_type, symbol, sum(amount_sum)
+      FROM wallet_reward_liquid_daily
+     GROUP BY account_id, op_type, symbol;
+END $$;
+
+-- A stored list in the template form where one fits (the writer's choice).
+CREATE FUNCTION pg_temp.assets_templated(assets text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN pos IS NULL THEN assets ELSE substr(wallet_assets_template_codes(), pos, 1) || amounts END
+      FROM (SELECT string_to_array(assets, ' ') AS t) s
+     CROSS JOIN LATERAL (
+        SELECT CASE WHEN assets = '' OR assets LIKE '[%' OR strpos(wallet_assets_template_codes(), left(assets, 1)) > 0
+                      OR array_length(t, 1) % 3 <> 0 THEN NULL
+                    ELSE array_length(t, 1) END AS n) l
+     CROSS JOIN LATERAL (
+        SELECT string_agg(t[i] || ' %s ' || t[i + 2], ' ' ORDER BY i) AS shape, string_agg(t[i + 1], ' ' ORDER BY i) AS amounts
+          FROM generate_series(1, l.n, 3) AS i) a
+     CROSS JOIN LATERAL (SELECT array_position(wallet_assets_templates(), a.shape) AS pos) p
 $$;
 
 -- ---- the operations stored so far ------------------------------------------------
@@ -96,6 +199,9 @@ DROP VIEW wallet_operation_events;
 ALTER TABLE wallet_blocks ALTER COLUMN ops TYPE json USING pg_temp.operations_stripped(block_num, ops);
 DROP FUNCTION pg_temp.operations_stripped(integer, json);
 DROP FUNCTION pg_temp.operation_stripped(json, integer, timestamptz, integer, integer, bytea);
+-- The events once, their indexes built again (as 0007).
+ALTER TABLE wallet_events ALTER COLUMN assets TYPE text USING pg_temp.assets_templated(assets);
+DROP FUNCTION pg_temp.assets_templated(text);
 
 -- ---- the table of 0001, as a view (as 0007's, payload rebuilt) -------------------
 CREATE VIEW wallet_operation_events AS
