@@ -174,10 +174,13 @@ TEST(IndexerStore, ThePayloadIsTheNodeEntryForEveryFixtureOperation) {
     ASSERT_TRUE(counts) << counts.error();
     ASSERT_EQ(counts->inserted, static_cast<std::int64_t>(events.size()));
     ASSERT_EQ(expected.find("$fixture$"), std::string::npos);
-    EXPECT_EQ(db.pg.query("SELECT count(*), count(*) FILTER (WHERE e.payload IS DISTINCT FROM x -> 2)"
-                          "  FROM jsonb_array_elements($fixture$" + expected + "$fixture$) AS x"
-                          "  JOIN wallet_operation_events e ON e.block_num = (x ->> 0)::integer"
-                          "   AND e.block_seq = (x ->> 1)::integer"),
+    // Both sides once (a join into the view would parse the blocks per entry).
+    EXPECT_EQ(db.pg.query("WITH x AS MATERIALIZED (SELECT (x ->> 0)::integer AS block_num, (x ->> 1)::integer AS block_seq,"
+                          "                                x -> 2 AS entry"
+                          "                           FROM jsonb_array_elements($fixture$" + expected + "$fixture$) AS x),"
+                          " e AS MATERIALIZED (SELECT block_num, block_seq, payload FROM wallet_operation_events)"
+                          " SELECT count(*), count(*) FILTER (WHERE e.payload IS DISTINCT FROM x.entry)"
+                          "   FROM x JOIN e USING (block_num, block_seq)"),
               std::vector<std::string>{std::to_string(events.size()) + "\t0"});
     // Most entries were stored without their envelope.
     const auto stripped = db.pg.query("SELECT count(*) FILTER (WHERE json_array_length(o.value) = 3)"
