@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+#include <utility>
 
 #include "wallet/decoder.hpp"
 #include "wallet/decoder_version.hpp"
@@ -244,10 +245,12 @@ enum EnvelopeBit : int {
     kTrxIdBit = 32,          // "trx_id": trx_id (40 lowercase hex digits)
     kZeroTrxIdBit = 64,      // "trx_id": 40 zeros (a virtual operation; trx_id is NULL)
     kZeroOperationIdBit = 128,  // "operation_id": 0
+    kOpNameBit = 256,        // "op": ["name", ...] without its first element, the op type's name
+    kOpTypeBit = 512,        // "op": {"type": "name_operation", ...} without "type"
 };
 
-constexpr std::array<std::string_view, 7> kEnvelopeKeys = {"block",     "trx_in_block", "op_in_trx",   "virtual_op",
-                                                            "timestamp", "trx_id",       "operation_id"};
+constexpr std::array<std::string_view, 8> kEnvelopeKeys = {"block",     "trx_in_block", "op_in_trx",    "virtual_op",
+                                                            "timestamp", "trx_id",       "operation_id", "op"};
 
 // The bit of an envelope member whose value the row rebuilds exactly; 0 when
 // the member is kept as sent.
@@ -264,6 +267,54 @@ int envelope_bit(const WalletEvent& e, std::string_view key, std::string_view va
     }
     if (key == "operation_id") return value == "0" ? kZeroOperationIdBit : 0;
     return 0;
+}
+
+// The entry's "op" without the op type's name, which the rows hold (op_type):
+// ["name", body] as [body], {"type": "name_operation", "value": body} as
+// {"value": body}; its bit, or 0 (the op kept as sent).
+std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_view op) {
+    // The name wallet_op_type_name() gives the stored code (renamed types
+    // keep their Steem-era names in the entry).
+    const int id = operation_type_id(e.op_type);
+    if (id < 0) return {std::string(op), 0};
+    const std::string_view type_name = kOperationTypes[static_cast<std::size_t>(id)];
+    std::vector<std::string_view> parts;
+    bool named = false;
+    bool repeated = false;
+    std::string_view name;
+    if (op.starts_with('[')) {
+        auto scanned = json::for_each_element(op, [&](std::string_view element) {
+            if (parts.empty() && !named && json::plain_string(element, name) && name == type_name) {
+                named = true;
+            } else {
+                parts.push_back(element);
+            }
+            return true;
+        });
+        if (scanned && *scanned && named) {
+            std::string out = "[";
+            for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
+            return {out + "]", kOpNameBit};
+        }
+    } else if (op.starts_with('{')) {
+        auto scanned = json::for_each_member(op, [&](std::string_view key, std::string_view value) {
+            if (key == "type") {
+                repeated = repeated || named;
+                named = json::plain_string(value, name) && name.size() == type_name.size() + 10 &&
+                        name.starts_with(type_name) && name.ends_with("_operation");
+            } else {
+                parts.push_back(op.substr(static_cast<std::size_t>(key.data() - op.data() - 1),
+                                          static_cast<std::size_t>(value.data() + value.size() - key.data() + 1)));
+            }
+            return key.find('\\') == std::string_view::npos;
+        });
+        if (scanned && *scanned && named && !repeated) {
+            std::string out = "{";
+            for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
+            return {out + "}", kOpTypeBit};
+        }
+    }
+    return {std::string(op), 0};
 }
 
 // An operation as wallet_blocks.ops holds it: [trx_in_block, entry] with the
@@ -297,7 +348,13 @@ std::string stored_operation(const WalletEvent& e) {
         rest += '"';
         rest += key;
         rest += "\":";
-        rest += value;
+        if (key == "op") {
+            auto [op, op_bit] = op_without_name(e, value);
+            rest += op;
+            mask |= op_bit;
+        } else {
+            rest += value;
+        }
         return true;
     });
     if (!scanned || !*scanned || whole || mask == 0) return head + entry + ']';

@@ -6,7 +6,8 @@
 -- wallet_blocks.ops keeps every operation with events once, as [trx_in_block,
 -- the entry as the node sent it]. The entry's envelope repeats what each of
 -- the operation's event rows holds: block, trx_in_block, op_in_trx,
--- virtual_op, timestamp, trx_id (and account_history_api's operation_id 0).
+-- virtual_op, timestamp, trx_id (and account_history_api's operation_id 0),
+-- and the operation's type name.
 -- An operation is now stored as [trx_in_block, the entry without those
 -- members, mask], the mask naming the members left out; only a member whose
 -- value the row gives back exactly is left out (the writer checks each,
@@ -15,6 +16,8 @@
 --     2 "trx_in_block": element 0     32 "trx_id": trx_id (40 lowercase hex digits)
 --     4 "op_in_trx": op_in_trx        64 "trx_id": 40 zeros (virtual; trx_id is NULL)
 --     8 "virtual_op": virtual_op > 0  128 "operation_id": 0
+--   256 "op": ["name", body] stored as [body], the name wallet_op_type_name(op_type)
+--   512 "op": {"type": "name_operation", "value": body} stored without "type"
 -- Without a mask (two elements) the entry is whole, as before: rows written
 -- through the view, and entries with a repeated or escaped envelope name.
 -- Rule 8: `payload` of wallet_operation_events is the entry with the members
@@ -25,10 +28,18 @@
 -- entry as jsonb text (the same JSON value).
 
 CREATE FUNCTION wallet_operation_payload(entry json, block_num integer, ts timestamptz, op_in_trx integer,
-                                         virtual_op integer, trx_id bytea) RETURNS jsonb
+                                         virtual_op integer, trx_id bytea, op_type smallint) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN mask IS NULL THEN (entry -> 1)::jsonb
-                ELSE (entry -> 1)::jsonb || jsonb_strip_nulls(jsonb_build_object(
+                ELSE CASE WHEN mask & 256 <> 0
+                          THEN jsonb_set((entry -> 1)::jsonb, '{op}',
+                                         jsonb_build_array(wallet_op_type_name(op_type)) || ((entry -> 1) -> 'op')::jsonb)
+                          WHEN mask & 512 <> 0
+                          THEN jsonb_set((entry -> 1)::jsonb, '{op}',
+                                         ((entry -> 1) -> 'op')::jsonb
+                                         || jsonb_build_object('type', wallet_op_type_name(op_type) || '_operation'))
+                          ELSE (entry -> 1)::jsonb END
+                     || jsonb_strip_nulls(jsonb_build_object(
                     'block', CASE WHEN mask & 1 <> 0 THEN block_num END,
                     'trx_in_block', CASE WHEN mask & 2 <> 0 THEN (entry -> 0)::jsonb END,
                     'op_in_trx', CASE WHEN mask & 4 <> 0 THEN op_in_trx END,
@@ -146,21 +157,25 @@ $$;
 -- written by hand through the view need not).
 CREATE TEMP TABLE operation_facts ON COMMIT DROP AS
 SELECT block_num, block_seq, min(ts) AS ts, min(op_in_trx) AS op_in_trx, min(virtual_op) AS virtual_op,
-       (array_agg(trx_id))[1] AS trx_id
+       (array_agg(trx_id))[1] AS trx_id, min(op_type) AS op_type
   FROM wallet_events
  GROUP BY block_num, block_seq
 HAVING min(ts) = max(ts) AND min(op_in_trx) = max(op_in_trx) AND min(virtual_op) = max(virtual_op)
+   AND min(op_type) = max(op_type)
    AND count(DISTINCT trx_id) <= 1 AND count(trx_id) IN (0, count(*));
 ALTER TABLE operation_facts ADD PRIMARY KEY (block_num, block_seq);
 ANALYZE operation_facts;
 
 -- One stored operation without the members its rows give back (as the writer does).
 CREATE FUNCTION pg_temp.operation_stripped(entry json, block_num integer, ts timestamptz, op_in_trx integer,
-                                           virtual_op integer, trx_id bytea) RETURNS json
+                                           virtual_op integer, trx_id bytea, op_type smallint) RETURNS json
 LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN mask = 0 THEN entry
                 ELSE json_build_array(entry -> 0,
-                                      (op - array_remove(ARRAY[
+                                      (CASE WHEN mask & 256 <> 0 THEN jsonb_set(op, '{op}', (op -> 'op') - 0)
+                                            WHEN mask & 512 <> 0 THEN jsonb_set(op, '{op}', (op -> 'op') - 'type')
+                                            ELSE op END
+                                       - array_remove(ARRAY[
                                           CASE WHEN mask & 1 <> 0 THEN 'block' END,
                                           CASE WHEN mask & 2 <> 0 THEN 'trx_in_block' END,
                                           CASE WHEN mask & 4 <> 0 THEN 'op_in_trx' END,
@@ -181,13 +196,18 @@ LANGUAGE sql STABLE AS $$
                        + CASE WHEN octet_length(trx_id) = 20 AND op -> 'trx_id' = to_jsonb(wallet_trx_id_text(trx_id))
                               THEN 32
                               WHEN trx_id IS NULL AND op -> 'trx_id' = to_jsonb(repeat('0', 40)) THEN 64 ELSE 0 END
-                       + CASE WHEN op -> 'operation_id' = '0'::jsonb THEN 128 ELSE 0 END END AS mask) m
+                       + CASE WHEN op -> 'operation_id' = '0'::jsonb THEN 128 ELSE 0 END
+                       + CASE WHEN jsonb_typeof(op -> 'op') = 'array' AND op -> 'op' -> 0 = to_jsonb(wallet_op_type_name(op_type))
+                              THEN 256
+                              WHEN jsonb_typeof(op -> 'op') = 'object'
+                               AND op -> 'op' -> 'type' = to_jsonb(wallet_op_type_name(op_type) || '_operation')
+                              THEN 512 ELSE 0 END END AS mask) m
 $$;
 
 CREATE FUNCTION pg_temp.operations_stripped(block integer, ops json) RETURNS json
 LANGUAGE sql STABLE AS $$
     SELECT coalesce(json_object_agg(o.block_seq, pg_temp.operation_stripped(o.entry, f.block_num, f.ts, f.op_in_trx,
-                                                                          f.virtual_op, f.trx_id)
+                                                                          f.virtual_op, f.trx_id, f.op_type)
                                     ORDER BY o.block_seq), '{}'::json)
       FROM wallet_block_entries(ops) o
       LEFT JOIN operation_facts f ON f.block_num = block AND f.block_seq = o.block_seq
@@ -198,7 +218,7 @@ $$;
 DROP VIEW wallet_operation_events;
 ALTER TABLE wallet_blocks ALTER COLUMN ops TYPE json USING pg_temp.operations_stripped(block_num, ops);
 DROP FUNCTION pg_temp.operations_stripped(integer, json);
-DROP FUNCTION pg_temp.operation_stripped(json, integer, timestamptz, integer, integer, bytea);
+DROP FUNCTION pg_temp.operation_stripped(json, integer, timestamptz, integer, integer, bytea, smallint);
 -- The events once, their indexes built again (as 0007).
 ALTER TABLE wallet_events ALTER COLUMN assets TYPE text USING pg_temp.assets_templated(assets);
 DROP FUNCTION pg_temp.assets_templated(text);
@@ -212,7 +232,7 @@ SELECT e.block_num,
        e.ts AS "timestamp", e.amount, e.symbol, e.vesting_amount, e.vesting_symbol, e.counterparty, e.memo,
        e.author, e.permlink,
        coalesce(wallet_assets_json(e.assets), wallet_derived_assets(e.op_type, e.amount, e.symbol, e.vesting_amount, e.vesting_symbol)) AS assets,
-       wallet_operation_payload(o.entry, e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id) AS payload
+       wallet_operation_payload(o.entry, e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id, e.op_type) AS payload
   FROM wallet_events e
   JOIN wallet_accounts a ON a.id = e.account_id
   LEFT JOIN (SELECT b.block_num, o.block_seq, o.entry
