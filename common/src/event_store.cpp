@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+#include <utility>
 
 #include "wallet/decoder.hpp"
 #include "wallet/decoder_version.hpp"
+#include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/operation_types.hpp"
@@ -22,6 +24,31 @@ void ignore_notice(void*, const char*) {}
 }  // namespace
 
 namespace store {
+
+std::span<const std::string_view> asset_templates() noexcept {
+    // Measured on the synthetic chain at mainnet density (t/bench/scale.sh),
+    // most bytes first; the current chain's names (a current node serves the
+    // Steem era's blocks with them too).
+    static constexpr std::array<std::string_view, 14> kTemplates = {
+        "hbd_payout %s HBD hive_payout %s HIVE vesting_payout %s VESTS curators_vesting_payout %s VESTS",
+        "reward_hive %s HIVE reward_hbd %s HBD reward_vests %s VESTS",
+        "hive_vested %s HIVE vesting_shares_received %s VESTS",
+        "hbd_payout %s HBD hive_payout %s HIVE vesting_payout %s VESTS",
+        "withdrawn %s VESTS deposited %s HIVE",
+        "amount_to_sell %s HBD min_to_receive %s HIVE",
+        "amount_to_sell %s HIVE min_to_receive %s HBD",
+        "current_pays %s HBD open_pays %s HIVE",
+        "current_pays %s HIVE open_pays %s HBD",
+        "initial_vesting_shares %s VESTS initial_delegation %s VESTS",
+        "withdrawn %s VESTS deposited %s VESTS",
+        "amount_in %s HBD amount_out %s HIVE",
+        "amount_in %s HIVE amount_out %s HBD excess_collateral %s HIVE",
+        "fee %s HIVE delegation %s VESTS",
+    };
+    static_assert(kTemplates.size() <= kAssetTemplateCodes.size());
+    return kTemplates;
+}
+
 namespace {
 
 // The columns of the two tables a batch writes (migration 0004).
@@ -66,16 +93,21 @@ std::string storable_json(std::string text) {
     return text;
 }
 
+constexpr std::size_t kTrxIdDigits = 40;
+
+// A transaction id as hived prints it: 40 lowercase hex digits.
+bool is_canonical_trx_id(std::string_view trx_id) {
+    return trx_id.size() == kTrxIdDigits && std::all_of(trx_id.begin(), trx_id.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
 // trx_id as stored (bytea, migration 0007's wallet_trx_id_bytes), in
 // bytea's hex input form: the 20 bytes a 40-digit lowercase hex id spells;
 // any other text as its own bytes, a NUL appended when those are exactly 20
 // (text never holds one), so that wallet_trx_id_text reads every value back.
 std::string trx_id_bytes_text(std::string_view trx_id) {
-    constexpr std::size_t kIdDigits = 40;
-    const bool canonical = trx_id.size() == kIdDigits && std::all_of(trx_id.begin(), trx_id.end(), [](char c) {
-                               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                           });
-    if (canonical) return "\\x" + std::string(trx_id);
+    if (is_canonical_trx_id(trx_id)) return "\\x" + std::string(trx_id);
     static constexpr char kHex[] = "0123456789abcdef";
     const std::string text = storable_text(trx_id);
     std::string out = "\\x";
@@ -84,7 +116,7 @@ std::string trx_id_bytes_text(std::string_view trx_id) {
         out += kHex[byte >> 4];
         out += kHex[byte & 15];
     }
-    if (text.size() == kIdDigits / 2) out += "00";
+    if (text.size() == kTrxIdDigits / 2) out += "00";
     return out;
 }
 
@@ -112,18 +144,28 @@ bool is_asset_token(std::string_view text) {
 }
 
 // The `assets` list as stored (wallet_assets_json, migration 0004): the
-// triples "field amount symbol" separated by spaces, or, when a part is not a
-// plain token, the list as JSON (it starts with '[').
+// triples "field amount symbol" separated by spaces; since migration 0009,
+// when its fields and symbols are those of a template, the template's code
+// and the amounts alone ("#0.013 0.000 31.935041 7.096675"); when a part is
+// not a plain token, the list as JSON (it starts with '[').
 std::string assets_text(const std::vector<AssetField>& assets) {
     std::string compact;
     std::string json = "[";
+    std::string shape;    // the fields and symbols, as a template spells them
+    std::string amounts;  // the amounts alone
     bool plain = true;
     for (const auto& field : assets) {
         const auto printed = field.asset.amount_string();  // the decoder checked that it prints
         const std::string amount = printed ? *printed : std::string("0");
         plain = plain && is_asset_token(field.field) && is_asset_token(amount) && is_asset_token(field.asset.symbol);
-        if (!compact.empty()) compact += ' ';
+        if (!compact.empty()) {
+            compact += ' ';
+            shape += ' ';
+            amounts += ' ';
+        }
         compact += field.field + ' ' + amount + ' ' + field.asset.symbol;
+        shape += field.field + " %s " + field.asset.symbol;
+        amounts += amount;
         if (json.size() > 1) json += ',';
         json += "{\"field\":";
         json::append_quoted(json, field.field);
@@ -133,7 +175,11 @@ std::string assets_text(const std::vector<AssetField>& assets) {
         json::append_quoted(json, field.asset.symbol);
         json += '}';
     }
-    return plain ? compact : json + "]";
+    if (!plain) return json + "]";
+    const auto templates = asset_templates();
+    const auto found = std::find(templates.begin(), templates.end(), shape);
+    if (assets.empty() || found == templates.end()) return compact;
+    return std::string(1, kAssetTemplateCodes[static_cast<std::size_t>(found - templates.begin())]) + amounts;
 }
 
 // Whether the event's `assets` is what the store gives back for a row without
@@ -186,6 +232,135 @@ Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     return row;
 }
 
+// The members of an operation entry's envelope that the event rows already
+// hold (migration 0009): the stored entry leaves out each one whose value is
+// exactly what wallet_operation_payload() rebuilds from the row, and says which
+// in a bit mask. Bits as in that function; the mask is a third element.
+enum EnvelopeBit : int {
+    kBlockBit = 1,           // "block": block_num
+    kTrxInBlockBit = 2,      // "trx_in_block": the stored trx_in_block
+    kOpInTrxBit = 4,         // "op_in_trx": op_in_trx
+    kVirtualOpBit = 8,       // "virtual_op": true for a virtual operation, else false
+    kTimestampBit = 16,      // "timestamp": ts as "YYYY-MM-DDTHH:MM:SS" (UTC)
+    kTrxIdBit = 32,          // "trx_id": trx_id (40 lowercase hex digits)
+    kZeroTrxIdBit = 64,      // "trx_id": 40 zeros (a virtual operation; trx_id is NULL)
+    kZeroOperationIdBit = 128,  // "operation_id": 0
+    kOpNameBit = 256,        // "op": ["name", ...] without its first element, the op type's name
+    kOpTypeBit = 512,        // "op": {"type": "name_operation", ...} without "type"
+};
+
+constexpr std::array<std::string_view, 8> kEnvelopeKeys = {"block",     "trx_in_block", "op_in_trx",    "virtual_op",
+                                                            "timestamp", "trx_id",       "operation_id", "op"};
+
+// The bit of an envelope member whose value the row rebuilds exactly; 0 when
+// the member is kept as sent.
+int envelope_bit(const WalletEvent& e, std::string_view key, std::string_view value) {
+    const auto quoted = [](std::string_view text) { return '"' + std::string(text) + '"'; };
+    if (key == "block") return value == std::to_string(e.block_num) ? kBlockBit : 0;
+    if (key == "trx_in_block") return value == std::to_string(e.trx_in_block) ? kTrxInBlockBit : 0;
+    if (key == "op_in_trx") return value == std::to_string(e.op_in_trx) ? kOpInTrxBit : 0;
+    if (key == "virtual_op") return value == (e.virtual_op.value_or(0) > 0 ? "true" : "false") ? kVirtualOpBit : 0;
+    if (key == "timestamp") return value == quoted(e.timestamp.to_node_form()) ? kTimestampBit : 0;
+    if (key == "trx_id") {
+        if (e.trx_id) return is_canonical_trx_id(*e.trx_id) && value == quoted(*e.trx_id) ? kTrxIdBit : 0;
+        return value == quoted(std::string(kTrxIdDigits, '0')) ? kZeroTrxIdBit : 0;
+    }
+    if (key == "operation_id") return value == "0" ? kZeroOperationIdBit : 0;
+    return 0;
+}
+
+// The entry's "op" without the op type's name, which the rows hold (op_type):
+// ["name", body] as [body], {"type": "name_operation", "value": body} as
+// {"value": body}; its bit, or 0 (the op kept as sent).
+std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_view op) {
+    // The name wallet_op_type_name() gives the stored code (renamed types
+    // keep their Steem-era names in the entry).
+    const int id = operation_type_id(e.op_type);
+    if (id < 0) return {std::string(op), 0};
+    const std::string_view type_name = kOperationTypes[static_cast<std::size_t>(id)];
+    std::vector<std::string_view> parts;
+    bool named = false;
+    bool repeated = false;
+    std::string_view name;
+    if (op.starts_with('[')) {
+        auto scanned = json::for_each_element(op, [&](std::string_view element) {
+            if (parts.empty() && !named && json::plain_string(element, name) && name == type_name) {
+                named = true;
+            } else {
+                parts.push_back(element);
+            }
+            return true;
+        });
+        if (scanned && *scanned && named) {
+            std::string out = "[";
+            for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
+            return {out + "]", kOpNameBit};
+        }
+    } else if (op.starts_with('{')) {
+        auto scanned = json::for_each_member(op, [&](std::string_view key, std::string_view value) {
+            if (key == "type") {
+                repeated = repeated || named;
+                named = json::plain_string(value, name) && name.size() == type_name.size() + 10 &&
+                        name.starts_with(type_name) && name.ends_with("_operation");
+            } else {
+                parts.push_back(op.substr(static_cast<std::size_t>(key.data() - op.data() - 1),
+                                          static_cast<std::size_t>(value.data() + value.size() - key.data() + 1)));
+            }
+            return key.find('\\') == std::string_view::npos;
+        });
+        if (scanned && *scanned && named && !repeated) {
+            std::string out = "{";
+            for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
+            return {out + "}", kOpTypeBit};
+        }
+    }
+    return {std::string(op), 0};
+}
+
+// An operation as wallet_blocks.ops holds it: [trx_in_block, entry] with the
+// entry as the node sent it, or [trx_in_block, entry without the members the
+// rows rebuild, mask]. An entry that does not scan, or names a member twice
+// or with escapes, is kept whole.
+std::string stored_operation(const WalletEvent& e) {
+    const std::string head = '[' + std::to_string(e.trx_in_block) + ',';
+    if (!e.payload) return head + "{}]";
+    std::string entry = storable_json(*e.payload);
+    std::string rest = "{";
+    int mask = 0;
+    bool whole = false;
+    std::vector<std::string_view> envelope_keys;
+    auto scanned = json::for_each_member(entry, [&](std::string_view key, std::string_view value) {
+        const int bit = envelope_bit(e, key, value);
+        // jsonb keeps a name's last value: a repeated envelope name (or one
+        // spelled with escapes) could rebuild another value than it keeps.
+        const bool envelope = std::find(kEnvelopeKeys.begin(), kEnvelopeKeys.end(), key) != kEnvelopeKeys.end();
+        if (key.find('\\') != std::string_view::npos ||
+            (envelope && std::find(envelope_keys.begin(), envelope_keys.end(), key) != envelope_keys.end())) {
+            whole = true;
+            return false;
+        }
+        if (envelope) envelope_keys.push_back(key);
+        if (bit != 0) {
+            mask |= bit;
+            return true;
+        }
+        if (rest.size() > 1) rest += ',';
+        rest += '"';
+        rest += key;
+        rest += "\":";
+        if (key == "op") {
+            auto [op, op_bit] = op_without_name(e, value);
+            rest += op;
+            mask |= op_bit;
+        } else {
+            rest += value;
+        }
+        return true;
+    });
+    if (!scanned || !*scanned || whole || mask == 0) return head + entry + ']';
+    return head + rest + "}," + std::to_string(mask) + ']';
+}
+
 // The rows of both tables for a batch of events.
 struct Rendered {
     std::vector<Row> events;
@@ -193,7 +368,7 @@ struct Rendered {
 };
 
 // Block rows: every operation with events, once, under its block_seq, as
-// [trx_in_block, the entry the node sent]. Events arrive in block order,
+// stored_operation() gives it. Events arrive in block order,
 // the events of one operation next to each other.
 Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const AccountIds& ids) {
     Rendered out;
@@ -224,9 +399,7 @@ Result<Rendered> render_rows(const std::vector<WalletEvent>& events, const Accou
         }
         if (*event.block_seq != last_seq) {
             if (ops.size() > 1) ops += ',';
-            ops += '"' + std::to_string(*event.block_seq) + "\":[" + std::to_string(event.trx_in_block) + ',';
-            ops += event.payload ? storable_json(*event.payload) : std::string("{}");
-            ops += ']';
+            ops += '"' + std::to_string(*event.block_seq) + "\":" + stored_operation(event);
             last_seq = *event.block_seq;
         }
     }

@@ -4,6 +4,7 @@
 #include "harness/harness.hpp"
 #include "wallet/db_setup.hpp"
 #include "wallet/decoder.hpp"
+#include "wallet/event_store.hpp"
 #include "wallet/operation_types.hpp"
 #include "wallet/wallet_event.hpp"
 #include "wallet/migrations.hpp"
@@ -181,6 +182,11 @@ TEST(FoundationStoreCodes, SqlAndCppAgreeOnOpTypesRolesAndSoleAssetFields) {
                                            (field ? std::string(*field) : std::string("-"))})
             << name;
     }
+    // The asset templates (migration 0009) and their codes.
+    std::string templates;
+    for (const auto shape : wallet::store::asset_templates()) templates += std::string(shape) + "\n";
+    EXPECT_EQ(pg.query("SELECT array_to_string(wallet_assets_templates(), E'\\n') || E'\\n' || wallet_assets_template_codes()"),
+              std::vector<std::string>{templates + std::string(wallet::store::kAssetTemplateCodes)});
     for (int code = 0; code < 100; ++code) {
         const auto role = wallet::role_of_code(code);
         EXPECT_EQ(pg.query("SELECT coalesce(wallet_role_name(" + std::to_string(code) + "::smallint), '-')"),

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,6 +41,14 @@ struct WriteCounts {
     std::int64_t offered = 0;   // events passed in
     std::int64_t inserted = 0;  // rows new to the table (the rest were already there)
 };
+
+// The shapes of asset lists `assets` stores as amounts alone (migration
+// 0009): fields and symbols, "%s" where the amounts go. The list stored is
+// the template's code (kAssetTemplateCodes[index]: no field name starts
+// with one) and the amounts; the store's wallet_assets_templates() holds the
+// same list (a foundation test keeps the two equal).
+inline constexpr std::string_view kAssetTemplateCodes = "#$%&*+:;<=>?^~!|";
+std::span<const std::string_view> asset_templates() noexcept;
 
 // The integer ids of account names (wallet_accounts) of one database, cached:
 // ids are never changed or reused, so a cached id stays right.

@@ -12,14 +12,16 @@ namespace {
 // The event columns in page_column order (after indexed_block). Codes are
 // named in SQL (inlined immutable functions); `assets` is NULL when the
 // amount columns hold it (wallet_derived_assets), the compact triples of
-// wallet_assets_json, or JSON printed as jsonb; the writer renders it.
+// wallet_assets_json (stored as a template's amounts since migration 0009:
+// wallet_assets_triples spells them out), or JSON printed as jsonb; the
+// writer renders it.
 // trx_id is stored as bytes (migration 0007).
 constexpr const char* kEventColumns =
     "wallet_role_name(role) AS role, wallet_op_type_name(op_type) AS op_type, block_num, block_seq,"
     " wallet_trx_id_text(trx_id) AS trx_id,"
     " op_in_trx, virtual_op, extract(epoch FROM ts)::bigint AS epoch, amount::text AS amount, symbol,"
     " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
-    " CASE WHEN assets LIKE '[%' THEN assets::jsonb::text ELSE assets END AS assets";
+    " CASE WHEN assets LIKE '[%' THEN assets::jsonb::text ELSE wallet_assets_triples(assets) END AS assets";
 
 // The account's id; an unknown name matches no row. A hash index on the name
 // (migration 0010) reads a bucket page and the row, where the unique btree
