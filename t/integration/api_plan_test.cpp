@@ -1,0 +1,57 @@
+// The page statements evaluate SQL functions on every row they return (codes
+// to names, stored forms to the API's). PostgreSQL inlines such a function
+// into the statement only when its body is no more volatile than declared;
+// one that is not inlined runs through the SQL function executor once per
+// row, several times the cost of the expression (migration 0011). The
+// generic plan of every page statement must show none of them as a call.
+#include "support/api_support.hpp"
+
+#include "api_sql.hpp"
+
+using namespace api_test;
+using harness::PostgresServer;
+
+namespace {
+
+std::string literal(const std::optional<std::string>& value) {
+    if (!value) return "NULL";
+    std::string out = "'";
+    for (char c : *value) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string verbose_generic_plan(const PostgresServer& pg, const wallet::api::PageQuery& query) {
+    const wallet::api::StatementCall call = wallet::api::page_statement(query);
+    std::string execute = std::string("EXPLAIN (VERBOSE) EXECUTE ") + call.name + "(";
+    for (std::size_t i = 0; i < call.params.size(); ++i) execute += (i ? ", " : "") + literal(call.params[i]);
+    execute += ")";
+    const auto lines = pg.query("PREPARE " + std::string(call.name) + " " +
+                                wallet::api::prepared_statements().at(call.name) +
+                                "; SET plan_cache_mode = force_generic_plan; " + execute);
+    std::string plan;
+    for (const auto& line : lines) plan += line + "\n";
+    return plan;
+}
+
+}  // namespace
+
+TEST(ApiPlan, PageStatementsInlineTheirPerRowFunctions) {
+    PostgresServer pg;
+    pg.provision();
+    wallet::api::PageQuery default_types;
+    default_types.account = "alice";
+    wallet::api::PageQuery all_types = default_types;
+    all_types.all_types = true;
+    wallet::api::PageQuery one_type = default_types;
+    one_type.op_types = {"transfer"};
+    wallet::api::PageQuery two_types = default_types;
+    two_types.op_types = {"author_reward", "transfer"};
+    for (const auto& query : {default_types, all_types, one_type, two_types}) {
+        const std::string plan = verbose_generic_plan(pg, query);
+        ASSERT_NE(plan.find("Output:"), std::string::npos) << plan;
+        for (const char* function : {"wallet_assets_triples(", "wallet_role_name(", "wallet_op_type_name(",
+                                     "wallet_trx_id_text("}) {
+            EXPECT_EQ(plan.find(function), std::string::npos) << function << " is called per row:\n" << plan;
+        }
+    }
+}
