@@ -13,11 +13,6 @@ namespace wallet::json {
 
 namespace detail {
 
-std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) ++pos;
-    return pos;
-}
-
 bool open_container(std::string_view text, char open, std::size_t& pos) {
     pos = skip_whitespace(text, 0);
     if (pos >= text.size() || text[pos] != open) return false;
@@ -46,8 +41,6 @@ bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 bool is_hex(char c) noexcept { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 }  // namespace
-
-void Scanner::skip_whitespace() noexcept { pos_ = detail::skip_whitespace(text_, pos_); }
 
 bool Scanner::fail(const char* what) {
     if (error_.empty()) error_ = std::string("JSON: ") + what + " at offset " + std::to_string(pos_);
@@ -341,7 +334,14 @@ private:
         if (error_.empty()) error_ = at(what);
         return false;
     }
-    void skip_whitespace() noexcept { pos_ = detail::skip_whitespace(text_, pos_); }
+    void skip_whitespace() noexcept {
+        // Node answers are compact: most calls find no whitespace at all.
+        while (pos_ < text_.size()) {
+            const char c = text_[pos_];
+            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
+            ++pos_;
+        }
+    }
     std::uint32_t push(Kind kind) {
         tokens_.push_back(Token{kind, false, 0, 0, 0, 0});
         return static_cast<std::uint32_t>(tokens_.size() - 1);
@@ -514,18 +514,25 @@ private:
 Result<Tape> Tape::parse(std::string_view text) {
     Tape tape;
     tape.text_ = text;
-    tape.tokens_.reserve(text.size() / 8 + 4);
+    tape.tokens_.reserve(text.size() / 16 + 8);
     auto built = Builder(text, tape.tokens_).build();
     if (!built) return make_error(built.error());
     return tape;
 }
 
 View View::member(std::string_view name) const {
-    View found;
-    for_each_member([&](View key, View value) {
-        if (key.string_equals(name)) found = value;
-    });
-    return found;
+    if (!is_object()) return View();
+    const auto& tokens = tape_->tokens_;
+    const char* const text = tape_->text_.data();
+    std::uint32_t found = 0;
+    // Keys are rarely escaped: their text is compared as it is, else decoded.
+    for (std::uint32_t key = index_ + 1; key < tokens[index_].next; key = tokens[key + 1].next) {
+        const Tape::Token& token = tokens[key];
+        const bool same = token.escaped ? View(tape_, key).string() == name
+                                        : token.length == name.size() && std::memcmp(text + token.offset, name.data(), name.size()) == 0;
+        if (same) found = key + 1;
+    }
+    return found != 0 ? View(tape_, found) : View();
 }
 
 std::size_t View::size() const noexcept {
@@ -565,7 +572,8 @@ std::string View::string() const {
 bool View::string_equals(std::string_view text) const {
     if (!is_string()) return false;
     const Tape::Token& token = tape_->tokens_[index_];
-    return token.escaped ? string() == text : tape_->text_.substr(token.offset, token.length) == text;
+    if (token.escaped) return string() == text;
+    return token.length == text.size() && std::memcmp(tape_->text_.data() + token.offset, text.data(), text.size()) == 0;
 }
 
 }  // namespace wallet::json

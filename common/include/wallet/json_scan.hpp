@@ -4,7 +4,7 @@
 // checked against the JSON grammar (RFC 8259: strings with their escapes and
 // no raw control characters, numbers, literals, nesting), so truncated or
 // malformed text is an error, never a partial result. UTF-8 inside strings is
-// not checked here: whatever is kept is parsed by jansson afterwards.
+// not checked here: what is decoded is read again through a Tape, which checks it.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,10 @@ namespace wallet::json {
 
 // Nesting deeper than this is refused (node answers nest a handful of levels).
 inline constexpr int kMaxScanDepth = 64;
+
+namespace detail {
+inline std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept;
+}  // namespace detail
 
 class Scanner {
 public:
@@ -48,7 +52,7 @@ private:
     bool skip_string();
     bool skip_number();
     bool skip_literal(std::string_view literal);
-    void skip_whitespace() noexcept;
+    void skip_whitespace() noexcept { pos_ = detail::skip_whitespace(text_, pos_); }
     bool fail(const char* what);
 
     std::string_view text_;
@@ -184,7 +188,12 @@ namespace detail {
 bool open_container(std::string_view text, char open, std::size_t& pos);
 // After an element: ',' continues (true), the closing character ends (false, done=true).
 bool next_separator(std::string_view text, char close, std::size_t& pos, bool& done);
-std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept;
+// Inline: called before every value and separator, and node answers are
+// compact, so most calls return at once.
+inline std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) ++pos;
+    return pos;
+}
 }  // namespace detail
 
 template <typename Visit>
