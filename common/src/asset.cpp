@@ -55,14 +55,6 @@ Result<AssetDefinition> parse_definition(std::string_view entry) {
     return definition;
 }
 
-Result<Decimal> nai_amount(const json_t* amount, int precision) {
-    if (json_is_string(amount)) {
-        return Decimal::parse_units(std::string_view(json_string_value(amount), json_string_length(amount)), precision);
-    }
-    if (json_is_integer(amount)) return Decimal::from_units(json_integer_value(amount), precision);
-    return make_error("asset: NAI amount must be a string or an integer");
-}
-
 }  // namespace
 
 Result<std::string> Asset::legacy_string() const {
@@ -149,25 +141,53 @@ Result<Asset> parse_legacy_asset(std::string_view text) {
     return Asset{std::move(amount).value(), std::string(symbol), precision};
 }
 
-Result<Asset> parse_nai_asset(const json_t* object, const AssetTable& table) {
-    if (!json_is_object(object)) return make_error("asset: NAI form must be an object");
-    const json_t* precision_json = json_object_get(object, "precision");
-    const json_t* nai_json = json_object_get(object, "nai");
-    if (!json_is_integer(precision_json)) return make_error("asset: NAI precision must be an integer");
-    const json_int_t precision_value = json_integer_value(precision_json);
-    if (precision_value < 0 || precision_value > Decimal::kMaxScale) return make_error("asset: NAI precision out of range 0..18");
-    const int precision = static_cast<int>(precision_value);
-    if (!json_is_string(nai_json)) return make_error("asset: NAI must be a string");
-    const std::string_view nai(json_string_value(nai_json), json_string_length(nai_json));
+namespace {
+
+NaiMembers members_of(const json_t* object) {
+    NaiMembers members;
+    const json_t* amount = json_object_get(object, "amount");
+    if (json_is_string(amount)) {
+        members.amount_kind = NaiMembers::Amount::String;
+        members.amount_text = std::string_view(json_string_value(amount), json_string_length(amount));
+    } else if (json_is_integer(amount)) {
+        members.amount_kind = NaiMembers::Amount::Integer;
+        members.amount_integer = json_integer_value(amount);
+    }
+    const json_t* precision = json_object_get(object, "precision");
+    if (json_is_integer(precision)) members.precision = json_integer_value(precision);
+    const json_t* nai = json_object_get(object, "nai");
+    if (json_is_string(nai)) members.nai = std::string_view(json_string_value(nai), json_string_length(nai));
+    return members;
+}
+
+}  // namespace
+
+Result<Asset> parse_nai_members(const NaiMembers& members, const AssetTable& table) {
+    if (!members.precision) return make_error("asset: NAI precision must be an integer");
+    if (*members.precision < 0 || *members.precision > Decimal::kMaxScale) return make_error("asset: NAI precision out of range 0..18");
+    const int precision = static_cast<int>(*members.precision);
+    if (!members.nai) return make_error("asset: NAI must be a string");
+    const std::string_view nai = *members.nai;
     if (!is_valid_nai(nai)) return make_error("asset: invalid NAI");
 
-    auto amount = nai_amount(json_object_get(object, "amount"), precision);
+    Result<Decimal> amount = make_error("NAI amount must be a string or an integer");
+    if (members.amount_kind == NaiMembers::Amount::String) amount = Decimal::parse_units(members.amount_text, precision);
+    if (members.amount_kind == NaiMembers::Amount::Integer) amount = Decimal::from_units(members.amount_integer, precision);
     if (!amount) return make_error("asset: " + amount.error());
     // hived names a NAI only together with its precision; anything else is UNKN.
     const AssetDefinition* definition = table.find_nai(nai);
     std::string symbol(definition != nullptr && definition->precision == precision ? std::string_view(definition->symbol)
                                                                                     : kUnknownAssetSymbol);
     return Asset{std::move(amount).value(), std::move(symbol), precision};
+}
+
+bool is_nai_shaped(const NaiMembers& members) noexcept {
+    return members.amount_kind != NaiMembers::Amount::Other && members.precision && members.nai;
+}
+
+Result<Asset> parse_nai_asset(const json_t* object, const AssetTable& table) {
+    if (!json_is_object(object)) return make_error("asset: NAI form must be an object");
+    return parse_nai_members(members_of(object), table);
 }
 
 Result<Asset> parse_asset(const json_t* value, const AssetTable& table) {
@@ -180,10 +200,7 @@ bool is_asset_json(const json_t* value) {
     if (json_is_string(value)) {
         return parse_legacy_asset(std::string_view(json_string_value(value), json_string_length(value))).ok();
     }
-    if (!json_is_object(value)) return false;
-    const json_t* amount = json_object_get(value, "amount");
-    return (json_is_string(amount) || json_is_integer(amount)) && json_is_integer(json_object_get(value, "precision")) &&
-           json_is_string(json_object_get(value, "nai"));
+    return json_is_object(value) && is_nai_shaped(members_of(value));
 }
 
 }  // namespace wallet

@@ -118,10 +118,26 @@ std::string_view strip_operation_suffix(std::string_view type) noexcept {
     return type;
 }
 
-std::int64_t int_field(const json_t* entry, const char* name, std::int64_t min, std::int64_t max) {
-    const json_t* value = json_object_get(entry, name);
-    if (value == nullptr) throw DecodeFailure(std::string("missing '") + name + "'");
-    auto number = json::to_int64(value);
+using json::View;
+
+// One operation of a node answer: its type (without "_operation") and body.
+struct NodeOperation {
+    std::string type;
+    View value;
+};
+
+// An integer the node may print as a JSON number or, above 2^53, as a
+// string of decimal digits (node-api.md section 2).
+Result<std::int64_t> integer_of(View value) {
+    if (value.is_integer()) return value.integer();
+    if (!value.is_string()) return make_error("expected an integer");
+    return json::parse_int64(value.string());
+}
+
+std::int64_t int_field(View entry, const char* name, std::int64_t min, std::int64_t max) {
+    const View value = entry.member(name);
+    if (!value) throw DecodeFailure(std::string("missing '") + name + "'");
+    auto number = integer_of(value);
     if (!number) throw DecodeFailure(std::string("'") + name + "': " + number.error());
     if (*number < min || *number > max) {
         throw DecodeFailure(std::string("'") + name + "' out of range: " + std::to_string(*number));
@@ -130,14 +146,14 @@ std::int64_t int_field(const json_t* entry, const char* name, std::int64_t min, 
 }
 
 // virtual_op: a bool (hived >= 1.26), a counter (older), 0 (steemd 0.19).
-void read_node_virtual_op(const json_t* entry, OpEnvelope& envelope) {
-    const json_t* value = json_object_get(entry, "virtual_op");
-    if (value == nullptr || json_is_null(value)) return;
-    if (json_is_boolean(value)) {
-        envelope.node_virtual_flag = json_is_true(value);
+void read_node_virtual_op(View entry, OpEnvelope& envelope) {
+    const View value = entry.member("virtual_op");
+    if (!value || value.is_null()) return;
+    if (value.is_boolean()) {
+        envelope.node_virtual_flag = value.kind() == json::Kind::True;
         return;
     }
-    auto number = json::to_int64(value);
+    auto number = integer_of(value);
     if (!number || *number < 0 || *number > kMaxStoredInteger) throw DecodeFailure("'virtual_op' is not a bool or a counter");
     if (*number > 0) {
         envelope.node_virtual_flag = true;
@@ -145,53 +161,93 @@ void read_node_virtual_op(const json_t* entry, OpEnvelope& envelope) {
     }
 }
 
-OpEnvelope read_envelope(const json_t* entry) {
-    if (!json_is_object(entry)) throw DecodeFailure("operation entry is not an object");
+OpEnvelope read_envelope(View entry) {
+    if (!entry.is_object()) throw DecodeFailure("operation entry is not an object");
     OpEnvelope envelope;
     envelope.block_num = int_field(entry, "block", 1, kMaxStoredInteger);
     envelope.trx_in_block = int_field(entry, "trx_in_block", -1, kBlockLevelTrxInBlock);
     if (envelope.trx_in_block == -1) envelope.trx_in_block = kBlockLevelTrxInBlock;  // HAfAH REST
     // HAfAH REST names the operation's index `op_pos`.
-    const bool rest_form = json_object_get(entry, "op_in_trx") == nullptr && json_object_get(entry, "op_pos") != nullptr;
+    const bool rest_form = !entry.member("op_in_trx") && entry.member("op_pos");
     envelope.op_in_trx = int_field(entry, rest_form ? "op_pos" : "op_in_trx", 0, kMaxStoredInteger);
     read_node_virtual_op(entry, envelope);
-    const json_t* trx_id = json_object_get(entry, "trx_id");
-    if (trx_id != nullptr && !json_is_null(trx_id)) {
-        const auto text = json::string_view_of(trx_id);
-        if (!text) throw DecodeFailure("'trx_id' is not a string");
-        envelope.trx_id = std::string(*text);
+    const View trx_id = entry.member("trx_id");
+    if (trx_id && !trx_id.is_null()) {
+        if (!trx_id.is_string()) throw DecodeFailure("'trx_id' is not a string");
+        envelope.trx_id = trx_id.string();
     }
-    const auto time_text = json::string_view_of(json_object_get(entry, "timestamp"));
-    if (!time_text) throw DecodeFailure("missing 'timestamp'");
-    auto time = Timestamp::parse(*time_text);
+    const View time_text = entry.member("timestamp");
+    if (!time_text.is_string()) throw DecodeFailure("missing 'timestamp'");
+    auto time = Timestamp::parse(time_text.string());
     if (!time) throw DecodeFailure("'timestamp': " + time.error());
     envelope.timestamp = *time;
     return envelope;
 }
 
-NodeOperation read_operation(const json_t* op) {
+NodeOperation read_operation(View op) {
     NodeOperation result;
-    if (json_is_array(op)) {
-        const auto name = json::string_view_of(json_array_get(op, 0));
-        if (json_array_size(op) != 2 || !name) throw DecodeFailure("operation is not [name, body]");
-        result.type = std::string(*name);
-        result.value = json_array_get(op, 1);
-    } else if (json_is_object(op)) {
-        const auto name = json::string_view_of(json_object_get(op, "type"));
-        if (!name) throw DecodeFailure("operation has no 'type'");
-        result.type = std::string(strip_operation_suffix(*name));
-        result.value = json_object_get(op, "value");
+    if (op.is_array()) {
+        const View name = op.element(0);
+        if (op.size() != 2 || !name.is_string()) throw DecodeFailure("operation is not [name, body]");
+        result.type = name.string();
+        result.value = op.element(1);
+    } else if (op.is_object()) {
+        const View name = op.member("type");
+        if (!name.is_string()) throw DecodeFailure("operation has no 'type'");
+        result.type = std::string(strip_operation_suffix(name.string()));
+        result.value = op.member("value");
     } else {
         throw DecodeFailure("operation is neither [name, body] nor {type, value}");
     }
-    if (!json_is_object(result.value)) throw DecodeFailure(result.type + ": operation body is not an object");
+    if (!result.value.is_object()) throw DecodeFailure(result.type + ": operation body is not an object");
     return result;
 }
 
-const json_t* entry_operation(const json_t* entry) {
-    const json_t* op = json_is_object(entry) ? json_object_get(entry, "op") : nullptr;
-    if (op == nullptr) throw DecodeFailure("operation entry has no 'op'");
+View entry_operation(View entry) {
+    const View op = entry.member("op");
+    if (!op) throw DecodeFailure("operation entry has no 'op'");
     return op;
+}
+
+// A NAI object's members read from the tape; `storage` keeps decoded strings.
+struct NaiStrings {
+    std::string amount;
+    std::string nai;
+};
+
+NaiMembers nai_members_of(View object, NaiStrings& storage) {
+    NaiMembers members;
+    const View amount = object.member("amount");
+    if (amount.is_string()) {
+        storage.amount = amount.string();
+        members.amount_kind = NaiMembers::Amount::String;
+        members.amount_text = storage.amount;
+    } else if (amount.is_integer()) {
+        members.amount_kind = NaiMembers::Amount::Integer;
+        members.amount_integer = amount.integer();
+    }
+    const View precision = object.member("precision");
+    if (precision.is_integer()) members.precision = precision.integer();
+    const View nai = object.member("nai");
+    if (nai.is_string()) {
+        storage.nai = nai.string();
+        members.nai = storage.nai;
+    }
+    return members;
+}
+
+// parse_asset and is_asset_json of a tape value.
+Result<Asset> asset_of_value(View value, const AssetTable& table) {
+    if (value.is_string()) return parse_legacy_asset(value.string());
+    if (!value.is_object()) return make_error("asset: expected a string or an object");
+    NaiStrings storage;
+    return parse_nai_members(nai_members_of(value, storage), table);
+}
+
+bool is_asset_value(View value) {
+    if (value.is_string()) return parse_legacy_asset(value.string()).ok();
+    NaiStrings storage;
+    return value.is_object() && is_nai_shaped(nai_members_of(value, storage));
 }
 
 // Typed access to one operation body's fields.
@@ -199,7 +255,7 @@ class OpFields {
 public:
     OpFields(const NodeOperation& op, const AssetTable& table) : op_(op), table_(table) {}
 
-    bool has(std::string_view name) const { return field(name) != nullptr; }
+    bool has(std::string_view name) const { return static_cast<bool>(field(name)); }
 
     // An account name the operation must carry.
     std::string account(std::string_view name) const {
@@ -210,11 +266,10 @@ public:
 
     // A string field that may be absent (or null).
     std::optional<std::string> optional_text(std::string_view name) const {
-        const json_t* value = field(name);
-        if (value == nullptr || json_is_null(value)) return std::nullopt;
-        const auto text = json::string_view_of(value);
-        if (!text) fail(name, "not a string");
-        return std::string(*text);
+        const View value = field(name);
+        if (!value || value.is_null()) return std::nullopt;
+        if (!value.is_string()) fail(name, "not a string");
+        return value.string();
     }
 
     std::string text(std::string_view name) const {
@@ -232,25 +287,17 @@ public:
     }
 
     Asset asset(std::string_view name) const {
-        const json_t* value = field(name);
-        if (value == nullptr) fail(name, "missing amount");
-        auto parsed = parse_asset(value, table_);
-        if (!parsed) fail(name, parsed.error());
-        if (!parsed->amount_string()) fail(name, "amount does not fit its precision");
-        return std::move(parsed).value();
+        const View value = field(name);
+        if (!value) fail(name, "missing amount");
+        return checked(name, asset_of_value(value, table_));
     }
 
     // A field holding a list of amounts.
     std::vector<Asset> asset_list(std::string_view name) const {
-        const json_t* list = field(name);
-        if (!json_is_array(list)) fail(name, "missing list of amounts");
+        const View list = field(name);
+        if (!list.is_array()) fail(name, "missing list of amounts");
         std::vector<Asset> amounts;
-        for (std::size_t index = 0; index < json_array_size(list); ++index) {
-            auto parsed = parse_asset(json_array_get(list, index), table_);
-            if (!parsed) fail(name, parsed.error());
-            if (!parsed->amount_string()) fail(name, "amount does not fit its precision");
-            amounts.push_back(std::move(parsed).value());
-        }
+        list.for_each_element([&](View element) { amounts.push_back(checked(name, asset_of_value(element, table_))); });
         return amounts;
     }
 
@@ -276,7 +323,7 @@ public:
             known.insert(known.end(), slot.begin(), slot.end());
             const auto name = present_name(slot);
             if (!name) continue;
-            if (json_is_array(field(*name))) {
+            if (field(*name).is_array()) {
                 // A list of amounts (total_cleared, total_moved): each under the list's name.
                 for (auto& element : asset_list(*name)) fields.push_back({std::string(*name), std::move(element)});
             } else {
@@ -284,21 +331,25 @@ public:
             }
         }
         std::vector<std::string> extra;
-        const char* key = nullptr;
-        json_t* value = nullptr;
-        json_object_foreach(const_cast<json_t*>(op_.value), key, value) {
-            if (std::find(known.begin(), known.end(), std::string_view(key)) == known.end() && is_asset_json(value)) {
-                extra.emplace_back(key);
+        op_.value.for_each_member([&](View key, View) {
+            std::string name = key.string();
+            // A repeated name counts once, with its last value (as the member lookup reads it).
+            if (std::find(known.begin(), known.end(), name) == known.end() && is_asset_value(field(name))) {
+                extra.push_back(std::move(name));
             }
-        }
+        });
         std::sort(extra.begin(), extra.end());
+        extra.erase(std::unique(extra.begin(), extra.end()), extra.end());
         for (const auto& name : extra) fields.push_back({name, asset(name)});
         return fields;
     }
 
 private:
-    const json_t* field(std::string_view name) const {
-        return json_object_getn(op_.value, name.data(), name.size());
+    View field(std::string_view name) const { return op_.value.member(name); }
+    Asset checked(std::string_view name, Result<Asset> parsed) const {
+        if (!parsed) fail(name, parsed.error());
+        if (!parsed->amount_string()) fail(name, "amount does not fit its precision");
+        return std::move(parsed).value();
     }
     [[noreturn]] void fail(std::string_view name, const std::string& why) const {
         throw DecodeFailure(op_.type + "." + std::string(name) + ": " + why);
@@ -567,7 +618,23 @@ std::string where(const OpEnvelope& envelope) {
            std::to_string(envelope.op_in_trx);
 }
 
-PayloadText payload_of(const json_t* entry) { return std::make_shared<const std::string>(json::dump_compact(entry)); }
+Result<std::vector<WalletEvent>> decode_body(const NodeOperation& op, const OpEnvelope& envelope,
+                                             const std::optional<BlockPosition>& position, PayloadText payload,
+                                             const AssetTable& assets) {
+    const WalletOpRule* rule = find_rule(op.type);
+    if (rule == nullptr) return std::vector<WalletEvent>{};
+    try {
+        return decode_wallet_op(*rule, op, envelope, position, std::move(payload), assets);
+    } catch (const DecodeFailure& failure) {
+        return make_error(where(envelope) + ": " + failure.what());
+    }
+}
+
+json::Tape tape_of(std::string_view text) {
+    auto tape = json::Tape::parse(text);
+    if (!tape) throw DecodeFailure(tape.error());
+    return std::move(tape).value();
+}
 
 // block_seq and virtual ordinals over a block's list, in node order.
 class BlockWalker {
@@ -650,39 +717,26 @@ bool is_virtual_operation(std::string_view op_type, bool node_says_virtual) noex
     return found != kVirtualByType.end() ? found->second : node_says_virtual;
 }
 
-Result<NodeOperation> parse_node_operation(const json_t* op) {
-    try {
-        return read_operation(op);
-    } catch (const DecodeFailure& failure) {
-        return make_error(failure.what());
-    }
-}
-
-Result<OpEnvelope> parse_envelope(const json_t* entry) {
-    try {
-        return read_envelope(entry);
-    } catch (const DecodeFailure& failure) {
-        return make_error(failure.what());
-    }
-}
-
-Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
+Result<std::vector<WalletEvent>> decode_bare_operation(const json_t* op, const OpEnvelope& envelope,
                                                        const std::optional<BlockPosition>& position, PayloadText payload,
                                                        const AssetTable& assets) {
-    const WalletOpRule* rule = find_rule(op.type);
-    if (rule == nullptr) return std::vector<WalletEvent>{};
     try {
-        return decode_wallet_op(*rule, op, envelope, position, std::move(payload), assets);
+        const std::string text = json::dump_compact(op);
+        const json::Tape tape = tape_of(text);
+        return decode_body(read_operation(tape.root()), envelope, position, std::move(payload), assets);
     } catch (const DecodeFailure& failure) {
-        return make_error(where(envelope) + ": " + failure.what());
+        return make_error(failure.what());
     }
 }
 
 Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& assets) {
     try {
-        const NodeOperation op = read_operation(entry_operation(entry));
+        auto text = std::make_shared<const std::string>(json::dump_compact(entry));
+        const json::Tape tape = tape_of(*text);
+        const View root = tape.root();
+        const NodeOperation op = read_operation(entry_operation(root));
         if (!is_wallet_operation(op.type)) return std::vector<WalletEvent>{};
-        return decode_operation_body(op, read_envelope(entry), std::nullopt, payload_of(entry), assets);
+        return decode_body(op, read_envelope(root), std::nullopt, std::move(text), assets);
     } catch (const DecodeFailure& failure) {
         return make_error(failure.what());
     }
@@ -690,25 +744,15 @@ Result<std::vector<WalletEvent>> decode_entry(json_t* entry, const AssetTable& a
 
 Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& assets) {
     if (!json_is_array(ops)) return make_error("block operations are not an array");
-    std::vector<WalletEvent> events;
-    BlockWalker walker;
-    for (std::size_t index = 0; index < json_array_size(ops); ++index) {
-        json_t* entry = json_array_get(ops, index);
-        try {
-            const NodeOperation op = read_operation(entry_operation(entry));
-            OpEnvelope flags;
-            read_node_virtual_op(entry, flags);
-            const BlockPosition position =
-                walker.next(op.type, flags.node_virtual_flag, int_field(entry, "block", 1, kMaxStoredInteger));
-            if (!is_wallet_operation(op.type)) continue;
-            auto decoded = decode_operation_body(op, read_envelope(entry), position, payload_of(entry), assets);
-            if (!decoded) return make_error(decoded.error());
-            for (auto& event : decoded.value()) events.push_back(std::move(event));
-        } catch (const DecodeFailure& failure) {
-            return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
-        }
+    std::vector<std::string> texts;
+    for (std::size_t index = 0; index < json_array_size(ops); ++index) texts.push_back(json::dump_compact(json_array_get(ops, index)));
+    std::vector<RawEntry> entries;
+    for (std::size_t index = 0; index < texts.size(); ++index) {
+        auto entry = scan_entry(texts[index]);
+        if (!entry) return make_error("operation " + std::to_string(index) + " of the block list: " + entry.error());
+        entries.push_back(*entry);
     }
-    return events;
+    return decode_block_entries(entries, assets);
 }
 
 Result<RawEntry> scan_entry(std::string_view entry_text) {
@@ -757,13 +801,12 @@ Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry
         try {
             const BlockPosition position = walker.next(raw.type, raw.node_virtual_flag, raw.block);
             if (!is_wallet_operation(raw.type)) continue;
-            auto parsed = json::parse(raw.text);
-            if (!parsed) throw DecodeFailure(parsed.error());
-            json_t* entry = parsed->get();
+            const json::Tape tape = tape_of(raw.text);
+            const View entry = tape.root();
             const NodeOperation op = read_operation(entry_operation(entry));
             const OpEnvelope envelope = read_envelope(entry);
             if (op.type != raw.type || envelope.block_num != raw.block) throw DecodeFailure("entry changed between scan and parse");
-            auto decoded = decode_operation_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
+            auto decoded = decode_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
             if (!decoded) return make_error(decoded.error());
             for (auto& event : decoded.value()) events.push_back(std::move(event));
         } catch (const DecodeFailure& failure) {

@@ -360,11 +360,9 @@ void visit_bare_op(const std::string& where, json_t* bare, const OpEnvelope& env
     const std::string type = op_type_of(bare);
     if (expectations().count(type) == 0) return;
     ++tally.seen[type];
-    auto parsed = parse_node_operation(bare);
-    ASSERT_TRUE(parsed) << where << ": " << parsed.error();
-    auto events = decode_operation_body(*parsed, envelope, std::nullopt, std::make_shared<const std::string>(json::dump_compact(bare)), table);
+    auto events = decode_bare_operation(bare, envelope, std::nullopt, std::make_shared<const std::string>(json::dump_compact(bare)), table);
     ASSERT_TRUE(events) << where << ": " << events.error();
-    check_structure(Sighting{where, type, parsed->value, envelope.block_num, envelope.trx_in_block, envelope.op_in_trx,
+    check_structure(Sighting{where, type, op_body_of(bare), envelope.block_num, envelope.trx_in_block, envelope.op_in_trx,
                              envelope.trx_id, time},
                     *events, table);
     ++tally.decoded[type];
@@ -664,10 +662,8 @@ TEST(DecoderFixtures, MainnetAnswersOfBothApisGiveIdenticalEvents) {
                     OpEnvelope envelope;
                     envelope.block_num = integer_of(json_object_get(nai.get(), "block_num"));
                     envelope.op_in_trx = static_cast<std::int64_t>(i);
-                    auto a = decode_operation_body(parse_node_operation(json_array_get(nai_ops, i)).value(), envelope,
-                                                   std::nullopt, nullptr, AssetTable::mainnet());
-                    auto b = decode_operation_body(parse_node_operation(json_array_get(legacy_ops, i)).value(), envelope,
-                                                   std::nullopt, nullptr, AssetTable::mainnet());
+                    auto a = decode_bare_operation(json_array_get(nai_ops, i), envelope, std::nullopt, nullptr, AssetTable::mainnet());
+                    auto b = decode_bare_operation(json_array_get(legacy_ops, i), envelope, std::nullopt, nullptr, AssetTable::mainnet());
                     ASSERT_TRUE(a && b);
                     ASSERT_EQ(a->size(), b->size());
                     for (std::size_t k = 0; k < a->size(); ++k) {

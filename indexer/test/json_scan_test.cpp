@@ -1,5 +1,7 @@
-// The validating scanner the node client walks answers with: it accepts what
-// jansson accepts and refuses malformed or truncated text.
+// The validating scanner the node client walks answers with, and the tape the
+// decoder reads entries from: they accept what jansson accepts and refuse
+// malformed or truncated text; the tape reads the values jansson does.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,117 @@ TEST(JsonScan, WalksElementsAndMembers) {
     EXPECT_FALSE(integer_value("1.5"));
     EXPECT_FALSE(for_each_element("[1,2", [](std::string_view) { return true; }));
     EXPECT_FALSE(for_each_member("{\"a\":1} x", [](std::string_view, std::string_view) { return true; }));
+}
+
+// ---- Tape: accepts and refuses what jansson does, and reads the same values ----
+
+bool jansson_accepts(std::string_view text) {
+    json_error_t error;
+    JsonPtr value = json_own(json_loadb(text.data(), text.size(), JSON_DECODE_ANY | JSON_ALLOW_NUL, &error));
+    return value != nullptr;
+}
+
+// The tape's reading of a value equals jansson's tree of it.
+void expect_same_value(const json_t* tree, View view, const std::string& where) {
+    ASSERT_TRUE(view) << where;
+    switch (json_typeof(tree)) {
+        case JSON_OBJECT: {
+            ASSERT_TRUE(view.is_object()) << where;
+            const char* key = nullptr;
+            json_t* child = nullptr;
+            json_object_foreach(const_cast<json_t*>(tree), key, child) {
+                expect_same_value(child, view.member(key), where + "." + key);
+            }
+            view.for_each_member([&](View name, View) {
+                EXPECT_NE(json_object_get(tree, name.string().c_str()), nullptr) << where << "." << name.string();
+            });
+            break;
+        }
+        case JSON_ARRAY:
+            ASSERT_TRUE(view.is_array()) << where;
+            ASSERT_EQ(view.size(), json_array_size(tree)) << where;
+            for (std::size_t i = 0; i < json_array_size(tree); ++i) {
+                expect_same_value(json_array_get(tree, i), view.element(i), where + "[" + std::to_string(i) + "]");
+            }
+            break;
+        case JSON_STRING:
+            ASSERT_TRUE(view.is_string()) << where;
+            EXPECT_EQ(view.string(), std::string(json_string_value(tree), json_string_length(tree))) << where;
+            EXPECT_TRUE(view.string_equals(std::string(json_string_value(tree), json_string_length(tree)))) << where;
+            break;
+        case JSON_INTEGER:
+            ASSERT_TRUE(view.is_integer()) << where;
+            EXPECT_EQ(view.integer(), json_integer_value(tree)) << where;
+            break;
+        case JSON_REAL: EXPECT_EQ(view.kind(), Kind::Real) << where; break;
+        case JSON_TRUE: EXPECT_EQ(view.kind(), Kind::True) << where; break;
+        case JSON_FALSE: EXPECT_EQ(view.kind(), Kind::False) << where; break;
+        case JSON_NULL: EXPECT_TRUE(view.is_null()) << where; break;
+    }
+}
+
+void expect_tape_agrees(std::string_view text) {
+    auto tape = Tape::parse(text);
+    ASSERT_EQ(tape.ok(), jansson_accepts(text)) << text << (tape ? std::string() : " tape: " + tape.error());
+    if (!tape) return;
+    auto tree = parse(text);
+    ASSERT_TRUE(tree);
+    expect_same_value(tree->get(), tape->root(), "$");
+}
+
+TEST(JsonTape, ReadsEveryFixtureDocumentAsJanssonDoes) {
+    int documents = 0;
+    for (const auto& path : test::hive_fixture_files()) {
+        SCOPED_TRACE(path.string());
+        expect_tape_agrees(read_text(path));
+        ++documents;
+    }
+    EXPECT_GT(documents, 300);
+}
+
+TEST(JsonTape, AcceptsAndRefusesWhatJanssonDoes) {
+    for (const char* text :
+         {"", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "[01]", "[1.]", "[.5]", "[1e]", "[-]", "[+1]", "\"a\\x\"", "\"\\u12G4\"",
+          "\"tab\there\"", "[tru]", "[nul]", "[1] [2]", "{\"a\":1}}", "[\"a\"\"b\"]", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
+          "\"\\ud83d\\ude00\"", "\"a\\u0000b\"", "\"\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\\"", "\"\xc3\xa9\"", "\"\xc3\"", "\"\xc3(\"",
+          "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xe0\x80\x80\"", "\"\xc0\xaf\"", "\"\xf0\x9f\x98\x80\"", "\"\x7f\"", "\"\xff\"",
+          "9223372036854775807", "-9223372036854775808", "9223372036854775808", "-9223372036854775809", "1e400", "-1e400",
+          "1e-400", "0.5", "-0", "{\"a\":1,\"a\":[2]}", "{\"k\\u0065y\":\"v\"}", " [ ] ", "{}", "null", "true", "false"}) {
+        SCOPED_TRACE(text);
+        expect_tape_agrees(text);
+    }
+}
+
+TEST(JsonTape, AgreesWithJanssonOnMutatedEntries) {
+    const std::string entry =
+        R"({"trx_id":"ab","block":7,"virtual_op":true,"timestamp":"2016-01-01T00:00:00",)"
+        R"("op":{"type":"transfer_operation","value":{"memo":"a\"b\\c\u00e9 \ud83d\ude00 é","amount":{"amount":"1","precision":3}}},)"
+        R"("n":[-1.5e3,0,true,false,null,[],{}]})";
+    std::mt19937 random(15);
+    const std::string alphabet = "{}[]\",:\\u0123456789abcdefeE.-+ tnrl\xc3\xa9\xed\xf4\x80\x7f";
+    for (int round = 0; round < 3000; ++round) {
+        std::string text = entry;
+        for (int edits = 1 + static_cast<int>(random() % 3); edits > 0; --edits) {
+            const std::size_t at = random() % text.size();
+            text[at] = alphabet[random() % alphabet.size()];
+        }
+        expect_tape_agrees(text);
+        if (HasFatalFailure()) return;
+    }
+}
+
+TEST(JsonTape, NamesAMissingMemberAndAnotherKindByNoValue) {
+    auto tape = Tape::parse(R"({"a":[1,"x"],"b":{"c":null}})");
+    ASSERT_TRUE(tape);
+    const View root = tape->root();
+    EXPECT_FALSE(root.member("z"));
+    EXPECT_FALSE(root.member("a").member("c"));
+    EXPECT_FALSE(root.member("a").element(2));
+    EXPECT_TRUE(root.member("b").member("c").is_null());
+    EXPECT_EQ(root.member("a").element(1).string(), "x");
+    EXPECT_EQ(root.member("a").element(1).integer(), 0);
+    EXPECT_EQ(root.member("a").element(0).string(), "");
+    EXPECT_EQ(root.size(), 2u);
 }
 
 }  // namespace

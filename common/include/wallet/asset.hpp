@@ -4,6 +4,8 @@
 // Both decode to the same Asset, given the network's NAI table.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +88,20 @@ Result<Asset> parse_nai_asset(const json_t* object, const AssetTable& table);
 
 // Either form.
 Result<Asset> parse_asset(const json_t* value, const AssetTable& table);
+
+// The members of a NAI object as a JSON reader found them (jansson's tree or
+// the decoder's tape): one set of rules for both.
+struct NaiMembers {
+    enum class Amount { Other, String, Integer };
+    Amount amount_kind = Amount::Other;
+    std::string_view amount_text;  // a string amount's bytes
+    std::int64_t amount_integer = 0;
+    std::optional<std::int64_t> precision;  // when an integer
+    std::optional<std::string_view> nai;    // when a string
+};
+Result<Asset> parse_nai_members(const NaiMembers& members, const AssetTable& table);
+// is_asset_json's shape test of an object's members.
+bool is_nai_shaped(const NaiMembers& members) noexcept;
 
 // Whether a JSON value is asset-shaped: a string that parses as a legacy
 // asset, or an object with a string/integer amount, an integer precision and

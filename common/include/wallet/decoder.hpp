@@ -61,27 +61,17 @@ struct BlockPosition {
     std::int64_t virtual_ordinal = 0;  // 1-based among the block's virtual ops; 0 for a real op
 };
 
-// One operation of a node answer: its type (without "_operation") and body,
-// borrowed from the entry.
-struct NodeOperation {
-    std::string type;
-    const json_t* value = nullptr;
-};
-
-// The operation of an entry ({..., "op": [...] or {...}}), or of a bare op
-// as blocks carry them (["transfer", {...}] or {"type": ..., "value": ...}).
-Result<NodeOperation> parse_node_operation(const json_t* op);
-
-// The envelope fields of an entry of get_ops_in_block / get_account_history /
-// enum_virtual_ops / HAfAH REST.
-Result<OpEnvelope> parse_envelope(const json_t* entry);
-
 // The JSON text rows keep as an operation's raw payload.
 using PayloadText = std::shared_ptr<const std::string>;
 
-// The events of one operation body with a known envelope; `payload` is what
-// the rows keep as the raw operation. Other operation types give no events.
-Result<std::vector<WalletEvent>> decode_operation_body(const NodeOperation& op, const OpEnvelope& envelope,
+// Every function below reads the node's JSON text through one decoder, a
+// flat tape of the text (json::Tape) instead of a jansson tree; those taking
+// jansson values serialize them compactly first (their payload text).
+
+// The events of one bare operation (["transfer", {...}] or {"type": ...,
+// "value": {...}}) with a known envelope; `payload` is what the rows keep
+// as the raw operation. Other operation types give no events.
+Result<std::vector<WalletEvent>> decode_bare_operation(const json_t* op, const OpEnvelope& envelope,
                                                        const std::optional<BlockPosition>& position, PayloadText payload,
                                                        const AssetTable& assets);
 
@@ -98,8 +88,8 @@ Result<std::vector<WalletEvent>> decode_block(json_t* ops, const AssetTable& ass
 
 // One entry of a block's list located in the node's answer but not parsed:
 // what block position needs (type, block, the node's virtual flag) and its
-// text. Only wallet operations are parsed, which spares the JSON trees of
-// the many other operations of a block.
+// text. Only wallet operations are decoded, which spares the many other
+// operations of a block.
 struct RawEntry {
     std::string_view text;  // the entry's JSON text as the node sent it
     std::string_view type;  // without "_operation"
@@ -108,11 +98,11 @@ struct RawEntry {
 };
 
 // Locates an entry's fields in its text (either form); the text is checked
-// to be well-formed JSON.
+// to be well-formed JSON (its strings' UTF-8 only when it is decoded).
 Result<RawEntry> scan_entry(std::string_view entry_text);
 
-// decode_block over located entries: the same events as decode_block of the
-// parsed list.
+// The events of one block from its located entries (decode_block's list,
+// text as the node sent it, which the events keep as their payload).
 Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets);
 
 }  // namespace wallet

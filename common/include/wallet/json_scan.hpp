@@ -4,12 +4,14 @@
 // checked against the JSON grammar (RFC 8259: strings with their escapes and
 // no raw control characters, numbers, literals, nesting), so truncated or
 // malformed text is an error, never a partial result. UTF-8 inside strings is
-// not checked here: whatever is kept is parsed by jansson afterwards.
+// not checked here: what is decoded is read again through a Tape, which checks it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "wallet/result.hpp"
 
@@ -17,6 +19,10 @@ namespace wallet::json {
 
 // Nesting deeper than this is refused (node answers nest a handful of levels).
 inline constexpr int kMaxScanDepth = 64;
+
+namespace detail {
+inline std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept;
+}  // namespace detail
 
 class Scanner {
 public:
@@ -46,7 +52,7 @@ private:
     bool skip_string();
     bool skip_number();
     bool skip_literal(std::string_view literal);
-    void skip_whitespace() noexcept;
+    void skip_whitespace() noexcept { pos_ = detail::skip_whitespace(text_, pos_); }
     bool fail(const char* what);
 
     std::string_view text_;
@@ -76,6 +82,105 @@ bool plain_string(std::string_view value_text, std::string_view& out) noexcept;
 // of digits: node-api.md section 2).
 Result<std::int64_t> integer_value(std::string_view value_text);
 
+// ---- a parsed text without a tree --------------------------------------------
+
+// What a value of a Tape is.
+enum class Kind : std::uint8_t { Null, False, True, Integer, Real, String, Array, Object };
+
+class Tape;
+
+// A value of a Tape (or none: a member that is absent). Cheap to copy; valid
+// as long as the tape and its text are.
+class View {
+public:
+    View() = default;
+    explicit operator bool() const noexcept { return tape_ != nullptr; }
+    Kind kind() const noexcept;
+    bool is_object() const noexcept { return is(Kind::Object); }
+    bool is_array() const noexcept { return is(Kind::Array); }
+    bool is_string() const noexcept { return is(Kind::String); }
+    bool is_integer() const noexcept { return is(Kind::Integer); }
+    bool is_null() const noexcept { return is(Kind::Null); }
+    bool is_boolean() const noexcept { return is(Kind::True) || is(Kind::False); }
+
+    // An object's member; a name given twice gives its last value, as
+    // jansson keeps. No View when absent or not an object.
+    View member(std::string_view name) const;
+    // An array's elements or an object's members.
+    std::size_t size() const noexcept;
+    // An array's element (no View past the end or for other kinds).
+    View element(std::size_t index) const noexcept;
+    // visit(name, value) for each member of an object, in text order
+    // (a repeated name once per occurrence).
+    template <typename Visit>
+    void for_each_member(Visit&& visit) const;
+    template <typename Visit>
+    void for_each_element(Visit&& visit) const;
+
+    // An integer's value (0 for other kinds).
+    std::int64_t integer() const noexcept;
+    // A string's bytes, escapes decoded (empty for other kinds).
+    std::string string() const;
+    // Whether this is a string whose bytes are `text`.
+    bool string_equals(std::string_view text) const;
+
+private:
+    friend class Tape;
+    View(const Tape* tape, std::uint32_t index) noexcept : tape_(tape), index_(index) {}
+    bool is(Kind kind) const noexcept { return tape_ != nullptr && this->kind() == kind; }
+    std::uint32_t next() const noexcept;
+
+    const Tape* tape_ = nullptr;
+    std::uint32_t index_ = 0;
+};
+
+// A JSON text parsed into a flat list of its values in text order, each
+// knowing where the next sibling starts: what the decoder reads an entry
+// from, without allocating a node per value. It accepts and refuses what
+// jansson's parser (as json::parse calls it) does: RFC 8259 grammar, UTF-8
+// inside strings, \u escapes with paired surrogates (\u0000 allowed),
+// integers within int64, reals within double; nesting to kMaxScanDepth.
+// The text must outlive the tape.
+class Tape {
+public:
+    static Result<Tape> parse(std::string_view text);
+    View root() const noexcept { return View(this, 0); }
+
+private:
+    friend class View;
+    struct Token {
+        Kind kind = Kind::Null;
+        bool escaped = false;      // a string with backslash escapes
+        std::uint32_t next = 0;    // the index after this value's subtree
+        std::uint32_t offset = 0;  // a string's text between its quotes
+        std::uint32_t length = 0;
+        std::int64_t integer = 0;
+    };
+    class Builder;
+
+    std::string_view text_;
+    std::vector<Token> tokens_;
+};
+
+inline Kind View::kind() const noexcept { return tape_->tokens_[index_].kind; }
+inline std::uint32_t View::next() const noexcept { return tape_->tokens_[index_].next; }
+
+template <typename Visit>
+void View::for_each_member(Visit&& visit) const {
+    if (!is_object()) return;
+    for (std::uint32_t key = index_ + 1; key < next(); key = View(tape_, key + 1).next()) {
+        visit(View(tape_, key), View(tape_, key + 1));
+    }
+}
+
+template <typename Visit>
+void View::for_each_element(Visit&& visit) const {
+    if (!is_array()) return;
+    for (std::uint32_t element = index_ + 1; element < next(); element = View(tape_, element).next()) {
+        visit(View(tape_, element));
+    }
+}
+
 // ---- implementation of the templates ----------------------------------------
 
 namespace detail {
@@ -83,7 +188,12 @@ namespace detail {
 bool open_container(std::string_view text, char open, std::size_t& pos);
 // After an element: ',' continues (true), the closing character ends (false, done=true).
 bool next_separator(std::string_view text, char close, std::size_t& pos, bool& done);
-std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept;
+// Inline: called before every value and separator, and node answers are
+// compact, so most calls return at once.
+inline std::size_t skip_whitespace(std::string_view text, std::size_t pos) noexcept {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) ++pos;
+    return pos;
+}
 }  // namespace detail
 
 template <typename Visit>

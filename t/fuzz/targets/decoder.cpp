@@ -1,10 +1,11 @@
 // The node-response decoder on one block's get_ops_in_block result, in
 // either form: the condenser list ([entry, ...], legacy asset strings) or
 // the account_history_api object ({"ops": [entry, ...]}, NAI assets).
-// Both ways the daemons decode a block run: the jansson tree (decode_block,
-// and decode_entry per entry as the account-history fallback does) and the
-// scanner (json_scan + scan_entry + decode_block_entries). Where both
-// succeed they must give the same events.
+// Both ways a block reaches the one decoder run: from jansson values
+// (decode_block, and decode_entry per entry as the account-history fallback
+// does; each serialized, then read through a json::Tape) and from the node's
+// text as the daemons read it (json_scan + scan_entry + decode_block_entries).
+// Where both succeed they must give the same events.
 #include <cstddef>
 #include <cstdint>
 #include <string>
