@@ -15,8 +15,9 @@
 #       copies of the tables (the database's limit) -> load_ratio; and the
 #       CPU of each side per event (from /proc): the simulator (it stands
 #       for nodes on other hosts: its share of this machine is a test
-#       artefact, shown), the loader, PostgreSQL while loading and while
-#       building, and PostgreSQL for the COPY baseline; the build's seconds;
+#       artefact, shown), the loader, PostgreSQL in all (pg_load), while
+#       loading (pg_loading) and while building (pg_build), and PostgreSQL
+#       for the COPY baseline; the build's seconds;
 #   (c) PostgreSQL buffers (shared hit + read of the top plan node) of the
 #       API's own page statement (PREPAREd from the API's text, EXPLAIN
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
@@ -134,7 +135,7 @@ grep -E "summary|build step .*done" "$work/backfill.log" | sed 's/^.*\(build ste
 load_seconds=$(calc "round($end - $start, 1)")
 events=$(q -c "SELECT count(*) FROM wallet_events")
 load_rows_per_s=$(calc "round($events / $load_seconds)")
-cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)")"
+cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)") pg_loading_cpu_us_per_event=$(calc "round(($pg_load_cpu - $pg_build_cpu) * 1e6 / $events, 2)")"
 build_seconds=$(sed -n 's/.*build: done in \([0-9.]*\) s.*/\1/p' "$work/backfill.log" | tail -1)
 log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s, build ${build_seconds:-none} s; load average $load_average)"
 log "CPU seconds of the load: simulator $sim_cpu, loader $loader_cpu, PostgreSQL $pg_load_cpu ($cpu_per_event)"
