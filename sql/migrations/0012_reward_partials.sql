@@ -10,8 +10,8 @@
 -- numerics, so summing them per batch first gives the same values, scale
 -- included, as summing the events at once.
 --
--- How events become day sums is written once (wallet_reward_day_sums_sql,
--- wallet_reward_liquid_sums_sql) and run over the events (the rebuild of 0008)
+-- How events become day sums is written once (wallet_reward_day_sums_sql)
+-- and run over the events (the rebuild of 0008)
 -- or over a statement's new rows (the trigger); the lifetime rows come from
 -- the day rows in both (wallet_reward_lifetime_rows).
 CREATE TABLE wallet_reward_daily_partial (
@@ -33,30 +33,29 @@ CREATE TABLE wallet_reward_liquid_partial (
 -- an earlier release started did not: its build rebuilds the sums).
 ALTER TABLE wallet_bulk_load ADD COLUMN reward_partials boolean NOT NULL DEFAULT false;
 
--- INSERT INTO `daily` the day rows of the events in `events` (0008's pass).
-CREATE FUNCTION wallet_reward_day_sums_sql(events text, daily text) RETURNS text
+-- One statement: INSERT INTO `daily` and `liquid` the day rows of the events
+-- in `events` (0008's sums: the compact lists split as text, the JSON form
+-- through jsonb). The reward rows are read once: a transition table holds
+-- every new row, most of which are no reward.
+CREATE FUNCTION wallet_reward_day_sums_sql(events text, daily text, liquid text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
-SELECT format('INSERT INTO %2$I (account_id, day, op_type, event_count, vesting_sum)'
-              ' SELECT account_id, (ts AT TIME ZONE ''UTC'')::date, op_type, count(*), coalesce(sum(vesting_amount), 0)'
-              '   FROM %1$I WHERE wallet_is_reward_type(op_type) GROUP BY 1, 2, 3', events, daily)
-$$;
-
--- INSERT INTO `liquid` the liquid day rows of the events in `events` (0008's
--- pass: the compact lists split as text, the JSON form through jsonb).
-CREATE FUNCTION wallet_reward_liquid_sums_sql(events text, liquid text) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
-SELECT format('INSERT INTO %2$I (account_id, day, op_type, symbol, amount_sum)'
+SELECT format('WITH r AS MATERIALIZED ('
+              '  SELECT account_id, (ts AT TIME ZONE ''UTC'')::date AS day, op_type, vesting_amount, assets'
+              '    FROM %1$I WHERE wallet_is_reward_type(op_type)),'
+              ' daily AS (INSERT INTO %2$I (account_id, day, op_type, event_count, vesting_sum)'
+              '  SELECT account_id, day, op_type, count(*), coalesce(sum(vesting_amount), 0) FROM r GROUP BY 1, 2, 3)'
+              ' INSERT INTO %3$I (account_id, day, op_type, symbol, amount_sum)'
               ' SELECT account_id, day, op_type, symbol, sum(amount)'
-              '   FROM (SELECT r.account_id, (r.ts AT TIME ZONE ''UTC'')::date AS day, r.op_type, t[i + 2] AS symbol,'
-              '                t[i + 1]::numeric AS amount'
-              '           FROM %1$I r, string_to_array(wallet_assets_triples(r.assets), '' '') t, generate_series(1, array_length(t, 1), 3) i'
-              '          WHERE wallet_is_reward_type(r.op_type) AND r.assets NOT LIKE ''[%%'''
+              '   FROM (SELECT r.account_id, r.day, r.op_type, t[i + 2] AS symbol, t[i + 1]::numeric AS amount'
+              '           FROM r, string_to_array(wallet_assets_triples(r.assets), '' '') t,'
+              '                generate_series(1, array_length(t, 1), 3) i'
+              '          WHERE r.assets NOT LIKE ''[%%'''
               '            AND t[i] IN (''hbd_payout'', ''sbd_payout'', ''hive_payout'', ''steem_payout'')'
               '         UNION ALL'
-              '         SELECT r.account_id, (r.ts AT TIME ZONE ''UTC'')::date, r.op_type, l.symbol, l.amount'
-              '           FROM %1$I r, wallet_reward_liquid_parts(r.assets::jsonb) l'
-              '          WHERE wallet_is_reward_type(r.op_type) AND r.assets LIKE ''[%%'') parts'
-              '  GROUP BY 1, 2, 3, 4', events, liquid)
+              '         SELECT r.account_id, r.day, r.op_type, l.symbol, l.amount'
+              '           FROM r, wallet_reward_liquid_parts(r.assets::jsonb) l'
+              '          WHERE r.assets LIKE ''[%%'') parts'
+              '  GROUP BY 1, 2, 3, 4', events, daily, liquid)
 $$;
 
 -- The lifetime ('infinity') rows from the day rows, which are far fewer than the events.
@@ -76,8 +75,7 @@ CREATE OR REPLACE FUNCTION wallet_reward_rebuild() RETURNS void
 LANGUAGE plpgsql SET jit = off AS $$
 BEGIN
     TRUNCATE wallet_reward_daily, wallet_reward_liquid_daily;
-    EXECUTE wallet_reward_day_sums_sql('wallet_events', 'wallet_reward_daily');
-    EXECUTE wallet_reward_liquid_sums_sql('wallet_events', 'wallet_reward_liquid_daily');
+    EXECUTE wallet_reward_day_sums_sql('wallet_events', 'wallet_reward_daily', 'wallet_reward_liquid_daily');
     PERFORM wallet_reward_lifetime_rows();
 END $$;
 
@@ -87,8 +85,7 @@ END $$;
 CREATE FUNCTION wallet_reward_partials_on_insert() RETURNS trigger
 LANGUAGE plpgsql SET jit = off AS $$
 BEGIN
-    EXECUTE wallet_reward_day_sums_sql('changed_rows', 'wallet_reward_daily_partial');
-    EXECUTE wallet_reward_liquid_sums_sql('changed_rows', 'wallet_reward_liquid_partial');
+    EXECUTE wallet_reward_day_sums_sql('changed_rows', 'wallet_reward_daily_partial', 'wallet_reward_liquid_partial');
     RETURN NULL;
 END $$;
 

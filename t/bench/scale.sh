@@ -207,6 +207,7 @@ if [ -n "${BENCH_LOAD_ONLY:-}" ]; then  # for work on the loader: (a) and (b) on
   echo "RESULT scale events=$events load_ratio=$load_ratio load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s" \
     "bytes_per_event=$bytes_per_event load_seconds=$load_seconds build_seconds=${build_seconds:-na} $cpu_per_event" \
     "copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
+  if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi
   exit 0
 fi
 
