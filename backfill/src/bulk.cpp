@@ -22,10 +22,6 @@ using Clock = std::chrono::steady_clock;
 // waits while another builds, then finds 'done').
 constexpr const char* kBuildLockKey = "7426584213";
 
-// While loading, adds each statement's reward day sums to the partial tables
-// (migration 0012), in the transaction of its rows; the build merges them.
-constexpr const char* kPartialsTrigger = "wallet_reward_partials_insert";
-
 std::string field(PGresult* result, int column) { return PQgetvalue(result, 0, column); }
 
 std::int64_t int_field(PGresult* result, int column) { return std::strtoll(PQgetvalue(result, 0, column), nullptr, 10); }
@@ -112,21 +108,12 @@ Result<std::vector<BuildStep>> build_steps(PGconn* conn) {
                              "", false, ""});
         }
     }
-    auto partials = pg::exec(conn, "SELECT reward_partials FROM wallet_bulk_load");
-    if (!partials) return make_error("bulk load state: " + partials.error());
-    // The loading's trigger goes, the writers' triggers come back.
-    std::string triggers_back = std::string("DROP TRIGGER IF EXISTS ") + kPartialsTrigger + " ON wallet_events";
+    std::string enable;
     for (const auto& trigger : triggers) {
-        triggers_back += "; ALTER TABLE wallet_events ENABLE TRIGGER " + pg::quote_identifier(conn, trigger);
+        enable += (enable.empty() ? "" : "; ") + std::string("ALTER TABLE wallet_events ENABLE TRIGGER ") +
+                  pg::quote_identifier(conn, trigger);
     }
-    // A load an earlier release started wrote no partials: its sums are
-    // rebuilt from the events.
-    if (field(partials->get(), 0) == "t") {
-        steps.push_back({"reward sums merged from the loading's partials, triggers enabled",
-                         "SELECT wallet_reward_merge_partials()", "", true, triggers_back});
-    } else {
-        steps.push_back({"reward sums rebuilt, triggers enabled", "SELECT wallet_reward_rebuild()", "", true, triggers_back});
-    }
+    steps.push_back({"reward sums rebuilt, triggers enabled", "SELECT wallet_reward_rebuild()", "", true, enable});
     steps.push_back({"statistics",
                      "ANALYZE wallet_events; ANALYZE wallet_blocks; ANALYZE wallet_accounts; ANALYZE wallet_reward_daily;"
                      " ANALYZE wallet_reward_liquid_daily",
@@ -238,15 +225,14 @@ Result<Entry> enter(PGconn* conn, const BlockRange& range) {
         // The indexes and triggers as they are, kept to be built again.
         auto started = pg::exec_params(
             conn,
-            "INSERT INTO wallet_bulk_load (state, first_block, last_block, index_names, index_definitions, disabled_triggers,"
-            "                              reward_partials)"
+            "INSERT INTO wallet_bulk_load (state, first_block, last_block, index_names, index_definitions, disabled_triggers)"
             " SELECT 'loading', $1::integer, $2::integer,"
             "  coalesce((SELECT array_agg(c.relname::text ORDER BY i.indisunique DESC, c.relname) FROM pg_index i"
             "            JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'wallet_events'::regclass), '{}'),"
             "  coalesce((SELECT array_agg(pg_get_indexdef(i.indexrelid) ORDER BY i.indisunique DESC, c.relname) FROM pg_index i"
             "            JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'wallet_events'::regclass), '{}'),"
             "  coalesce((SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger WHERE tgrelid = 'wallet_events'::regclass"
-            "            AND NOT tgisinternal AND tgname LIKE 'wallet\\_reward\\_daily\\_%'), '{}'), true",
+            "            AND NOT tgisinternal AND tgname LIKE 'wallet\\_reward\\_daily\\_%'), '{}')",
             bounds);
         if (!started) return make_error("bulk load state: " + started.error());
         auto set_aside = pg::exec(conn,
@@ -255,12 +241,8 @@ Result<Entry> enter(PGconn* conn, const BlockRange& range) {
                                   "  EXECUTE format('DROP INDEX %I', r.name); END LOOP;"
                                   " FOR r IN SELECT unnest(disabled_triggers) AS name FROM wallet_bulk_load LOOP"
                                   "  EXECUTE format('ALTER TABLE wallet_events DISABLE TRIGGER %I', r.name); END LOOP;"
-                                  " END $$;"
-                                  " TRUNCATE wallet_reward_daily_partial, wallet_reward_liquid_partial;"
-                                  " CREATE TRIGGER " + std::string(kPartialsTrigger) + " AFTER INSERT ON wallet_events"
-                                  "  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT"
-                                  "  EXECUTE FUNCTION wallet_reward_partials_on_insert()");
-        if (!set_aside) return make_error("dropping indexes, setting triggers aside: " + set_aside.error());
+                                  " END $$");
+        if (!set_aside) return make_error("dropping indexes, disabling triggers: " + set_aside.error());
         entry.started = true;
         entry.range = range;
     } else if (state_of(field(current->get(), 0)) == State::Loading) {

@@ -125,16 +125,6 @@ TEST(BackfillBulk, KilledWhileLoadingAndInEveryBuildStepThenRerunGivesTheStoreOf
     EXPECT_EQ(bulk_state(pg), "loading 0");
     // Nothing was stored twice: every batch's rows commit with its shard's progress.
     EXPECT_EQ(pg.query("SELECT sum(rows_written) FROM backfill_shards").at(0), std::to_string(stored_rows(pg)));
-    // Nor any reward partial: each batch's partial sums (migration 0012)
-    // commit with its rows, so they add up to the sums of the rows stored.
-    const auto partial_sums = pg.query(
-        "SELECT account_id, day, op_type, sum(event_count), sum(vesting_sum) FROM wallet_reward_daily_partial"
-        " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
-    EXPECT_GT(partial_sums.size(), 100u);
-    EXPECT_EQ(partial_sums, pg.query("SELECT account_id, (ts AT TIME ZONE 'UTC')::date, op_type, count(*),"
-                                     " coalesce(sum(vesting_amount), 0) FROM wallet_events WHERE op_type IN (51, 52, 63, 64)"
-                                     " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"));
-    EXPECT_NE(pg.query("SELECT count(*) FROM wallet_reward_liquid_partial").at(0), "0");
     EXPECT_TRUE(event_indexes(pg, "wallet").empty());
     const auto plan = run_command(backfill_argv({"--dry-run"}), env, 60s);
     EXPECT_NE(plan.output.find("bulk load:   state loading (blocks 1.." + std::to_string(kLastBlock) + "), 0 build steps done"),
@@ -168,9 +158,6 @@ TEST(BackfillBulk, KilledWhileLoadingAndInEveryBuildStepThenRerunGivesTheStoreOf
         const std::string line = "build step " + std::to_string(step) + "/" + std::to_string(steps) + " (";
         ASSERT_TRUE(wait_until([&] { return !builder.running() || log_has(builder, line); }, 120s, 5ms)) << builder.log();
         ASSERT_TRUE(builder.running()) << builder.log();
-        if (step == 5) {
-            EXPECT_TRUE(log_has(builder, line + "reward sums merged from the loading's partials")) << builder.log();
-        }
         builder.stop(SIGKILL);
         EXPECT_EQ(bulk_state(pg), "building " + std::to_string(committed_before(step))) << builder.log();
     }
@@ -187,11 +174,6 @@ TEST(BackfillBulk, KilledWhileLoadingAndInEveryBuildStepThenRerunGivesTheStoreOf
     EXPECT_EQ(stored_rows(pg), total);
     EXPECT_EQ(reward_sums(pg, "wallet"), reward_sums(pg, "reference"));
     EXPECT_GT(reward_sums(pg, "wallet").size(), 100u);
-    // ... from the partials, which the build emptied.
-    EXPECT_EQ(pg.query("SELECT (SELECT count(*) FROM wallet_reward_daily_partial) + (SELECT count(*) FROM"
-                       " wallet_reward_liquid_partial)")
-                  .at(0),
-              "0");
     const auto indexes = event_indexes(pg, "wallet");
     EXPECT_EQ(indexes, event_indexes(pg, "reference"));
     ASSERT_EQ(indexes.size(), 3u);
