@@ -169,7 +169,7 @@ parts=$(awk -v n="$events" '
     s[g] += $2 }
   END { for (g in s) printf "part_%s=%.1f ", g, s[g] / n }' "$work/parts")
 # Average stored size of each column (a 5% sample of the pages), and the
-# block payloads per event, stored (lz4) and as text.
+# block payloads per event, stored (compressed) and as text.
 columns=$(q -c "SELECT string_agg(format('avg(coalesce(pg_column_size(%I), 0))::numeric(8,1)', attname), ', ' ORDER BY attnum)
                   FROM pg_attribute WHERE attrelid = 'wallet_events'::regclass AND attnum > 0 AND NOT attisdropped")
 names=$(q -c "SELECT string_agg(attname, ' ' ORDER BY attnum) FROM pg_attribute
@@ -180,7 +180,7 @@ log "wallet_events columns, average stored bytes: $column_sizes"
 read -r ops_stored ops_text <<<"$(q -F ' ' -c "SELECT (sum(pg_column_size(ops)) * 20 / $events)::numeric(8,1),
                                                        (sum(octet_length(ops::text)) * 20 / $events)::numeric(8,1)
                                                   FROM wallet_blocks TABLESAMPLE SYSTEM (5) REPEATABLE (1)")"
-log "wallet_blocks.ops per event: $ops_stored bytes stored (lz4), $ops_text bytes as text"
+log "wallet_blocks.ops per event: $ops_stored bytes stored (compressed), $ops_text bytes as text"
 
 # ---- (b) the database's limit: COPY into unindexed copies --------------------------------
 tables=(wallet_accounts wallet_blocks wallet_events)
