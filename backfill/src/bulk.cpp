@@ -113,7 +113,11 @@ Result<std::vector<BuildStep>> build_steps(PGconn* conn) {
         enable += (enable.empty() ? "" : "; ") + std::string("ALTER TABLE wallet_events ENABLE TRIGGER ") +
                   pg::quote_identifier(conn, trigger);
     }
-    steps.push_back({"reward sums rebuilt, triggers enabled", "SELECT wallet_reward_rebuild()", "", true, enable});
+    // The two tables of sums apart (migration 0012), beside the index builds:
+    // four sessions share the cores instead of one long rebuild finishing
+    // alone. The triggers come back with the second, when both are rebuilt.
+    steps.push_back({"reward day sums rebuilt", "SELECT wallet_reward_rebuild_daily()", "", true, ""});
+    steps.push_back({"liquid reward sums rebuilt, triggers enabled", "SELECT wallet_reward_rebuild_liquid()", "", true, enable});
     steps.push_back({"statistics",
                      "ANALYZE wallet_events; ANALYZE wallet_blocks; ANALYZE wallet_accounts; ANALYZE wallet_reward_daily;"
                      " ANALYZE wallet_reward_liquid_daily",

@@ -15,8 +15,9 @@
 #       copies of the tables (the database's limit) -> load_ratio; and the
 #       CPU of each side per event (from /proc): the simulator (it stands
 #       for nodes on other hosts: its share of this machine is a test
-#       artefact, shown), the loader, PostgreSQL while loading and while
-#       building, and PostgreSQL for the COPY baseline; the build's seconds;
+#       artefact, shown), the loader, PostgreSQL in all (pg_load), while
+#       loading (pg_loading) and while building (pg_build), and PostgreSQL
+#       for the COPY baseline; the build's seconds;
 #   (c) PostgreSQL buffers (shared hit + read of the top plan node) of the
 #       API's own page statement (PREPAREd from the API's text, EXPLAIN
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
@@ -134,7 +135,7 @@ grep -E "summary|build step .*done" "$work/backfill.log" | sed 's/^.*\(build ste
 load_seconds=$(calc "round($end - $start, 1)")
 events=$(q -c "SELECT count(*) FROM wallet_events")
 load_rows_per_s=$(calc "round($events / $load_seconds)")
-cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)")"
+cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)") pg_loading_cpu_us_per_event=$(calc "round(($pg_load_cpu - $pg_build_cpu) * 1e6 / $events, 2)")"
 build_seconds=$(sed -n 's/.*build: done in \([0-9.]*\) s.*/\1/p' "$work/backfill.log" | tail -1)
 log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s, build ${build_seconds:-none} s; load average $load_average)"
 log "CPU seconds of the load: simulator $sim_cpu, loader $loader_cpu, PostgreSQL $pg_load_cpu ($cpu_per_event)"
@@ -168,7 +169,7 @@ parts=$(awk -v n="$events" '
     s[g] += $2 }
   END { for (g in s) printf "part_%s=%.1f ", g, s[g] / n }' "$work/parts")
 # Average stored size of each column (a 5% sample of the pages), and the
-# block payloads per event, stored (lz4) and as text.
+# block payloads per event, stored (compressed) and as text.
 columns=$(q -c "SELECT string_agg(format('avg(coalesce(pg_column_size(%I), 0))::numeric(8,1)', attname), ', ' ORDER BY attnum)
                   FROM pg_attribute WHERE attrelid = 'wallet_events'::regclass AND attnum > 0 AND NOT attisdropped")
 names=$(q -c "SELECT string_agg(attname, ' ' ORDER BY attnum) FROM pg_attribute
@@ -179,7 +180,7 @@ log "wallet_events columns, average stored bytes: $column_sizes"
 read -r ops_stored ops_text <<<"$(q -F ' ' -c "SELECT (sum(pg_column_size(ops)) * 20 / $events)::numeric(8,1),
                                                        (sum(octet_length(ops::text)) * 20 / $events)::numeric(8,1)
                                                   FROM wallet_blocks TABLESAMPLE SYSTEM (5) REPEATABLE (1)")"
-log "wallet_blocks.ops per event: $ops_stored bytes stored (lz4), $ops_text bytes as text"
+log "wallet_blocks.ops per event: $ops_stored bytes stored (compressed), $ops_text bytes as text"
 
 # ---- (b) the database's limit: COPY into unindexed copies --------------------------------
 tables=(wallet_accounts wallet_blocks wallet_events)
@@ -206,6 +207,7 @@ if [ -n "${BENCH_LOAD_ONLY:-}" ]; then  # for work on the loader: (a) and (b) on
   echo "RESULT scale events=$events load_ratio=$load_ratio load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s" \
     "bytes_per_event=$bytes_per_event load_seconds=$load_seconds build_seconds=${build_seconds:-na} $cpu_per_event" \
     "copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
+  if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi
   exit 0
 fi
 

@@ -147,11 +147,11 @@ TEST(BackfillBulk, KilledWhileLoadingAndInEveryBuildStepThenRerunGivesTheStoreOf
     // Building: a kill inside each step's transaction (on its "starting"
     // line; the step is then in its statement or in the test pause before
     // the commit). The step rolls back; the re-run does it again. Steps 3
-    // to 5 run at once (each in its own session) and commit in order: a kill
+    // to 6 run at once (each in its own session) and commit in order: a kill
     // on the line of any of them finds none of them committed (they start
     // together, and each pauses before its commit).
-    const int steps = 6;  // keyset index, CLUSTER, BRIN, type keyset, reward sums, statistics
-    const auto committed_before = [](int step) { return step >= 3 && step <= 5 ? 2 : step - 1; };
+    const int steps = 7;  // keyset index, CLUSTER, BRIN, type keyset, day sums, liquid sums, statistics
+    const auto committed_before = [](int step) { return step >= 3 && step <= 6 ? 2 : step - 1; };
     for (int step = 1; step <= steps; ++step) {
         Process builder = Process::start(backfill_argv({"--bulk"}),
                                          ProcessOptions{env, {}, dir.path() / ("build-" + std::to_string(step) + ".log"), {}, false});
