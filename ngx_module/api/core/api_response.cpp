@@ -101,48 +101,6 @@ struct Field {
     bool null;
 };
 
-// The event columns of one row of a page statement, read from libpq once.
-// Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
-// output never does): strlen gives PQgetlength's answer for less than a
-// libpq call costs. Columns before kRole are not read (fields_ is left
-// uninitialized: it is written for every event column of every row).
-class EventRow {
-public:
-    EventRow(PGresult* rows, int row) {
-        for (int column = page_column::kRole; column < page_column::kCount; ++column) {
-            const char* value = PQgetvalue(rows, row, column);
-            const std::size_t length = std::strlen(value);
-            Field& f = fields_[static_cast<std::size_t>(column)];
-            f.text = {value, length};
-            // Only an empty value can be NULL, and names, numbers and
-            // timestamps never print empty: libpq is asked about empty text
-            // columns only.
-            f.null = length == 0 && ((kNeverEmpty >> column & 1) != 0 || is_null(rows, row, column));
-            text_bytes_ += length;
-        }
-    }
-    const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
-    std::string_view text(int column) const { return (*this)[column].text; }
-    std::size_t text_bytes() const { return text_bytes_; }
-
-private:
-    // Columns whose text form is empty only when they are NULL: the role and
-    // op type names (of the store's code tables), integers and NUMERICs.
-    static constexpr std::uint32_t kNeverEmpty = [] {
-        namespace c = page_column;
-        std::uint32_t mask = 0;
-        for (const int column : {c::kRole, c::kOpType, c::kBlockNum, c::kBlockSeq, c::kOpInTrx, c::kVirtualOp,
-                                 c::kEpoch, c::kAmount, c::kVestingAmount}) {
-            mask |= 1U << column;
-        }
-        return mask;
-    }();
-    static_assert(page_column::kCount <= 32);
-
-    std::array<Field, page_column::kCount> fields_;
-    std::size_t text_bytes_ = 0;
-};
-
 // A text of at most 16 bytes as two machine words, compared and written
 // without a call or a loop: two overlapping words cover all of its bytes
 // (8-byte words at 0 and size - 8; 4-byte words below 8 bytes; the bytes
@@ -308,6 +266,62 @@ private:
     char date_[11] = {};  // "YYYY-MM-DDT"
 };
 
+// The event columns of one row of a page statement, read from libpq once.
+// Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
+// output never does): strlen gives PQgetlength's answer for less than a
+// libpq call costs. Columns before kRole are not read, nor the trx_id of a
+// virtual op type, which is printed as null (fields_ is left uninitialized:
+// it is written for every event column of every row).
+class EventRow {
+public:
+    EventRow(PGresult* rows, int row, PageMemo& memo) {
+        namespace c = page_column;
+        read(rows, row, c::kRole);
+        read(rows, row, c::kOpType);
+        facts_ = &memo.op_type(text(c::kOpType));
+        for (int column = c::kOpType + 1; column < c::kCount; ++column) {
+            if (column == c::kTrxId && facts_->is_virtual) {
+                fields_[static_cast<std::size_t>(column)] = {{}, true};
+                continue;
+            }
+            read(rows, row, column);
+        }
+    }
+    const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
+    std::string_view text(int column) const { return (*this)[column].text; }
+    std::size_t text_bytes() const { return text_bytes_; }
+    const PageMemo::OpTypeFacts& op_type_facts() const { return *facts_; }
+
+private:
+    // Columns whose text form is empty only when they are NULL: the role and
+    // op type names (of the store's code tables), integers and NUMERICs.
+    static constexpr std::uint32_t kNeverEmpty = [] {
+        namespace c = page_column;
+        std::uint32_t mask = 0;
+        for (const int column : {c::kRole, c::kOpType, c::kBlockNum, c::kBlockSeq, c::kOpInTrx, c::kVirtualOp,
+                                 c::kEpoch, c::kAmount, c::kVestingAmount}) {
+            mask |= 1U << column;
+        }
+        return mask;
+    }();
+    static_assert(page_column::kCount <= 32);
+
+    void read(PGresult* rows, int row, int column) {
+        const char* value = PQgetvalue(rows, row, column);
+        const std::size_t length = std::strlen(value);
+        Field& f = fields_[static_cast<std::size_t>(column)];
+        f.text = {value, length};
+        // Only an empty value can be NULL, and names, numbers and timestamps
+        // never print empty: libpq is asked about empty text columns only.
+        f.null = length == 0 && ((kNeverEmpty >> column & 1) != 0 || is_null(rows, row, column));
+        text_bytes_ += length;
+    }
+
+    std::array<Field, page_column::kCount> fields_;
+    std::size_t text_bytes_ = 0;
+    const PageMemo::OpTypeFacts* facts_ = nullptr;
+};
+
 // Writes a page through a raw pointer into a ResponseBuffer: each row first
 // reserves an upper bound of its size (every text may at most grow sixfold
 // when escaped), so the many small pieces need no capacity checks.
@@ -406,7 +420,7 @@ void write_compact_assets(RowWriter& w, std::string_view compact) {
 void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_account, PageMemo& memo) {
     namespace c = page_column;
     const std::string_view op_type = row.text(c::kOpType);
-    const PageMemo::OpTypeFacts& facts = memo.op_type(op_type);
+    const PageMemo::OpTypeFacts& facts = row.op_type_facts();
     w.literal("{\"account\":");
     w.raw(quoted_account);
     w.literal(",\"role\":");
@@ -563,7 +577,7 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     buffer.append(head);
     PageMemo memo;
     for (int row = 0; row < events; ++row) {
-        const EventRow event(rows, row);
+        const EventRow event(rows, row, memo);
         RowWriter w(buffer.reserve(event_bound(event) + quoted_account.size()));
         if (row > 0) w.literal(",");
         write_event(w, event, quoted_account, memo);
