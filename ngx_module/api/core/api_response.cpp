@@ -48,6 +48,25 @@ std::int64_t integer_in(std::string_view text) {
     return static_cast<std::int64_t>(negative ? 0 - value : value);  // modular: no overflow
 }
 
+// Epoch seconds: ten digits from 2001 to 2286, read eight at a time (their
+// bytes checked, then summed pairwise in one word); other texts as above.
+std::int64_t epoch_in(std::string_view text) {
+    if (text.size() != 10) return integer_in(text);
+    std::uint64_t word;
+    std::memcpy(&word, text.data(), sizeof word);
+    constexpr std::uint64_t kHigh = 0xF0F0F0F0F0F0F0F0;
+    // Each byte is '0'..'9': its high half is 3, also after adding 6.
+    if (((word & kHigh) | (((word + 0x0606060606060606) & kHigh) >> 4)) != 0x3333333333333333) return integer_in(text);
+    const auto last = [&](std::size_t at) { return static_cast<std::uint64_t>(static_cast<unsigned char>(text[at])) - '0'; };
+    if (last(8) > 9 || last(9) > 9) return integer_in(text);
+    // The first digit is the lowest byte (x86-64 is little-endian).
+    word -= 0x3030303030303030;
+    word = (word * 10 + (word >> 8)) & 0x00FF00FF00FF00FF;
+    word = (word * 100 + (word >> 16)) & 0x0000FFFF0000FFFF;
+    word = (word * 10000 + (word >> 32)) & 0xFFFFFFFF;
+    return static_cast<std::int64_t>(word * 100 + last(8) * 10 + last(9));
+}
+
 std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }
 
 void append_integer(std::string& out, std::int64_t value) {
@@ -82,31 +101,94 @@ struct Field {
     bool null;
 };
 
-// The event columns of one row of a page statement, read from libpq once.
-// Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
-// output never does): strlen gives PQgetlength's answer for less than a
-// libpq call costs. Columns before kRole are not read (fields_ is left
-// uninitialized: it is written for every event column of every row).
-class EventRow {
+// A text of at most 16 bytes as two machine words, compared and written
+// without a call or a loop: two overlapping words cover all of its bytes
+// (8-byte words at 0 and size - 8; 4-byte words below 8 bytes; the bytes
+// themselves below 4).
+class ShortText {
 public:
-    EventRow(PGresult* rows, int row) {
-        for (int column = page_column::kRole; column < page_column::kCount; ++column) {
-            const char* value = PQgetvalue(rows, row, column);
-            const std::size_t length = std::strlen(value);
-            Field& f = fields_[static_cast<std::size_t>(column)];
-            f.text = {value, length};
-            // Only an empty value can be NULL.
-            f.null = length == 0 && is_null(rows, row, column);
-            text_bytes_ += length;
+    static constexpr std::size_t kMaxSize = 16;
+
+    // False when the text is longer than kMaxSize.
+    bool assign(std::string_view text) {
+        const std::size_t n = text.size();
+        const char* p = text.data();
+        size_ = n;
+        if (n >= 8) {
+            if (n > kMaxSize) return false;
+            head_ = load<std::uint64_t>(p);
+            tail_ = load<std::uint64_t>(p + n - 8);
+        } else if (n >= 4) {
+            head_ = load<std::uint32_t>(p);
+            tail_ = load<std::uint32_t>(p + n - 4);
+        } else {
+            head_ = 0;
+            tail_ = 0;
+            if (n > 0) std::memcpy(&head_, p, n);
         }
+        return true;
     }
-    const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
-    std::string_view text(int column) const { return (*this)[column].text; }
-    std::size_t text_bytes() const { return text_bytes_; }
+
+    bool operator==(const ShortText& other) const {
+        return size_ == other.size_ && head_ == other.head_ && tail_ == other.tail_;
+    }
+
+    // Writes the text at out; returns its end.
+    char* write(char* out) const {
+        const std::size_t n = size_;
+        if (n >= 8) {
+            std::memcpy(out, &head_, 8);
+            std::memcpy(out + n - 8, &tail_, 8);
+        } else if (n >= 4) {
+            const auto head = static_cast<std::uint32_t>(head_);
+            const auto tail = static_cast<std::uint32_t>(tail_);
+            std::memcpy(out, &head, 4);
+            std::memcpy(out + n - 4, &tail, 4);
+        } else {
+            for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<char>(head_ >> (8 * i));
+        }
+        return out + n;
+    }
 
 private:
-    std::array<Field, page_column::kCount> fields_;
-    std::size_t text_bytes_ = 0;
+    template <typename Word>
+    static std::uint64_t load(const char* at) {
+        Word word;
+        std::memcpy(&word, at, sizeof word);
+        return word;
+    }
+
+    std::size_t size_ = 0;
+    std::uint64_t head_ = 0;
+    std::uint64_t tail_ = 0;
+};
+
+// Texts that recur from row to row (role names, symbols), each escaped once
+// per page: a text seen before that needed no escape is copied as it is.
+class RecurringTexts {
+public:
+    char* write_quoted(char* out, std::string_view text) {
+        ShortText key;
+        if (!key.assign(text)) return json::write_quoted(out, text);
+        for (std::size_t i = 0; i < count_; ++i) {
+            if (plain_[i] == key) return write_plain(out, key);
+        }
+        char* const end = json::write_quoted(out, text);
+        // Nothing escaped: the text between two quotes.
+        if (static_cast<std::size_t>(end - out) == text.size() + 2 && count_ < plain_.size()) plain_[count_++] = key;
+        return end;
+    }
+
+    static char* write_plain(char* out, const ShortText& text) {
+        *out++ = '"';
+        out = text.write(out);
+        *out++ = '"';
+        return out;
+    }
+
+private:
+    std::array<ShortText, 6> plain_;
+    std::size_t count_ = 0;
 };
 
 // What a page needs to know again and again, worked out once per page: which
@@ -118,15 +200,29 @@ public:
     struct OpTypeFacts {
         bool is_virtual = false;
         std::optional<std::string_view> sole_asset_field;
+        // The name and the sole asset field as written (when they fit and
+        // need no escape).
+        std::optional<ShortText> plain_name;
+        std::optional<ShortText> plain_sole_asset_field;
     };
 
     const OpTypeFacts& op_type(std::string_view op_type) {
-        for (const auto& [type, facts] : op_types_) {
-            if (type == op_type) return facts;
+        ShortText key;
+        if (key.assign(op_type)) {
+            for (const auto& [type, facts] : op_types_) {
+                if (facts.plain_name && *facts.plain_name == key) return facts;
+            }
         }
-        return op_types_.emplace_back(op_type, OpTypeFacts{is_virtual_op_type(op_type), sole_asset_field(op_type)})
-            .second;
+        for (const auto& [type, facts] : op_types_) {
+            if (!facts.plain_name && type == op_type) return facts;
+        }
+        OpTypeFacts facts{is_virtual_op_type(op_type), sole_asset_field(op_type), plain(op_type), std::nullopt};
+        if (facts.sole_asset_field) facts.plain_sole_asset_field = plain(*facts.sole_asset_field);
+        return op_types_.emplace_back(op_type, facts).second;
     }
+
+    RecurringTexts roles;
+    RecurringTexts symbols;
 
     // "YYYY-MM-DDTHH:MM:SSZ" of epoch seconds (the epoch itself when out of range).
     char* write_iso_z(char* out, std::int64_t epoch_seconds) {
@@ -153,6 +249,12 @@ public:
 
 private:
     static constexpr std::int64_t kSecondsPerDay = 86400;
+    // A text as a ShortText when it fits and holds nothing to escape.
+    static std::optional<ShortText> plain(std::string_view text) {
+        ShortText plain;
+        if (json::plain_run(text) != text.size() || !plain.assign(text)) return std::nullopt;
+        return plain;
+    }
     static char* write_two_digits(char* out, std::int64_t value) {
         *out++ = static_cast<char>('0' + value / 10);
         *out++ = static_cast<char>('0' + value % 10);
@@ -162,6 +264,62 @@ private:
     std::vector<std::pair<std::string_view, OpTypeFacts>> op_types_;
     std::int64_t day_ = -1;
     char date_[11] = {};  // "YYYY-MM-DDT"
+};
+
+// The event columns of one row of a page statement, read from libpq once.
+// Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
+// output never does): strlen gives PQgetlength's answer for less than a
+// libpq call costs. Columns before kRole are not read, nor the trx_id of a
+// virtual op type, which is printed as null (fields_ is left uninitialized:
+// it is written for every event column of every row).
+class EventRow {
+public:
+    EventRow(PGresult* rows, int row, PageMemo& memo) {
+        namespace c = page_column;
+        read(rows, row, c::kRole);
+        read(rows, row, c::kOpType);
+        facts_ = &memo.op_type(text(c::kOpType));
+        for (int column = c::kOpType + 1; column < c::kCount; ++column) {
+            if (column == c::kTrxId && facts_->is_virtual) {
+                fields_[static_cast<std::size_t>(column)] = {{}, true};
+                continue;
+            }
+            read(rows, row, column);
+        }
+    }
+    const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
+    std::string_view text(int column) const { return (*this)[column].text; }
+    std::size_t text_bytes() const { return text_bytes_; }
+    const PageMemo::OpTypeFacts& op_type_facts() const { return *facts_; }
+
+private:
+    // Columns whose text form is empty only when they are NULL: the role and
+    // op type names (of the store's code tables), integers and NUMERICs.
+    static constexpr std::uint32_t kNeverEmpty = [] {
+        namespace c = page_column;
+        std::uint32_t mask = 0;
+        for (const int column : {c::kRole, c::kOpType, c::kBlockNum, c::kBlockSeq, c::kOpInTrx, c::kVirtualOp,
+                                 c::kEpoch, c::kAmount, c::kVestingAmount}) {
+            mask |= 1U << column;
+        }
+        return mask;
+    }();
+    static_assert(page_column::kCount <= 32);
+
+    void read(PGresult* rows, int row, int column) {
+        const char* value = PQgetvalue(rows, row, column);
+        const std::size_t length = std::strlen(value);
+        Field& f = fields_[static_cast<std::size_t>(column)];
+        f.text = {value, length};
+        // Only an empty value can be NULL, and names, numbers and timestamps
+        // never print empty: libpq is asked about empty text columns only.
+        f.null = length == 0 && ((kNeverEmpty >> column & 1) != 0 || is_null(rows, row, column));
+        text_bytes_ += length;
+    }
+
+    std::array<Field, page_column::kCount> fields_;
+    std::size_t text_bytes_ = 0;
+    const PageMemo::OpTypeFacts* facts_ = nullptr;
 };
 
 // Writes a page through a raw pointer into a ResponseBuffer: each row first
@@ -185,11 +343,21 @@ public:
         at_ += text.size();
     }
     void quoted(std::string_view text) { at_ = json::write_quoted(at_, text); }
+    // A text known to need no escape.
+    void quoted(const ShortText& plain) { at_ = RecurringTexts::write_plain(at_, plain); }
+    void quoted(RecurringTexts& memo, std::string_view text) { at_ = memo.write_quoted(at_, text); }
     void quoted_or_null(const Field& f) {
         if (f.null) {
             literal("null");
         } else {
             quoted(f.text);
+        }
+    }
+    void quoted_or_null(RecurringTexts& memo, const Field& f) {
+        if (f.null) {
+            literal("null");
+        } else {
+            quoted(memo, f.text);
         }
     }
     void amount_or_null(const Field& amount, const Field& symbol) {
@@ -252,13 +420,17 @@ void write_compact_assets(RowWriter& w, std::string_view compact) {
 void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_account, PageMemo& memo) {
     namespace c = page_column;
     const std::string_view op_type = row.text(c::kOpType);
-    const PageMemo::OpTypeFacts& facts = memo.op_type(op_type);
+    const PageMemo::OpTypeFacts& facts = row.op_type_facts();
     w.literal("{\"account\":");
     w.raw(quoted_account);
     w.literal(",\"role\":");
-    w.quoted(row.text(c::kRole));
+    w.quoted(memo.roles, row.text(c::kRole));
     w.literal(",\"op_type\":");
-    w.quoted(op_type);
+    if (facts.plain_name) {
+        w.quoted(*facts.plain_name);
+    } else {
+        w.quoted(op_type);
+    }
     w.literal(",\"block_num\":");
     w.raw(row.text(c::kBlockNum));
     w.literal(",\"block_seq\":");
@@ -274,17 +446,17 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
     w.literal(",\"virtual_op\":");
     w.raw(row.text(c::kVirtualOp));
     w.literal(",\"timestamp\":");
-    w.iso_time(memo, integer_in(row.text(c::kEpoch)));
+    w.iso_time(memo, epoch_in(row.text(c::kEpoch)));
     const Field& symbol_field = row[c::kSymbol];
     const Field& vesting_symbol = row[c::kVestingSymbol];
     w.literal(",\"amount\":");
     w.amount_or_null(row[c::kAmount], symbol_field);
     w.literal(",\"symbol\":");
-    w.quoted_or_null(symbol_field);
+    w.quoted_or_null(memo.symbols, symbol_field);
     w.literal(",\"vesting_amount\":");
     w.amount_or_null(row[c::kVestingAmount], vesting_symbol);
     w.literal(",\"vesting_symbol\":");
-    w.quoted_or_null(vesting_symbol);
+    w.quoted_or_null(memo.symbols, vesting_symbol);
     w.literal(",\"counterparty\":");
     w.quoted_or_null(row[c::kCounterparty]);
     w.literal(",\"memo\":");
@@ -312,11 +484,15 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
             w.literal("[]");
         } else {
             w.literal("[{\"field\": ");
-            w.quoted(*field);
+            if (facts.plain_sole_asset_field) {
+                w.quoted(*facts.plain_sole_asset_field);
+            } else {
+                w.quoted(*field);
+            }
             w.literal(", \"amount\": ");
             w.amount_or_null(amount, symbol);
             w.literal(", \"symbol\": ");
-            w.quoted_or_null(symbol);
+            w.quoted_or_null(memo.symbols, symbol);
             w.literal("}]");
         }
     }
@@ -401,7 +577,7 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     buffer.append(head);
     PageMemo memo;
     for (int row = 0; row < events; ++row) {
-        const EventRow event(rows, row);
+        const EventRow event(rows, row, memo);
         RowWriter w(buffer.reserve(event_bound(event) + quoted_account.size()));
         if (row > 0) w.literal(",");
         write_event(w, event, quoted_account, memo);

@@ -2,7 +2,11 @@
 // validation, amount printing, client identity and the token buckets.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
+
+#include <libpq-fe.h>
 
 #include "api_config.hpp"
 #include "api_limits.hpp"
@@ -17,6 +21,71 @@ namespace {
 const wallet::CursorCodec kCodec("unit-test-cursor-secret-0001");
 
 ParsedRequest parse(const std::string& body) { return parse_request(body, RequestLimits{}, kCodec); }
+
+// Rows of a page that exercise every way a column is printed: NULL and
+// empty texts, texts repeated from row to row (some needing escapes),
+// op type names of every length, epochs of ten digits and of others.
+PGresult* page_rows() {
+    namespace c = page_column;
+    PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
+    std::vector<PGresAttDesc> attrs(static_cast<std::size_t>(c::kCount));
+    for (auto& attr : attrs) {
+        attr = PGresAttDesc{};
+        attr.name = const_cast<char*>("column");
+    }
+    PQsetResultAttrs(result, c::kCount, attrs.data());
+    struct Row {
+        const char* role;
+        const char* op_type;
+        const char* epoch;
+        const char* amount;
+        const char* symbol;
+        const char* vesting_amount;
+        const char* vesting_symbol;
+        const char* counterparty;
+        const char* memo;
+        const char* assets;
+    };
+    const Row rows[] = {
+        {"sender", "transfer", "1577836800", "1.5", "HIVE", nullptr, nullptr, "bob", "", nullptr},
+        {"sender", "transfer", "86399", "2.000", "HIVE", nullptr, nullptr, "", nullptr, nullptr},
+        {"curator", "curation_reward", "1577836801", nullptr, nullptr, "1.5", "VESTS", nullptr, nullptr, nullptr},
+        {"receiver", "transfer", "1577923200", "3.250", "H\"X", nullptr, nullptr, "bob", "a \"quoted\" memo", nullptr},
+        {"receiver", "transfer", "-1", "3.250", "H\"X", nullptr, nullptr, "bob", "\\", nullptr},
+        {"author", "comment_benefactor_reward", "1577836802", "0.001", "HBD", "0.000001", "VESTS", "x", nullptr,
+         "[{\"field\": \"hbd_payout\", \"amount\": \"0.001\", \"symbol\": \"HBD\"}]"},
+        {"author", "comment_benefactor_reward", "15778368a2", nullptr, nullptr, "7", "VESTS", "x", nullptr, nullptr},
+        {"owner", "fill_vesting_withdraw", "9999999999", nullptr, nullptr, "1.000000", "VESTS", "", "", nullptr},
+        {"owner", "interest", "0000000001", "0.5", "HBD", nullptr, nullptr, nullptr, nullptr, "d 0.500 HBD"},
+        {"", "", "", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+    };
+    int index = 0;
+    for (const Row& r : rows) {
+        auto set = [&](int column, const char* value) {
+            PQsetvalue(result, index, column, const_cast<char*>(value), value ? static_cast<int>(std::strlen(value)) : -1);
+        };
+        set(c::kIndexedBlock, "5000000");
+        set(c::kRole, r.role);
+        set(c::kOpType, r.op_type);
+        set(c::kBlockNum, std::to_string(4000000 - index).c_str());
+        set(c::kBlockSeq, "7");
+        set(c::kTrxId, index % 2 ? "0123456789abcdef0123456789abcdef01234567" : nullptr);
+        set(c::kOpInTrx, "0");
+        set(c::kVirtualOp, index % 3 == 0 ? "0" : "12");
+        set(c::kEpoch, r.epoch);
+        set(c::kAmount, r.amount);
+        set(c::kSymbol, r.symbol);
+        set(c::kVestingAmount, r.vesting_amount);
+        set(c::kVestingSymbol, r.vesting_symbol);
+        set(c::kCounterparty, r.counterparty);
+        set(c::kMemo, r.memo);
+        set(c::kAuthor, index == 5 ? "alice" : nullptr);
+        set(c::kPermlink, index == 5 ? "" : nullptr);
+        set(c::kAssets, r.assets);
+        ++index;
+    }
+    return result;
+}
 
 }  // namespace
 
@@ -38,6 +107,30 @@ TEST(ApiCore, AmountsPrintAtTheAssetPrecisionWithoutLosingDigits) {
                              ".123", "-.123", "1.2.345"}) {
         EXPECT_EQ(format_amount(text, "HIVE"), text);
     }
+}
+
+// The page writer's shortcuts (texts repeated from row to row copied as
+// written before, only empty texts asked whether they are NULL, ten-digit
+// epochs read a word at a time) print exactly what the plain rendering did
+// (this answer is that rendering's, byte for byte).
+TEST(ApiCore, PageRowsPrintNullsEmptiesEscapesAndRepeatsExactly) {
+    PGresult* rows = page_rows();
+    PageQuery query;
+    query.account = "alice";
+    query.limit = 9;
+    ResponseBuffer buffer;
+    const std::string answer(write_page_response(buffer, "7", Method::GetWalletHistory, query, rows, kCodec));
+    PQclear(rows);
+    const std::string expected = R"json({"jsonrpc":"2.0","result":{"account":"alice","items":[{"account":"alice","role":"sender","op_type":"transfer","block_num":4000000,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":0,"timestamp":"2020-01-01T00:00:00Z","amount":"1.500","symbol":"HIVE","vesting_amount":null,"vesting_symbol":null,"counterparty":"bob","memo":"","author":null,"permlink":null,"assets":[{"field": "amount", "amount": "1.500", "symbol": "HIVE"}]})json"
+        R"json(,{"account":"alice","role":"sender","op_type":"transfer","block_num":3999999,"block_seq":7,"trx_id":"0123456789abcdef0123456789abcdef01234567","op_in_trx":0,"virtual_op":12,"timestamp":"1970-01-01T23:59:59Z","amount":"2.000","symbol":"HIVE","vesting_amount":null,"vesting_symbol":null,"counterparty":"","memo":null,"author":null,"permlink":null,"assets":[{"field": "amount", "amount": "2.000", "symbol": "HIVE"}]})json"
+        R"json(,{"account":"alice","role":"curator","op_type":"curation_reward","block_num":3999998,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":12,"timestamp":"2020-01-01T00:00:01Z","amount":null,"symbol":null,"vesting_amount":"1.500000","vesting_symbol":"VESTS","counterparty":null,"memo":null,"author":null,"permlink":null,"assets":[{"field": "reward", "amount": "1.500000", "symbol": "VESTS"}]})json"
+        R"json(,{"account":"alice","role":"receiver","op_type":"transfer","block_num":3999997,"block_seq":7,"trx_id":"0123456789abcdef0123456789abcdef01234567","op_in_trx":0,"virtual_op":0,"timestamp":"2020-01-02T00:00:00Z","amount":"3.250","symbol":"H\"X","vesting_amount":null,"vesting_symbol":null,"counterparty":"bob","memo":"a \"quoted\" memo","author":null,"permlink":null,"assets":[{"field": "amount", "amount": "3.250", "symbol": "H\"X"}]})json"
+        R"json(,{"account":"alice","role":"receiver","op_type":"transfer","block_num":3999996,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":12,"timestamp":"1970-01-01T00:00:00Z","amount":"3.250","symbol":"H\"X","vesting_amount":null,"vesting_symbol":null,"counterparty":"bob","memo":"\\","author":null,"permlink":null,"assets":[{"field": "amount", "amount": "3.250", "symbol": "H\"X"}]})json"
+        R"json(,{"account":"alice","role":"author","op_type":"comment_benefactor_reward","block_num":3999995,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":12,"timestamp":"2020-01-01T00:00:02Z","amount":"0.001","symbol":"HBD","vesting_amount":"0.000001","vesting_symbol":"VESTS","counterparty":"x","memo":null,"author":"alice","permlink":"","assets":[{"field": "hbd_payout", "amount": "0.001", "symbol": "HBD"}]})json"
+        R"json(,{"account":"alice","role":"author","op_type":"comment_benefactor_reward","block_num":3999994,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":0,"timestamp":"1970-07-02T14:52:48Z","amount":null,"symbol":null,"vesting_amount":"7.000000","vesting_symbol":"VESTS","counterparty":"x","memo":null,"author":null,"permlink":null,"assets":[]})json"
+        R"json(,{"account":"alice","role":"owner","op_type":"fill_vesting_withdraw","block_num":3999993,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":12,"timestamp":"2286-11-20T17:46:39Z","amount":null,"symbol":null,"vesting_amount":"1.000000","vesting_symbol":"VESTS","counterparty":"","memo":"","author":null,"permlink":null,"assets":[]})json"
+        R"json(,{"account":"alice","role":"owner","op_type":"interest","block_num":3999992,"block_seq":7,"trx_id":null,"op_in_trx":0,"virtual_op":12,"timestamp":"1970-01-01T00:00:01Z","amount":"0.500","symbol":"HBD","vesting_amount":null,"vesting_symbol":null,"counterparty":null,"memo":null,"author":null,"permlink":null,"assets":[{"field": "d", "amount": "0.500", "symbol": "HBD"}]}],"next_cursor":"AQHwo-gDDgVvd25lcjirqHEY4qHlOogf9Ki8ICs","indexer":{"indexed_block":5000000}},"id":7})json";
+    EXPECT_EQ(answer, expected);
 }
 
 TEST(ApiCore, ParsesAndNormalisesAPageRequest) {
