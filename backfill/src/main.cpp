@@ -99,13 +99,7 @@ std::optional<Arguments> parse_arguments(int argc, char** argv, bool& exit_now) 
     Arguments args;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            print_help();
-            exit_now = true;
-            return args;
-        }
-        if (arg == "--version") {
-            std::cout << "wallet-backfill " << WALLET_VERSION << '\n';
+        if (answer_help_or_version(arg, "wallet-backfill", print_help)) {
             exit_now = true;
             return args;
         }

@@ -9,6 +9,7 @@
 #include "liveness.hpp"
 #include "systemd_notify.hpp"
 #include "tail.hpp"
+#include "wallet/cli_options.hpp"
 #include "wallet/config.hpp"
 #include "wallet/http_server.hpp"
 #include "wallet/log.hpp"
@@ -45,14 +46,7 @@ int main(int argc, char** argv) {
     store::WriteMethod write_method = store::WriteMethod::CopyMerge;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            print_help();
-            return 0;
-        }
-        if (arg == "--version") {
-            std::cout << "wallet-indexer " << WALLET_VERSION << '\n';
-            return 0;
-        }
+        if (answer_help_or_version(arg, "wallet-indexer", print_help)) return 0;
         if (arg == "--write-method=copy") {
             write_method = store::WriteMethod::CopyMerge;
         } else if (arg == "--write-method=insert") {

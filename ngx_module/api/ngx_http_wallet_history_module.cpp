@@ -251,9 +251,11 @@ void count_rerun(WalletHistoryRequest* ctx, api::Rerun reason) {
 // A next page answered by a database that has not yet replayed the block of
 // the cursor's row (a standby behind the primary that served the previous
 // page) could miss the events between the two: that answer is not used.
-// Only a standby can be behind: a primary holds every committed row, also
-// rows above its indexed_block (a backfill loading below the checkpoint
-// lowers indexed_block while newer history is served).
+// Only a standby can be behind: a primary holds every committed row. The
+// test is the highest block the database holds, not its indexed_block: a
+// backfill loading below the checkpoint lowers indexed_block while newer
+// history is stored and served (every next page above it would wait for the
+// deadline on every database).
 bool behind_cursor(const WalletHistoryRequest* ctx, PGresult* rows) {
     if (!ctx->op.from_standby) return false;
     const auto& after = ctx->call.page.after;
@@ -261,9 +263,9 @@ bool behind_cursor(const WalletHistoryRequest* ctx, PGresult* rows) {
     const bool page = method == api::Method::GetWalletHistory || method == api::Method::GetAuthorRewards ||
                       method == api::Method::GetCurationRewards;
     if (!page || !after || PQntuples(rows) == 0) return false;
-    const int column = api::page_column::kIndexedBlock;
-    const long long indexed = PQgetisnull(rows, 0, column) ? 0 : std::atoll(PQgetvalue(rows, 0, column));
-    return indexed < after->block_num;
+    const int column = api::page_column::kStoredBlock;
+    const long long stored = PQgetisnull(rows, 0, column) ? 0 : std::atoll(PQgetvalue(rows, 0, column));
+    return stored < after->block_num;
 }
 
 // Another database takes the statement now; with none, the same one after

@@ -83,14 +83,7 @@ int main(int argc, char** argv) {
     Arguments args;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            print_help();
-            return 0;
-        }
-        if (arg == "--version") {
-            std::cout << "wallet-reorder " << WALLET_VERSION << '\n';
-            return 0;
-        }
+        if (wallet::answer_help_or_version(arg, "wallet-reorder", print_help)) return 0;
         if (auto blocks = number_option(arg, "--step-blocks="); blocks && *blocks <= kMaxStepBlocks) {
             args.step_blocks = *blocks;
         } else if (auto merge = number_option(arg, "--merge-blocks="); merge && *merge <= kMaxStepBlocks) {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -86,6 +87,25 @@ std::uint16_t free_port() {
     }
     throw std::runtime_error("cannot find a free port");
 }
+
+// SO_REUSEADDR binds beside the TIME_WAIT connections the stopped server
+// leaves; free_port()'s test bind (without it) still fails on the port.
+PortHold::PortHold(std::uint16_t port) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    const int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const int error = errno;
+        close(fd_);
+        throw std::runtime_error("cannot hold port " + std::to_string(port) + ": " + std::strerror(error));
+    }
+}
+
+PortHold::~PortHold() { close(fd_); }
 
 bool port_accepts(std::uint16_t port, const std::string& host) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -353,6 +353,21 @@ TEST_F(ApiReplicas, PageWalkAcrossPrimaryAndStandbyReturnsEachEventOnce) {
     standby->pause_replay(false);
 }
 
+// A backfill still loading below the checkpoint holds indexed_block back,
+// while the standby has replayed every stored row: a next page whose cursor
+// is above indexed_block is answered by the standby at once (it holds the
+// cursor's block), never run again until the request deadline.
+TEST_F(ApiReplicas, StandbyPagesAboveTheIndexedBlockOfALoadingBackfill) {
+    // Blocks 1050..1099 of the shard are not loaded yet: indexed_block 1049
+    // (on the standby too: its base backup is taken after this commit).
+    primary_.query("INSERT INTO backfill_shards (start_block, end_block, state, next_block) VALUES (1000, 1099, 'running', 1050)");
+    auto standby = make_standby();
+    auto on_standby = nginx_for({standby.get()});
+    ASSERT_EQ(indexed_block(*on_standby), 1049);
+    expect_each_once(walk({on_standby.get()}, 40), stored_keys(primary_, 1099));
+    EXPECT_EQ(reruns(*on_standby, "behind_cursor"), 0);
+}
+
 // Failover: the primary stops, the standby is promoted; the same nginx keeps
 // answering (from the promoted standby, which the writer now feeds).
 TEST_F(ApiReplicas, PromotedStandbyKeepsServingWithoutRestart) {

@@ -42,9 +42,10 @@ public:
         if (!options_.unix_socket) port_ = free_port();
         start();
     }
-    ~Backend() { stop(); }
+    ~Backend() { process_.stop(SIGTERM, 5s); }
 
     void start() {
+        port_hold_.reset();
         std::vector<std::string> argv = {backend_binary().string(), "--name", name_, "--slow-ms",
                                          std::to_string(options_.slow_ms)};
         if (options_.unix_socket) {
@@ -61,7 +62,12 @@ public:
         });
         if (!up || !process_.running()) throw std::runtime_error("backend did not start: " + process_.log());
     }
-    void stop() { process_.stop(SIGTERM, 5s); }
+    // The port stays the dead backend's until start(): a server of a test
+    // running beside this one would otherwise answer for it.
+    void stop() {
+        process_.stop(SIGTERM, 5s);
+        if (!options_.unix_socket && !port_hold_) port_hold_.emplace(port_);
+    }
 
     const std::string& name() const { return name_; }
     std::uint16_t port() const { return port_; }
@@ -86,6 +92,7 @@ private:
     TempDir dir_;
     std::uint16_t port_ = 0;
     Process process_;
+    std::optional<PortHold> port_hold_;
 };
 
 // The routing file at `source` with its targets replaced (same routes, same order).

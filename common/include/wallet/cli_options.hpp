@@ -1,10 +1,12 @@
-// Command-line options of the programs (`--name=N`).
+// Command-line options of the programs (`--name=N`, `--help`, `--version`).
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace wallet {
 
@@ -17,6 +19,24 @@ inline std::optional<std::int64_t> number_option(const std::string& arg, const s
     const long long value = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || value < 1) return std::nullopt;
     return value;
+}
+
+// `--help` (or `-h`) and `--version`, which every program answers before
+// reading its settings: help by print_help(), the version as "program X.Y.Z"
+// on `out`. True when `arg` was one of them (the program then exits with
+// status 0), false for any other argument.
+template <typename PrintHelp>
+bool answer_help_or_version(const std::string& arg, std::string_view program, PrintHelp&& print_help,
+                            std::ostream& out = std::cout) {
+    if (arg == "--help" || arg == "-h") {
+        print_help();
+        return true;
+    }
+    if (arg == "--version") {
+        out << program << ' ' << WALLET_VERSION << '\n';
+        return true;
+    }
+    return false;
 }
 
 }  // namespace wallet

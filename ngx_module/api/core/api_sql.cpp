@@ -47,9 +47,17 @@ constexpr const char* kWindowAndKeyset =
 constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
 
 // One row even for an empty page, so indexed_block always comes back (an
-// init plan: computed once per page, not per row).
+// init plan: computed once per page, not per row). A next page also returns
+// stored_block, the highest block this database holds (the indexer's
+// checkpoint, or a block stored above it: a block's rows and its
+// wallet_blocks row commit together): a standby that has not replayed the
+// cursor's block yet says so by a stored_block below it. Not indexed_block,
+// which a backfill loading below the checkpoint holds back while newer
+// blocks are stored. A first page ($4 is the largest integer) skips it.
 std::string with_indexed_block(const std::string& page_sql) {
-    return "SELECT (SELECT wallet_indexed_block()) AS indexed_block, e.*"
+    return "SELECT (SELECT wallet_indexed_block()) AS indexed_block, e.*,"
+           " CASE WHEN $4 < 2147483647 THEN (SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
+           " (SELECT max(block_num) FROM wallet_blocks))) END AS stored_block"
            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
            page_sql + ") AS e ON true";
 }

@@ -48,7 +48,10 @@ inline constexpr int kMemo = 14;
 inline constexpr int kAuthor = 15;
 inline constexpr int kPermlink = 16;
 inline constexpr int kAssets = 17;
-inline constexpr int kCount = 18;
+inline constexpr int kCount = 18;  // the columns a response reads
+// After them, for a next page only (NULL on a first page): the highest block
+// the answering database holds (behind_cursor() compares the cursor's block).
+inline constexpr int kStoredBlock = 18;
 }  // namespace page_column
 
 // Column positions of the status statement's result.

@@ -49,6 +49,21 @@ private:
 // A loopback TCP port that was free a moment ago.
 std::uint16_t free_port();
 
+// Keeps a loopback TCP port bound without listening, so that a connection to
+// it is refused and free_port() gives it to no other server, also to none of
+// a test running beside this one: a stopped server's port stays dead until
+// the server starts on it again (closing the hold first).
+class PortHold {
+public:
+    explicit PortHold(std::uint16_t port);  // throws when another socket has the port
+    ~PortHold();
+    PortHold(const PortHold&) = delete;
+    PortHold& operator=(const PortHold&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
 // Polls until the predicate holds or the timeout passes.
 bool wait_until(const std::function<bool()>& predicate, std::chrono::milliseconds timeout = 20s,
                 std::chrono::milliseconds interval = 20ms);
