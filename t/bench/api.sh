@@ -41,7 +41,8 @@
 # of BENCH_SECONDS (default 1) each, BENCH_ACCOUNTS / BENCH_EVENTS /
 # BENCH_BIG_EVENTS to scale the data set, BENCH_API_POOL (the API's
 # WALLET_API_DB_MAX_CONNS; default twice the cores), BENCH_WORKERS (the API
-# nginx's worker_processes, default 1).
+# nginx's worker_processes, default 1), BENCH_PG_SOCKET (1: the API and
+# pgbench over PostgreSQL's Unix socket instead of loopback TCP).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -89,6 +90,11 @@ export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD
 "$build/common/wallet-db-setup" >&2
 writer="postgresql://wallet_writer:$WALLET_WRITER_PASSWORD@127.0.0.1:$pg_port/wallet"
 reader="postgresql://wallet_api_reader:$WALLET_API_READER_PASSWORD@127.0.0.1:$pg_port/wallet"
+# BENCH_PG_SOCKET=1: the API and pgbench both reach PostgreSQL by its Unix
+# socket (a database on the API's host), not by loopback TCP.
+if [ "${BENCH_PG_SOCKET:-0}" = 1 ]; then
+  reader="postgresql://wallet_api_reader:$WALLET_API_READER_PASSWORD@/wallet?host=$work/run&port=$pg_port"
+fi
 
 # ---- data (bench_load_events) -------------------------------------------------------
 load_start=$(date +%s)
