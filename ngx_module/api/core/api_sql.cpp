@@ -53,10 +53,12 @@ constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, in
 // wallet_blocks row commit together): a standby that has not replayed the
 // cursor's block yet says so by a stored_block below it. Not indexed_block,
 // which a backfill loading below the checkpoint holds back while newer
-// blocks are stored. A first page ($4 is the largest integer) skips it.
+// blocks are stored. Only a standby's answer is judged by it, and it costs
+// a next page three to four buffers: a primary and a first page ($4 is the
+// largest integer) skip it.
 std::string with_indexed_block(const std::string& page_sql) {
     return "SELECT (SELECT wallet_indexed_block()) AS indexed_block, e.*,"
-           " CASE WHEN $4 < 2147483647 THEN (SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
+           " CASE WHEN $4 < 2147483647 AND pg_is_in_recovery() THEN (SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
            " (SELECT max(block_num) FROM wallet_blocks))) END AS stored_block"
            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
            page_sql + ") AS e ON true";
