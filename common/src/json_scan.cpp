@@ -334,14 +334,7 @@ private:
         if (error_.empty()) error_ = at(what);
         return false;
     }
-    void skip_whitespace() noexcept {
-        // Node answers are compact: most calls find no whitespace at all.
-        while (pos_ < text_.size()) {
-            const char c = text_[pos_];
-            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
-            ++pos_;
-        }
-    }
+    void skip_whitespace() noexcept { pos_ = detail::skip_whitespace(text_, pos_); }
     std::uint32_t push(Kind kind) {
         tokens_.push_back(Token{kind, false, 0, 0, 0, 0});
         return static_cast<std::uint32_t>(tokens_.size() - 1);

@@ -48,23 +48,16 @@ std::int64_t integer_in(std::string_view text) {
     return static_cast<std::int64_t>(negative ? 0 - value : value);  // modular: no overflow
 }
 
-// Epoch seconds: ten digits from 2001 to 2286, read eight at a time (their
-// bytes checked, then summed pairwise in one word); other texts as above.
+// Epoch seconds: ten digits from 2001 to 2286, without integer_in's sign
+// and wrap handling; other texts as above.
 std::int64_t epoch_in(std::string_view text) {
     if (text.size() != 10) return integer_in(text);
-    std::uint64_t word;
-    std::memcpy(&word, text.data(), sizeof word);
-    constexpr std::uint64_t kHigh = 0xF0F0F0F0F0F0F0F0;
-    // Each byte is '0'..'9': its high half is 3, also after adding 6.
-    if (((word & kHigh) | (((word + 0x0606060606060606) & kHigh) >> 4)) != 0x3333333333333333) return integer_in(text);
-    const auto last = [&](std::size_t at) { return static_cast<std::uint64_t>(static_cast<unsigned char>(text[at])) - '0'; };
-    if (last(8) > 9 || last(9) > 9) return integer_in(text);
-    // The first digit is the lowest byte (x86-64 is little-endian).
-    word -= 0x3030303030303030;
-    word = (word * 10 + (word >> 8)) & 0x00FF00FF00FF00FF;
-    word = (word * 100 + (word >> 16)) & 0x0000FFFF0000FFFF;
-    word = (word * 10000 + (word >> 32)) & 0xFFFFFFFF;
-    return static_cast<std::int64_t>(word * 100 + last(8) * 10 + last(9));
+    std::int64_t value = 0;
+    for (const char c : text) {
+        if (c < '0' || c > '9') return integer_in(text);
+        value = value * 10 + (c - '0');
+    }
+    return value;
 }
 
 std::int64_t integer_of(PGresult* rows, int row, int column) { return integer_in(text_of(rows, row, column)); }
@@ -145,7 +138,7 @@ public:
             std::memcpy(out, &head, 4);
             std::memcpy(out + n - 4, &tail, 4);
         } else {
-            for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<char>(head_ >> (8 * i));
+            std::memcpy(out, &head_, n);  // the bytes assign() copied in, on any byte order
         }
         return out + n;
     }
