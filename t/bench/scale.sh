@@ -17,7 +17,13 @@
 #       for nodes on other hosts: its share of this machine is a test
 #       artefact, shown), the loader, PostgreSQL in all (pg_load), while
 #       loading (pg_loading) and while building (pg_build), and PostgreSQL
-#       for the COPY baseline; the build's seconds;
+#       for the COPY baseline; the build's seconds, and each build step's
+#       with PostgreSQL's CPU seconds (all its processes, autovacuum too;
+#       steps that run at once are counted together);
+#   (b2) with BENCH_BUILD_COMPARE set: the build's account-order rewrite
+#       (keyset index, CLUSTER) against a sorted copy (INSERT .. ORDER BY,
+#       CREATE TABLE AS with a parallel sort) on a block-order copy of the
+#       events: seconds, CPU seconds, WAL bytes (docs/store-layout.md);
 #   (c) PostgreSQL buffers (shared hit + read of the top plan node) of the
 #       API's own page statement (PREPAREd from the API's text, EXPLAIN
 #       ANALYZE of EXECUTE): first page and a deep page (rows before the
@@ -53,7 +59,7 @@
 # --progress-interval-ms=30000"),
 # BENCH_WORKERS (6), BENCH_SAMPLE (1000), BENCH_CLIENTS (8), BENCH_SECONDS
 # (20, each pages/s run), BENCH_LOAD_ONLY (set: stop after (a) and (b), for
-# work on the loader), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
+# work on the loader), BENCH_BUILD_COMPARE (set: (b2)), BENCH_HOLD_SECONDS (keeps the store up after the RESULT line,
 # for investigation).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -111,8 +117,16 @@ read -r -a load_argv <<<"$load_args"
 sim_cpu_before=$(bench_proc_cpu "$sim_pid")
 pg_cpu_before=$(bench_pg_cpu "$work")
 # PostgreSQL's CPU when the build begins splits its share into loading and building.
+# Then at each build step's commit: PostgreSQL's CPU per step (steps that run
+# at once commit together: the first of them takes their CPU).
 ( while ! grep -q "build: blocks" "$work/backfill.log" 2>/dev/null; do sleep 0.2; [ -e "$work/loaded" ] && exit; done
-  bench_pg_cpu "$work" >"$work/pg_cpu_at_build" ) &
+  bench_pg_cpu "$work" >"$work/pg_cpu_at_build"
+  seen=0
+  while [ ! -e "$work/loaded" ]; do
+    done_steps=$(grep -c "build step .*: done" "$work/backfill.log" || true)
+    if [ "$done_steps" -gt "$seen" ]; then echo "$done_steps $(bench_pg_cpu "$work")" >>"$work/pg_cpu_at_steps"; seen=$done_steps; fi
+    sleep 0.1
+  done ) &
 watcher=$!
 start=$(now)
 BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
@@ -131,7 +145,18 @@ loader_cpu=$(awk '{print $1 + $2}' "$work/backfill.time")
 touch "$work/loaded"; wait "$watcher"
 pg_build_cpu=0
 [ -s "$work/pg_cpu_at_build" ] && pg_build_cpu=$(calc "round($pg_cpu_before + $pg_load_cpu - $(cat "$work/pg_cpu_at_build"), 1)")
-grep -E "summary|build step .*done" "$work/backfill.log" | sed 's/^.*\(build step\)/\1/; s/^/[scale bench]   /' >&2
+grep -E "summary" "$work/backfill.log" | sed 's/^/[scale bench]   /' >&2
+# Each build step's line with PostgreSQL's CPU seconds since the commit before.
+if [ -s "$work/pg_cpu_at_build" ]; then
+  grep -E "build step .*: done" "$work/backfill.log" | sed 's/^.*\(build step\)/\1/' |
+    awk -v start="$(cat "$work/pg_cpu_at_build")" -v steps="$work/pg_cpu_at_steps" \
+        -v last="$(grep -c "build step .*: done" "$work/backfill.log")" -v end="$(calc "$pg_cpu_before + $pg_load_cpu")" '
+      # The last step from the total of the build (its sessions closed by then).
+      BEGIN { while ((getline line < steps) > 0) { split(line, f, " "); cpu[f[1]] = f[2] }
+              cpu[last] = end }
+      { n++; c = (n in cpu) ? cpu[n] : ""; if (c != "") { printf "[scale bench]   %s; PostgreSQL CPU %.1f s\n", $0, c - start; start = c }
+        else printf "[scale bench]   %s; PostgreSQL CPU with the step after\n", $0 }' >&2
+fi
 load_seconds=$(calc "round($end - $start, 1)")
 events=$(q -c "SELECT count(*) FROM wallet_events")
 load_rows_per_s=$(calc "round($events / $load_seconds)")
@@ -202,6 +227,58 @@ copy_rows_per_s=$(calc "round($events / ($end - $start))")
 load_ratio=$(calc "round($load_rows_per_s / $copy_rows_per_s, 3)")
 log "COPY into unindexed tables: $events events (and their accounts and blocks) in $copy_seconds s ($copy_rows_per_s rows/s, PostgreSQL CPU $copy_cpu_us_per_event µs per event)"
 for table in "${tables[@]}"; do q -c "DROP TABLE copy_$table"; rm -f "$work/data/$table.copy"; done
+
+# ---- (b2) ways of the account-order rewrite (BENCH_BUILD_COMPARE set) -----------------
+# The bulk build's way (the keyset index, then CLUSTER on it) against writing
+# a new table sorted by the keyset's key and building the keyset once on it:
+# INSERT .. SELECT .. ORDER BY (the only way into a table with the store's
+# generated column and constraints; PostgreSQL 15 runs it without parallel
+# workers) and CREATE TABLE AS with a parallel sort (forced: the planner
+# picks a serial one; its table has `wide` as a plain column, so it is a bound,
+# not a usable way). Each on a block-order copy of wallet_events with the
+# build's session settings, in a transaction rolled back: seconds,
+# PostgreSQL's CPU seconds (all processes, parallel workers included) and
+# the session's own, WAL bytes.
+if [ -n "${BENCH_BUILD_COMPARE:-}" ]; then
+  columns=$(q -c "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+                  WHERE attrelid = 'wallet_events'::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = ''")
+  key=$(q -c "SELECT string_agg(pg_get_indexdef(i.indexrelid, k, true), ', ' ORDER BY k) FROM pg_index i,
+              generate_series(1, i.indnkeyatts) k WHERE i.indexrelid = 'wallet_events_keyset'::regclass")
+  like="INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION"
+  q -c "CREATE TABLE rewrite_source (LIKE wallet_events $like)"
+  q -c "INSERT INTO rewrite_source ($columns) SELECT $columns FROM wallet_events ORDER BY block_num, block_seq, role"
+  q -c "VACUUM ANALYZE rewrite_source" -c "CHECKPOINT"
+  session_cpu="(split_part(pg_read_file('/proc/' || pg_backend_pid() || '/stat'), ' ', 14)::bigint
+               + split_part(pg_read_file('/proc/' || pg_backend_pid() || '/stat'), ' ', 15)::bigint) / $(getconf CLK_TCK).0"
+  declare -A rewrite=(
+    [cluster]="CREATE UNIQUE INDEX rewrite_keyset ON rewrite_source ($key) WITH (fillfactor = 100);
+               CLUSTER rewrite_source USING rewrite_keyset"
+    [insert]="CREATE TABLE rewrite_sorted (LIKE rewrite_source $like);
+              INSERT INTO rewrite_sorted ($columns) SELECT $columns FROM rewrite_source ORDER BY $key;
+              CREATE UNIQUE INDEX rewrite_sorted_keyset ON rewrite_sorted ($key) WITH (fillfactor = 100)"
+    [ctas_parallel]="SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0;
+                     CREATE TABLE rewrite_sorted AS SELECT * FROM rewrite_source ORDER BY $key;
+                     CREATE UNIQUE INDEX rewrite_sorted_keyset ON rewrite_sorted ($key) WITH (fillfactor = 100)")
+  for way in cluster insert ctas_parallel; do
+    cpu_before=$(bench_pg_cpu "$work")
+    started=$(now)
+    session=$(q <<SQL
+SET maintenance_work_mem = '1GB'; SET work_mem = '1GB'; SET max_parallel_maintenance_workers = 2;
+SET max_parallel_workers_per_gather = 2;
+BEGIN;
+SELECT pg_current_wal_lsn() AS wal_before, $session_cpu AS session_before \gset
+${rewrite[$way]};
+SELECT round($session_cpu - :session_before, 1) || ' ' || round(pg_wal_lsn_diff(pg_current_wal_lsn(), :'wal_before') / 1048576);
+ROLLBACK;
+SQL
+)
+    seconds=$(calc "round($(now) - $started, 1)")
+    sleep 0.5  # its parallel workers are reaped
+    read -r session_cpu_s wal_mb <<<"$session"
+    log "account-order rewrite, $way: $seconds s, PostgreSQL CPU $(calc "round($(bench_pg_cpu "$work") - $cpu_before, 1)") s (the session's $session_cpu_s), WAL $wal_mb MB"
+  done
+  q -c "DROP TABLE rewrite_source"
+fi
 
 if [ -n "${BENCH_LOAD_ONLY:-}" ]; then  # for work on the loader: (a) and (b) only
   echo "RESULT scale events=$events load_ratio=$load_ratio load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s" \
