@@ -1,7 +1,8 @@
 -- 0014: the writers keep wallet_store_state.indexed_block (migration 0013)
 -- equal to spec 000's last fully indexed block, and wallet_indexed_block()
--- reads that row: a page reads one buffer for it instead of the indexer's
--- checkpoint, its ranges and the loading shards (about three more).
+-- reads that row: a page reads one buffer for it instead of two or three
+-- (the indexer's checkpoint, the loading shards' index and, while shards
+-- load, the indexer's ranges).
 
 -- The computation itself, unchanged (migration 0006), under a new name: the
 -- triggers below call it, and tests compare the row with it.
@@ -19,7 +20,8 @@ ALTER FUNCTION wallet_indexed_block() RENAME TO wallet_indexed_block_computed;
 -- committed before the lock was granted, and this transaction's own writes.
 -- A writer commits its changes to the three tables only after its last
 -- refresh (the triggers fire at the end of the statement, or at commit for
--- the deferred ones), and holds the lock until it commits. So the writer
+-- the deferred ones), and holds the lock until it commits; a waiting writer
+-- is granted the lock only once that commit is visible. So the writer
 -- that takes the lock last saw every other writer's changes and its own:
 -- the committed row is always the value computed from the committed tables.
 --
@@ -76,16 +78,18 @@ CREATE CONSTRAINT TRIGGER wallet_store_state_shards_update AFTER UPDATE ON backf
           OR (OLD.state = 'done') IS DISTINCT FROM (NEW.state = 'done'))
     EXECUTE FUNCTION wallet_store_state_refresh_trigger();
 
--- What a page and get_status read: the row (one buffer; the API's role may
--- read it, so no SECURITY DEFINER).
+-- What a page, get_status and wallet_reorder_limit() read: the row, one
+-- buffer. The API's role may read the row: no SECURITY DEFINER.
 CREATE FUNCTION wallet_indexed_block() RETURNS integer
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT s.indexed_block FROM wallet_store_state s
 $$;
 
--- As in migration 0006, with indexed_block from the row (the same value, in
--- the same snapshot, as the pages'); the loading blocks and the outdated run
--- are still computed (get_status only).
+-- get_status as in migration 0006, with indexed_block from the row: the
+-- pages' number by construction (0006 computed least(checkpoint, first
+-- missing block - 1), which without a checkpoint answered the loading
+-- shards' block where the pages answered NULL). The loading blocks and the
+-- outdated run are still computed (get_status only).
 CREATE OR REPLACE FUNCTION wallet_store_status(current_version smallint,
     OUT indexed_block integer, OUT indexed_epoch bigint, OUT loading_from integer, OUT loading_to integer,
     OUT loading_blocks bigint, OUT outdated_from integer, OUT outdated_to integer)
