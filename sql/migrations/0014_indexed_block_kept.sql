@@ -53,8 +53,8 @@ END $$;
 -- INSERT: 11,000 for mainnet) refresh once, at the end of the statement;
 -- updates refresh at commit, once per changed row (a batch changes one
 -- shard, or the checkpoint and one or two ranges), and only when a column
--- the value depends on changed: heartbeats, claims and releases of a shard
--- leave the row unlocked.
+-- the value depends on changed: heartbeats, and the claims and releases
+-- that keep a shard's progress, leave the row unlocked.
 CREATE TRIGGER wallet_store_state_checkpoint AFTER INSERT OR DELETE OR TRUNCATE ON indexer_checkpoint
     FOR EACH STATEMENT EXECUTE FUNCTION wallet_store_state_refresh_trigger();
 CREATE CONSTRAINT TRIGGER wallet_store_state_checkpoint_update AFTER UPDATE ON indexer_checkpoint
