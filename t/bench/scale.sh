@@ -6,6 +6,8 @@
 # default with --bulk: the path an operator takes for a fresh mainnet store
 # (indexes built sorted at the end, the history rewritten in account order);
 # BENCH_LOAD_ARGS="--progress=log" measures the normal, row-by-row load.
+# wallet-indexer then tails after it (one block), as in production: the
+# store has a checkpoint, and pages read their indexed block as they do there.
 # Then, in the same run:
 #   (a) bytes per event by part: each table's heap, its TOAST, each index,
 #       after VACUUM ANALYZE, over the event count; and the average stored
@@ -76,8 +78,9 @@ sim=$build/t/sim/hive-node-sim
 setup=$build/common/wallet-db-setup
 tool=$build/t/bench/api_bench_tool
 reorder=$build/reorder/wallet-reorder
+indexer=$build/indexer/wallet-indexer
 source "$here/lib.bash"
-for f in "$backfill" "$sim" "$setup" "$tool" "$reorder" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
+for f in "$backfill" "$sim" "$setup" "$tool" "$reorder" "$indexer" "$bench_pg_bin/postgres"; do [ -x "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 
 work=$(mktemp -d /tmp/wallet-bench-scale.XXXXXX)
 sim_pid=""
@@ -164,6 +167,27 @@ cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)")
 build_seconds=$(sed -n 's/.*build: done in \([0-9.]*\) s.*/\1/p' "$work/backfill.log" | tail -1)
 log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s, build ${build_seconds:-none} s; load average $load_average)"
 log "CPU seconds of the load: simulator $sim_cpu, loader $loader_cpu, PostgreSQL $pg_load_cpu ($cpu_per_event)"
+
+# ---- the indexer tails after the load, as in production ------------------------------------
+# Its first batch (the chain's last block, above the loaded ones) gives the
+# store a checkpoint and a range: every page then gets its indexed block on
+# the production path (wallet_indexed_block(), migrations 0006 and 0014),
+# not the early return of a store without a checkpoint.
+"$sim" --synthetic --seed 3 --length $((blocks + 1)) --block-interval-ms 0 --port "$port" >"$work/sim-tail.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+CHAIN_RPC_URL=http://127.0.0.1:$port/ INDEXER_START_BLOCK=$((blocks + 1)) INDEXER_TARGET_IRREVERSIBLE=false \
+  INDEXER_TRAIL_BLOCKS=0 INDEXER_POLL_INTERVAL_MS=100 INDEXER_HEALTH_ADDR= DB_PASSWORD='' "$indexer" >"$work/indexer.log" 2>&1 &
+indexer_pid=$!
+for _ in $(seq 600); do
+  [ "$(q -c "SELECT count(*) FROM indexer_checkpoint")" = 1 ] && break
+  kill -0 "$indexer_pid" 2>/dev/null || { cat "$work/indexer.log" >&2; exit 1; }
+  sleep 0.1
+done
+kill -TERM "$indexer_pid"; wait "$indexer_pid" 2>/dev/null || true
+[ "$(q -c "SELECT count(*) FROM indexer_checkpoint")" = 1 ] || { echo "no checkpoint from wallet-indexer:" >&2; cat "$work/indexer.log" >&2; exit 1; }
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true; sim_pid=""
+log "the indexer's checkpoint: block $(q -c "SELECT block_num FROM indexer_checkpoint"), indexed block $(q -c "SELECT wallet_indexed_block()")"
 q -c "VACUUM ANALYZE" >/dev/null
 
 # ---- (a) bytes per event by part -------------------------------------------------------

@@ -84,6 +84,9 @@ TEST_P(IndexerFork, TableEndsEqualToACleanIndexOfTheCanonicalChain) {
     // The blocks recorded as this decoder's (migration 0006) end at the checkpoint, in one range.
     EXPECT_EQ(pg.query("SELECT count(*), max(last_block), min(decoder_version) FROM indexer_ranges", database),
               std::vector<std::string>{"1\t" + std::to_string(target) + "\t2"});
+    // The indexed block the pages read (migration 0014) followed the rewind and the batches after it.
+    EXPECT_EQ(pg.query("SELECT indexed_block, wallet_indexed_block_computed() FROM wallet_store_state", database),
+              std::vector<std::string>{std::to_string(target) + "\t" + std::to_string(target)});
 
     const std::string reference = "ref_" + case_name({c, 0});
     index_reference(pg, reference, sim.url(), 1, target,
