@@ -119,6 +119,10 @@ std::unique_ptr<PgPool> worker_pool;
 // The account ids this worker remembers (WALLET_API_ACCOUNT_CACHE names).
 std::unique_ptr<api::RememberedAccounts> worker_accounts;
 
+std::optional<api::RememberedAccount> remembered_account(std::string_view name) {
+    return worker_accounts ? worker_accounts->find(name) : std::nullopt;
+}
+
 bool is_page_method(api::Method method) {
     return method == api::Method::GetWalletHistory || method == api::Method::GetAuthorRewards ||
            method == api::Method::GetCurationRewards;
@@ -241,6 +245,7 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
                                                                        ctx->call.method, ctx->call.page, rows,
                                                                        rt.cursors));
     case api::Method::GetRewardTotals:
+        if (worker_accounts) worker_accounts->learn(ctx->call.page.account, api::totals_account(rows));
         return send_result_unowned(ctx, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
         return send_result_unowned(ctx, api::status_result(rows));
@@ -377,11 +382,10 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         statement = api::status_statement(rt.config.node_max_stall_ms);
         break;
     case api::Method::GetRewardTotals:
-        statement = api::totals_statement(ctx->call.page);
+        statement = api::totals_statement(ctx->call.page, remembered_account(ctx->call.page.account));
         break;
     default:
-        statement = api::page_statement(ctx->call.page,
-                                        worker_accounts ? worker_accounts->find(ctx->call.page.account) : std::nullopt);
+        statement = api::page_statement(ctx->call.page, remembered_account(ctx->call.page.account));
         break;
     }
     if (!worker_pool) {

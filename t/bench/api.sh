@@ -396,7 +396,7 @@ run_scenario normal_page 1 wh_page p1=$normal "${no_cursor[@]}" "${normal_id[@]}
 run_scenario big_first_page 1 wh_page p1=$big "${no_cursor[@]}" "${big_id[@]}"
 run_scenario big_deep_page 1 wh_page p1=$big p2=-infinity p3=infinity p4=$d_block p5=$d_seq "p6=$d_role" p7=51 "${big_id[@]}"
 run_scenario curation_page 1 wh_page_type p1=$big "${no_cursor[@]}" "${big_id[@]}" p10=52
-run_scenario totals 0 wh_totals_days p1=$big p2=infinity p3=infinity
+run_scenario totals 0 wh_totals_days p1=$big p2=infinity p3=infinity p4="${big_id[0]#p8=}" p5="$generation"
 
 if [ -n "$callgrind_requests" ]; then
   echo "RESULT api_callgrind${results} requests_per_scenario=${callgrind_requests} api_pool=${pool_size} rows=${total_rows}"

@@ -23,6 +23,12 @@ protected:
         return json_array_size(json_object_get(page.get(), "items"));
     }
 
+    // How many events the store holds for the account of that name now.
+    std::size_t stored(const std::string& account) {
+        return std::stoul(stack.pg().query("SELECT count(*) FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
+                                           " WHERE a.name = '" + account + "'").at(0));
+    }
+
     // alice's history becomes bob's and bob's alice's (ids follow the rows).
     void swap_alice_and_bob() {
         stack.pg().query("UPDATE wallet_accounts SET name = 'swap' WHERE name = 'alice';"
@@ -42,15 +48,18 @@ protected:
 // her; once the generation differs, the name's own account answers.
 TEST_F(ApiAccounts, ARememberedIdIsUsedOnlyOnTheStoreItCameFrom) {
     stack.start_nginx();
-    EXPECT_EQ(events_of("alice"), 3U);
-    EXPECT_EQ(events_of("bob"), 5U);
+    const std::size_t alices = stored("alice");
+    const std::size_t bobs = stored("bob");
+    ASSERT_NE(alices, bobs);
+    EXPECT_EQ(events_of("alice"), alices);
+    EXPECT_EQ(events_of("bob"), bobs);
     swap_alice_and_bob();
-    EXPECT_EQ(events_of("alice"), 3U);  // remembered
+    EXPECT_EQ(events_of("alice"), alices);  // remembered
     new_generation();
-    EXPECT_EQ(events_of("alice"), 5U);
-    EXPECT_EQ(events_of("bob"), 3U);
+    EXPECT_EQ(events_of("alice"), bobs);
+    EXPECT_EQ(events_of("bob"), alices);
     // And what the other store's answer taught the worker holds from then on.
-    EXPECT_EQ(events_of("alice"), 5U);
+    EXPECT_EQ(events_of("alice"), bobs);
 }
 
 // A store dropped and created again under the same database name, nginx
@@ -58,14 +67,13 @@ TEST_F(ApiAccounts, ARememberedIdIsUsedOnlyOnTheStoreItCameFrom) {
 // and its ids are assigned anew (here in the other order).
 TEST_F(ApiAccounts, AStoreRecreatedUnderTheSameNameAnswersByName) {
     stack.start_nginx();
-    EXPECT_EQ(events_of("alice"), 3U);
-    EXPECT_EQ(events_of("bob"), 5U);
-    stack.pg().query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'wallet' AND pid <> pg_backend_pid()",
-                     "postgres");
+    EXPECT_EQ(events_of("alice"), stored("alice"));
+    EXPECT_EQ(events_of("bob"), stored("bob"));
     stack.pg().query("DROP DATABASE wallet WITH (FORCE)", "postgres");
     stack.pg().provision("wallet");
     generate_events(stack.pg(), "bob", 5, 2000);  // bob first: he gets alice's old id
     generate_events(stack.pg(), "alice", 2, 1000);
+    ASSERT_NE(stored("alice"), stored("bob"));
     // The pool reconnects (its connections were terminated: a statement may
     // fail meanwhile); each name then pages its own account.
     for (int attempt = 0; attempt < 50; ++attempt) {
@@ -73,8 +81,8 @@ TEST_F(ApiAccounts, AStoreRecreatedUnderTheSameNameAnswersByName) {
             R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"carol"}})");
         if (answer.body.find("\"result\"") != std::string::npos) break;
     }
-    EXPECT_EQ(events_of("alice"), 2U);
-    EXPECT_EQ(events_of("bob"), 5U);
+    EXPECT_EQ(events_of("alice"), stored("alice"));
+    EXPECT_EQ(events_of("bob"), stored("bob"));
 }
 
 // With room for one name, paging bob makes the worker forget alice: she is
@@ -83,11 +91,12 @@ TEST_F(ApiAccounts, AStoreRecreatedUnderTheSameNameAnswersByName) {
 // that appears later is found.
 TEST_F(ApiAccounts, TheWorkerRemembersAtMostItsBoundAndNoUnknownName) {
     stack.start_nginx({{"WALLET_API_ACCOUNT_CACHE", "1"}});
-    EXPECT_EQ(events_of("alice"), 3U);
-    EXPECT_EQ(events_of("bob"), 5U);  // alice is forgotten
+    EXPECT_EQ(events_of("alice"), stored("alice"));
+    EXPECT_EQ(events_of("bob"), stored("bob"));  // alice is forgotten
     swap_alice_and_bob();
-    EXPECT_EQ(events_of("alice"), 5U);  // looked up
+    EXPECT_EQ(events_of("alice"), stored("alice"));  // looked up
     EXPECT_EQ(events_of("carol"), 0U);
     generate_events(stack.pg(), "carol", 4, 3000);
-    EXPECT_EQ(events_of("carol"), 4U);
+    EXPECT_EQ(events_of("carol"), stored("carol"));
+    EXPECT_GT(stored("carol"), 0U);
 }

@@ -658,6 +658,15 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     return buffer.view();
 }
 
+std::optional<RememberedAccount> totals_account(PGresult* rows) {
+    for (int row = PQntuples(rows) - 1; row >= 0; --row) {
+        if (integer_of(rows, row, 0) != 2) continue;
+        if (is_null(rows, row, 2) || is_null(rows, row, 4)) return std::nullopt;
+        return RememberedAccount{integer_of(rows, row, 2), integer_of(rows, row, 4)};
+    }
+    return std::nullopt;
+}
+
 std::string totals_result(const PageQuery& query, PGresult* rows) {
     // The reward types in the order they are printed (by name); producer_reward
     // is additive, asked for with scope "all" (docs/operations.md). Texts are

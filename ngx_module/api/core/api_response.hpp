@@ -63,6 +63,8 @@ PageHeader read_page_header(PGresult* rows);
 std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
                                      const PageQuery& query, PGresult* rows, const CursorCodec& cursors);
 std::string totals_result(const PageQuery& query, PGresult* rows);
+// The account id and generation a totals statement used (none: no such account).
+std::optional<RememberedAccount> totals_account(PGresult* rows);
 std::string status_result(PGresult* rows);
 std::string methods_result();
 

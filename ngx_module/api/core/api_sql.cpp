@@ -98,19 +98,27 @@ std::string reward_events_sql(const char* from, const char* to) {
 // row is day 'infinity'), plus, with partial days, the events of [$4, $5) and
 // [$6, $7) themselves. Whole days only (lifetime, or a window on day
 // boundaries) need no look at the events at all.
+// The account of a totals statement, as a page's (kPageState): the
+// remembered id (parameter `id`) while the generation (`generation`) is the
+// store's, else the name's.
+std::string totals_account(const char* id, const char* generation) {
+    return std::string("account AS (SELECT s.generation, CASE WHEN s.generation = ") + generation + " THEN " + id +
+           " ELSE (SELECT id FROM wallet_accounts WHERE name = $1) END AS id FROM wallet_store_state s)";
+}
+
 std::string totals_sql(bool with_partial_days) {
     std::string raw_vesting;
     std::string raw_liquid;
     std::string sql;
     if (with_partial_days) {
-        sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
-              "WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), raw AS (" +
+        sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz, integer, bigint) AS "
+              "WITH " + totals_account("$8", "$9") + ", raw AS (" +
               reward_events_sql("$4", "$5") + "  UNION ALL" + reward_events_sql("$6", "$7") + "), ";
         raw_vesting = "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw";
         raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r,"
                      " wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l";
     } else {
-        sql = "(text, date, date) AS WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), ";
+        sql = "(text, date, date, integer, bigint) AS WITH " + totals_account("$4", "$5") + ", ";
     }
     sql += "vesting AS ("
            "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
@@ -125,7 +133,8 @@ std::string totals_sql(bool with_partial_days) {
            " sum(vesting_sum)::text AS total FROM vesting GROUP BY op_type"
            " UNION ALL SELECT 1, wallet_op_type_name(op_type), symbol, NULL, sum(amount_sum)::text FROM liquid"
            " GROUP BY op_type, symbol"
-           " UNION ALL SELECT 2, NULL, NULL, wallet_indexed_block(), NULL";
+           // The account id and generation used, as texts in symbol and total.
+           " UNION ALL SELECT 2, NULL, a.id::text, wallet_indexed_block(), a.generation::text FROM account a";
     return sql;
 }
 
@@ -174,6 +183,15 @@ const std::map<std::string, std::string>& statements() {
     return all;
 }
 
+void append_remembered(StatementCall& call, const std::optional<RememberedAccount>& remembered) {
+    if (remembered) {
+        call.params.push_back(std::to_string(remembered->id));
+        call.params.push_back(std::to_string(remembered->generation));
+    } else {
+        call.params.insert(call.params.end(), {std::nullopt, std::nullopt});
+    }
+}
+
 std::string iso_or(const std::optional<Timestamp>& t, const char* fallback) {
     return t ? t->to_iso_z() : std::string(fallback);
 }
@@ -212,12 +230,7 @@ StatementCall page_statement(const PageQuery& query, const std::optional<Remembe
     }
     // One row more than the page tells whether another page exists.
     call.params.push_back(std::to_string(query.limit + 1));
-    if (remembered) {
-        call.params.push_back(std::to_string(remembered->id));
-        call.params.push_back(std::to_string(remembered->generation));
-    } else {
-        call.params.insert(call.params.end(), {std::nullopt, std::nullopt});
-    }
+    append_remembered(call, remembered);
     if (query.op_types.empty()) {
         call.name = query.all_types ? "wh_page_all" : "wh_page";
     } else if (query.op_types.size() == 1) {
@@ -236,7 +249,7 @@ StatementCall page_statement(const PageQuery& query, const std::optional<Remembe
     return call;
 }
 
-StatementCall totals_statement(const PageQuery& query) {
+StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered) {
     // Aggregate days are inclusive bounds; ("infinity", "infinity") is the
     // lifetime row and ("infinity", "-infinity") selects no aggregate row.
     // Finite ranges end at 9999-12-31 (the last day a request can name), so
@@ -276,6 +289,7 @@ StatementCall totals_statement(const PageQuery& query) {
         call.name = "wh_totals";
         call.params = {query.account, day_first, day_last, raw1_from, raw1_to, raw2_from, raw2_to};
     }
+    append_remembered(call, remembered);
     return call;
 }
 

@@ -33,7 +33,7 @@ struct RememberedAccount {
 // `remembered`: the worker's id for query.account, used when its generation
 // is the store's (else the statement looks the name up).
 StatementCall page_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
-StatementCall totals_statement(const PageQuery& query);
+StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall status_statement(std::int64_t node_max_stall_ms);
 
 // Column positions of the page statements' result: one header row, then the

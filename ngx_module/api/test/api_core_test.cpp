@@ -214,23 +214,23 @@ TEST(ApiCore, TotalsWindowsSplitIntoWholeAndPartialDays) {
     q.account = "alice";
     // Lifetime: the lifetime aggregate rows only.
     EXPECT_STREQ(totals_statement(q).name, "wh_totals_days");
-    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "infinity", "infinity"}));
+    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "infinity", "infinity", std::nullopt, std::nullopt}));
     // Whole days: their aggregate rows only.
     q.from = *wallet::Timestamp::parse("2020-01-02T00:00:00Z");
     q.to = *wallet::Timestamp::parse("2020-01-04T00:00:00Z");
     EXPECT_STREQ(totals_statement(q).name, "wh_totals_days");
-    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03"}));
+    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03", std::nullopt, std::nullopt}));
     q.from = *wallet::Timestamp::parse("2020-01-01T12:00:00Z");
     q.to = *wallet::Timestamp::parse("2020-01-04T06:00:00Z");
     EXPECT_STREQ(totals_statement(q).name, "wh_totals");
     EXPECT_EQ(totals_statement(q).params,
               (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03", "2020-01-01T12:00:00Z",
                                                        "2020-01-02T00:00:00Z", "2020-01-04T00:00:00Z",
-                                                       "2020-01-04T06:00:00Z"}));
+                                                       "2020-01-04T06:00:00Z", std::nullopt, std::nullopt}));
     q.to = *wallet::Timestamp::parse("2020-01-01T18:00:00Z");
     EXPECT_EQ(totals_statement(q).params,
               (std::vector<std::optional<std::string>>{"alice", "infinity", "-infinity", "2020-01-01T12:00:00Z",
-                                                       "2020-01-01T18:00:00Z", "infinity", "infinity"}));
+                                                       "2020-01-01T18:00:00Z", "infinity", "infinity", std::nullopt, std::nullopt}));
 }
 
 TEST(ApiCore, ClientIdentityReadsTrustedHopsFromTheRight) {
