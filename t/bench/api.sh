@@ -5,7 +5,8 @@
 # api_bench_tool) over 100,000 accounts, one of them with 1,000,000 events.
 # For each method, wrk drives nginx (one worker, 32 connections; the API pool
 # sized for this machine, see pool_size) and, next to it in the same run, pgbench
-# runs the same prepared SQL with 32 connections. Each load generator runs at
+# runs the same prepared SQL with 32 connections, with the parameters a warm
+# worker sends (the account's remembered id and the store's generation). Each load generator runs at
 # its fastest thread count on two cores: wrk one, pgbench two. The machine is
 # shared and noisy (a fixed CPU loop took 80 to 300 ms from one second to the
 # next), so the two alternate in short rounds and each figure is the median

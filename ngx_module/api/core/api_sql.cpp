@@ -13,21 +13,22 @@ namespace {
 // more than anything else about a row (a length, an allocation and a copy
 // each), so a row carries only what differs from row to row, in as few
 // fields as PostgreSQL forms without more work per row: the op type and
-// role codes as one number (the worker knows both lists), op_in_trx and
-// virtual_op as one. `assets` is NULL when the amount columns hold it
+// role codes as one number (the worker knows both lists). (op_in_trx and
+// virtual_op as one number cost the worker as much to take apart and print
+// as the field they save.) `assets` is NULL when the amount columns hold it
 // (wallet_derived_assets), the compact triples of wallet_assets_json (stored
 // as a template's amounts since migration 0009: wallet_assets_triples spells
 // them out), or JSON printed as jsonb; the writer renders it. trx_id is
 // stored as bytes (migration 0007).
 constexpr const char* kEventColumns =
     "e.op_type * 100 + e.role AS kind, e.block_num, e.block_seq, wallet_trx_id_text(e.trx_id) AS trx_id,"
-    " e.virtual_op::bigint * 4294967296 + e.op_in_trx AS op_place, extract(epoch FROM e.ts)::bigint AS epoch,"
+    " e.op_in_trx, e.virtual_op, extract(epoch FROM e.ts)::bigint AS epoch,"
     " e.amount::text AS amount, e.symbol, e.vesting_amount::text AS vesting_amount, e.vesting_symbol,"
     " e.counterparty, e.memo, e.author, e.permlink,"
     " CASE WHEN e.assets LIKE '[%' THEN e.assets::jsonb::text ELSE wallet_assets_triples(e.assets) END AS assets";
 
-// The page's indexed block, evaluated on the store's state row `s` (read
-// once per page).
+// The indexed block of a page or totals answer, evaluated on the store's
+// state row `s` (read once per statement).
 constexpr const char* kPageIndexedBlock = "wallet_indexed_block()";
 
 // The account of a page: the id the worker remembered for the name ($8,
@@ -79,7 +80,7 @@ std::string with_page_header(const std::string& events_sql) {
            "SELECT NULL::integer AS kind, p.indexed_block AS block_num,"
            " CASE WHEN $4 < 2147483647 AND pg_is_in_recovery() THEN (SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
            " (SELECT max(block_num) FROM wallet_blocks))) END AS block_seq, NULL::text AS trx_id,"
-           " p.account_id::bigint AS op_place, p.generation AS epoch, NULL::text, NULL::text, NULL::text, NULL::text,"
+           " p.account_id AS op_in_trx, NULL::integer AS virtual_op, p.generation AS epoch, NULL::text, NULL::text, NULL::text, NULL::text,"
            " NULL::text, NULL::text, NULL::text, NULL::text, NULL::text FROM page p"
            " UNION ALL (" +
            events_sql + ")";
@@ -103,7 +104,8 @@ std::string reward_events_sql(const char* from, const char* to) {
 // store's, else the name's.
 std::string totals_account(const char* id, const char* generation) {
     return std::string("account AS (SELECT s.generation, CASE WHEN s.generation = ") + generation + " THEN " + id +
-           " ELSE (SELECT id FROM wallet_accounts WHERE name = $1) END AS id FROM wallet_store_state s)";
+           " ELSE (SELECT id FROM wallet_accounts WHERE name = $1) END AS id, " + kPageIndexedBlock +
+           " AS indexed_block FROM wallet_store_state s)";
 }
 
 std::string totals_sql(bool with_partial_days) {
@@ -134,7 +136,7 @@ std::string totals_sql(bool with_partial_days) {
            " UNION ALL SELECT 1, wallet_op_type_name(op_type), symbol, NULL, sum(amount_sum)::text FROM liquid"
            " GROUP BY op_type, symbol"
            // The account id and generation used, as texts in symbol and total.
-           " UNION ALL SELECT 2, NULL, a.id::text, wallet_indexed_block(), a.generation::text FROM account a";
+           " UNION ALL SELECT 2, NULL, a.id::text, a.indexed_block, a.generation::text FROM account a";
     return sql;
 }
 
