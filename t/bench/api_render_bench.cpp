@@ -31,9 +31,9 @@ PGresult* sample_page() {
     namespace c = api::page_column;
     PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
     std::vector<PGresAttDesc> attrs(static_cast<std::size_t>(c::kCount));
-    static const char* names[c::kCount] = {"kind",           "block_num",    "block_seq", "trx_id", "op_in_trx",
-                                           "virtual_op",     "epoch",        "amount",    "symbol", "vesting_amount",
-                                           "vesting_symbol", "counterparty", "memo",      "author", "permlink",
+    static const char* names[c::kCount] = {"kind",           "block_num",      "block_seq", "trx_id", "op_place",
+                                           "epoch",          "amount",         "symbol",    "vesting_amount",
+                                           "vesting_symbol", "counterparty",   "memo",      "author", "permlink",
                                            "assets"};
     for (std::size_t i = 0; i < attrs.size(); ++i) {
         attrs[i] = PGresAttDesc{};
@@ -54,12 +54,11 @@ PGresult* sample_page() {
         set(c::kBlockNum, block);
         set(c::kBlockSeq, seq);
         set(c::kEpoch, epoch);
-        set(c::kOpInTrx, "0");
         if (reward) {
             set(c::kKind, std::to_string(wallet::operation_type_id("curation_reward") * 100 +
                                          wallet::role_code(wallet::Role::Curator)));
             set_null(c::kTrxId);
-            set(c::kVirtualOp, "3");
+            set(c::kOpPlace, "12884901888");  // virtual_op 3
             set_null(c::kAmount);
             set_null(c::kSymbol);
             set(c::kVestingAmount, "1234.567891");
@@ -73,7 +72,7 @@ PGresult* sample_page() {
             set(c::kKind, std::to_string(wallet::operation_type_id("transfer") * 100 +
                                          wallet::role_code(row % 2 ? wallet::Role::Sender : wallet::Role::Receiver)));
             set(c::kTrxId, "bfde1e6b34ffa80b9c9c609d45ab895900000000");
-            set(c::kVirtualOp, "0");
+            set(c::kOpPlace, "0");
             set(c::kAmount, "44.472000");
             set(c::kSymbol, "HIVE");
             set_null(c::kVestingAmount);

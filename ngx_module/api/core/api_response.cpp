@@ -301,11 +301,16 @@ public:
             }
             read(rows, row, column);
         }
+        const auto place = static_cast<std::uint64_t>(integer_in(text(c::kOpPlace)));
+        op_in_trx_ = number_text(op_in_trx_text_, place & 0xffffffffU);
+        virtual_op_ = number_text(virtual_op_text_, place >> 32);
     }
     const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
     std::string_view text(int column) const { return (*this)[column].text; }
     std::string_view role() const { return role_; }
     std::string_view op_type() const { return op_type_; }
+    std::string_view op_in_trx() const { return op_in_trx_; }
+    std::string_view virtual_op() const { return virtual_op_; }
     std::size_t text_bytes() const { return text_bytes_; }
     const PageMemo::OpTypeFacts& op_type_facts() const { return *facts_; }
 
@@ -315,8 +320,8 @@ private:
     static constexpr std::uint32_t kNeverEmpty = [] {
         namespace c = page_column;
         std::uint32_t mask = 0;
-        for (const int column : {c::kKind, c::kBlockNum, c::kBlockSeq, c::kOpInTrx, c::kVirtualOp, c::kEpoch,
-                                 c::kAmount, c::kVestingAmount}) {
+        for (const int column : {c::kKind, c::kBlockNum, c::kBlockSeq, c::kOpPlace, c::kEpoch, c::kAmount,
+                                 c::kVestingAmount}) {
             mask |= 1U << column;
         }
         return mask;
@@ -334,9 +339,18 @@ private:
         text_bytes_ += length;
     }
 
+    template <std::size_t N>
+    static std::string_view number_text(std::array<char, N>& out, std::uint64_t value) {
+        return {out.data(), static_cast<std::size_t>(std::to_chars(out.data(), out.data() + N, value).ptr - out.data())};
+    }
+
     std::array<Field, page_column::kCount> fields_;
     std::string_view role_;
     std::string_view op_type_;
+    std::array<char, 12> op_in_trx_text_;
+    std::array<char, 12> virtual_op_text_;
+    std::string_view op_in_trx_;
+    std::string_view virtual_op_;
     std::size_t text_bytes_ = 0;
     const PageMemo::OpTypeFacts* facts_ = nullptr;
 };
@@ -461,9 +475,9 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
         w.quoted_or_null(row[c::kTrxId]);
     }
     w.literal(",\"op_in_trx\":");
-    w.raw(row.text(c::kOpInTrx));
+    w.raw(row.op_in_trx());
     w.literal(",\"virtual_op\":");
-    w.raw(row.text(c::kVirtualOp));
+    w.raw(row.virtual_op());
     w.literal(",\"timestamp\":");
     w.iso_time(memo, epoch_in(row.text(c::kEpoch)));
     const Field& symbol_field = row[c::kSymbol];

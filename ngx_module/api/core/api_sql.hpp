@@ -43,19 +43,18 @@ inline constexpr int kKind = 0;  // op type code * 100 + role code; NULL on the 
 inline constexpr int kBlockNum = 1;
 inline constexpr int kBlockSeq = 2;
 inline constexpr int kTrxId = 3;
-inline constexpr int kOpInTrx = 4;
-inline constexpr int kVirtualOp = 5;
-inline constexpr int kEpoch = 6;
-inline constexpr int kAmount = 7;
-inline constexpr int kSymbol = 8;
-inline constexpr int kVestingAmount = 9;
-inline constexpr int kVestingSymbol = 10;
-inline constexpr int kCounterparty = 11;
-inline constexpr int kMemo = 12;
-inline constexpr int kAuthor = 13;
-inline constexpr int kPermlink = 14;
-inline constexpr int kAssets = 15;
-inline constexpr int kCount = 16;
+inline constexpr int kOpPlace = 4;  // virtual_op * 2^32 + op_in_trx
+inline constexpr int kEpoch = 5;
+inline constexpr int kAmount = 6;
+inline constexpr int kSymbol = 7;
+inline constexpr int kVestingAmount = 8;
+inline constexpr int kVestingSymbol = 9;
+inline constexpr int kCounterparty = 10;
+inline constexpr int kMemo = 11;
+inline constexpr int kAuthor = 12;
+inline constexpr int kPermlink = 13;
+inline constexpr int kAssets = 14;
+inline constexpr int kCount = 15;
 }  // namespace page_column
 
 // The header row's values, in the event columns.
@@ -64,7 +63,7 @@ inline constexpr int kIndexedBlock = page_column::kBlockNum;
 // The highest block the answering database holds, for a standby's next page
 // only (else NULL): behind_cursor() compares the cursor's block.
 inline constexpr int kStoredBlock = page_column::kBlockSeq;
-inline constexpr int kAccountId = page_column::kOpInTrx;  // NULL: no such account
+inline constexpr int kAccountId = page_column::kOpPlace;  // NULL: no such account
 inline constexpr int kGeneration = page_column::kEpoch;
 }  // namespace page_header
 

@@ -78,8 +78,7 @@ PGresult* page_rows() {
         set(c::kBlockNum, std::to_string(4000000 - index).c_str());
         set(c::kBlockSeq, "7");
         set(c::kTrxId, index % 2 ? "0123456789abcdef0123456789abcdef01234567" : nullptr);
-        set(c::kOpInTrx, "0");
-        set(c::kVirtualOp, index % 3 == 0 ? "0" : "12");
+        set(c::kOpPlace, index % 3 == 0 ? "0" : "51539607552");  // virtual_op 12, op_in_trx 0
         set(c::kEpoch, r.epoch);
         set(c::kAmount, r.amount);
         set(c::kSymbol, r.symbol);
