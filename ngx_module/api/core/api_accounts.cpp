@@ -14,8 +14,10 @@ void RememberedAccounts::learn(std::string_view name, const std::optional<Rememb
     if (!account) {
         // Gone from this store (or another store answered): forget it.
         if (found != index_.end()) {
-            order_.erase(found->second);
+            // The index entry first: its key views the name the list entry owns.
+            const auto entry = found->second;
             index_.erase(found);
+            order_.erase(entry);
         }
         return;
     }
