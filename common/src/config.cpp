@@ -87,6 +87,7 @@ const std::vector<SettingDoc> kDocs = {
     {"WALLET_API_MAX_OP_TYPES", "16", "Most entries accepted in op_types."},
     {"WALLET_API_MAX_BODY_BYTES", "65536", "Largest request body accepted."},
     {"WALLET_API_REQUEST_DEADLINE_MS", "10000", "Deadline of one API request."},
+    {"WALLET_API_ACCOUNT_CACHE", "100000", "Account ids each API worker remembers by name (0 to 10000000); 0 disables."},
     {"WALLET_API_CURSOR_SECRET", "(derived)", "Key that signs cursors; derived from the reader password when empty."},
     {"HOST", "127.0.0.1", "Bind address of the routing proxy."},
     {"PORT", "5002", "Listen port of the routing proxy."},

@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "api_accounts.hpp"
 #include "api_config.hpp"
 #include "api_limits.hpp"
 #include "api_metrics.hpp"
@@ -114,6 +115,18 @@ namespace {
 
 // The worker's database pool (one per worker process).
 std::unique_ptr<PgPool> worker_pool;
+
+// The account ids this worker remembers (WALLET_API_ACCOUNT_CACHE names).
+std::unique_ptr<api::RememberedAccounts> worker_accounts;
+
+std::optional<api::RememberedAccount> remembered_account(std::string_view name) {
+    return worker_accounts ? worker_accounts->find(name) : std::nullopt;
+}
+
+bool is_page_method(api::Method method) {
+    return method == api::Method::GetWalletHistory || method == api::Method::GetAuthorRewards ||
+           method == api::Method::GetCurationRewards;
+}
 
 // Answers are written into a buffer that the request keeps until nginx frees
 // it (the write may end later, from the event loop), so nginx sends them
@@ -226,11 +239,13 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     case api::Method::GetWalletHistory:
     case api::Method::GetAuthorRewards:
     case api::Method::GetCurationRewards:
+        if (worker_accounts) worker_accounts->learn(ctx->call.page.account, api::read_page_header(rows).account);
         return wallet::ngx::send_json_unowned(ctx->r, NGX_HTTP_OK,
                                               api::write_page_response(response_buffer(ctx), ctx->id_json,
                                                                        ctx->call.method, ctx->call.page, rows,
                                                                        rt.cursors));
     case api::Method::GetRewardTotals:
+        if (worker_accounts) worker_accounts->learn(ctx->call.page.account, api::totals_account(rows));
         return send_result_unowned(ctx, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
         return send_result_unowned(ctx, api::status_result(rows));
@@ -259,13 +274,8 @@ void count_rerun(WalletHistoryRequest* ctx, api::Rerun reason) {
 bool behind_cursor(const WalletHistoryRequest* ctx, PGresult* rows) {
     if (!ctx->op.from_standby) return false;
     const auto& after = ctx->call.page.after;
-    const auto method = ctx->call.method;
-    const bool page = method == api::Method::GetWalletHistory || method == api::Method::GetAuthorRewards ||
-                      method == api::Method::GetCurationRewards;
-    if (!page || !after || PQntuples(rows) == 0) return false;
-    const int column = api::page_column::kStoredBlock;
-    const long long stored = PQgetisnull(rows, 0, column) ? 0 : std::atoll(PQgetvalue(rows, 0, column));
-    return stored < after->block_num;
+    if (!is_page_method(ctx->call.method) || !after) return false;
+    return api::read_page_header(rows).stored_block.value_or(0) < after->block_num;
 }
 
 // Another database takes the statement now; with none, the same one after
@@ -372,10 +382,10 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         statement = api::status_statement(rt.config.node_max_stall_ms);
         break;
     case api::Method::GetRewardTotals:
-        statement = api::totals_statement(ctx->call.page);
+        statement = api::totals_statement(ctx->call.page, remembered_account(ctx->call.page.account));
         break;
     default:
-        statement = api::page_statement(ctx->call.page);
+        statement = api::page_statement(ctx->call.page, remembered_account(ctx->call.page.account));
         break;
     }
     if (!worker_pool) {
@@ -665,6 +675,8 @@ static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
     if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return NGX_OK;
     try {
         worker_pool = std::make_unique<PgPool>(mcf->runtime->pool_settings, cycle->log);
+        worker_accounts = std::make_unique<api::RememberedAccounts>(
+            static_cast<std::size_t>(mcf->runtime->config.account_cache));
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "wallet_history: %s", e.what());
         return NGX_ERROR;
@@ -672,7 +684,10 @@ static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
     return NGX_OK;
 }
 
-static void ngx_http_wallet_history_exit_process(ngx_cycle_t*) { worker_pool.reset(); }
+static void ngx_http_wallet_history_exit_process(ngx_cycle_t*) {
+    worker_pool.reset();
+    worker_accounts.reset();
+}
 
 void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {
     auto* cycle = const_cast<ngx_cycle_t*>(ngx_cycle);

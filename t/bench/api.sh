@@ -5,7 +5,8 @@
 # api_bench_tool) over 100,000 accounts, one of them with 1,000,000 events.
 # For each method, wrk drives nginx (one worker, 32 connections; the API pool
 # sized for this machine, see pool_size) and, next to it in the same run, pgbench
-# runs the same prepared SQL with 32 connections. Each load generator runs at
+# runs the same prepared SQL with 32 connections, with the parameters a warm
+# worker sends (the account's remembered id and the store's generation). Each load generator runs at
 # its fastest thread count on two cores: wrk one, pgbench two. The machine is
 # shared and noisy (a fixed CPU loop took 80 to 300 ms from one second to the
 # next), so the two alternate in short rounds and each figure is the median
@@ -382,15 +383,21 @@ run_scenario() {  # name paged(0/1) statement pgbench-vars...
 }
 
 # Parameters of wh_page: account, window (from, to), keyset position (block,
-# seq, role) and the page's row limit; wh_page_type adds the op type code.
+# seq, role), the page's row limit, and the account's id with the store's
+# generation, as a warm worker remembers them (it has paged these accounts
+# since the warm-up); wh_page_type adds the op type code.
 # p6 (role) is irrelevant without a cursor: the largest block decides; pgbench
 # refuses empty variables, so it gets a placeholder.
+generation=$(psql -tAq "$reader" -c "SELECT generation FROM wallet_store_state")
+account_id() { psql -tAq "$reader" -c "SELECT id FROM wallet_accounts WHERE name = '$1'"; }
+normal_id=(p8="$(account_id "$normal")" p9="$generation")
+big_id=(p8="$(account_id "$big")" p9="$generation")
 no_cursor=(p2=-infinity p3=infinity p4=2147483647 p5=0 p6=none p7=51)
-run_scenario normal_page 1 wh_page p1=$normal "${no_cursor[@]}"
-run_scenario big_first_page 1 wh_page p1=$big "${no_cursor[@]}"
-run_scenario big_deep_page 1 wh_page p1=$big p2=-infinity p3=infinity p4=$d_block p5=$d_seq "p6=$d_role" p7=51
-run_scenario curation_page 1 wh_page_type p1=$big "${no_cursor[@]}" p8=52
-run_scenario totals 0 wh_totals_days p1=$big p2=infinity p3=infinity
+run_scenario normal_page 1 wh_page p1=$normal "${no_cursor[@]}" "${normal_id[@]}"
+run_scenario big_first_page 1 wh_page p1=$big "${no_cursor[@]}" "${big_id[@]}"
+run_scenario big_deep_page 1 wh_page p1=$big p2=-infinity p3=infinity p4=$d_block p5=$d_seq "p6=$d_role" p7=51 "${big_id[@]}"
+run_scenario curation_page 1 wh_page_type p1=$big "${no_cursor[@]}" "${big_id[@]}" p10=52
+run_scenario totals 0 wh_totals_days p1=$big p2=infinity p3=infinity p4="${big_id[0]#p8=}" p5="$generation"
 
 if [ -n "$callgrind_requests" ]; then
   echo "RESULT api_callgrind${results} requests_per_scenario=${callgrind_requests} api_pool=${pool_size} rows=${total_rows}"

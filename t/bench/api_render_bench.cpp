@@ -13,6 +13,8 @@
 
 #include "api_response.hpp"
 #include "api_sql.hpp"
+#include "wallet/operation_types.hpp"
+#include "wallet/wallet_event.hpp"
 
 namespace {
 
@@ -29,16 +31,18 @@ PGresult* sample_page() {
     namespace c = api::page_column;
     PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
     std::vector<PGresAttDesc> attrs(static_cast<std::size_t>(c::kCount));
-    static const char* names[c::kCount] = {"indexed_block", "role",     "op_type",        "block_num",      "block_seq",
-                                           "trx_id",        "op_in_trx", "virtual_op",    "epoch",          "amount",
-                                           "symbol",        "vesting_amount", "vesting_symbol", "counterparty", "memo",
-                                           "author",        "permlink", "assets"};
+    static const char* names[c::kCount] = {"kind",           "block_num",      "block_seq", "trx_id", "op_place",
+                                           "epoch",          "amount",         "symbol",    "vesting_amount",
+                                           "vesting_symbol", "counterparty",   "memo",      "author", "permlink",
+                                           "assets"};
     for (std::size_t i = 0; i < attrs.size(); ++i) {
         attrs[i] = PGresAttDesc{};
         attrs[i].name = const_cast<char*>(names[i]);
     }
     PQsetResultAttrs(result, c::kCount, attrs.data());
-    for (int row = 0; row < 51; ++row) {
+    // The header row, then the events.
+    PQsetvalue(result, 0, api::page_header::kIndexedBlock, const_cast<char*>("31536000"), 8);
+    for (int row = 1; row <= 51; ++row) {
         const bool reward = row % 3 == 2;
         const std::string block = std::to_string(31533176 - row * 40);
         const std::string seq = std::to_string(59 - row % 50);
@@ -47,16 +51,14 @@ PGresult* sample_page() {
             PQsetvalue(result, row, column, const_cast<char*>(value.c_str()), static_cast<int>(value.size()));
         };
         auto set_null = [&](int column) { PQsetvalue(result, row, column, nullptr, -1); };
-        set(c::kIndexedBlock, "31536000");
         set(c::kBlockNum, block);
         set(c::kBlockSeq, seq);
         set(c::kEpoch, epoch);
-        set(c::kOpInTrx, "0");
         if (reward) {
-            set(c::kRole, "curator");
-            set(c::kOpType, "curation_reward");
+            set(c::kKind, std::to_string(wallet::operation_type_id("curation_reward") * 100 +
+                                         wallet::role_code(wallet::Role::Curator)));
             set_null(c::kTrxId);
-            set(c::kVirtualOp, "3");
+            set(c::kOpPlace, "12884901888");  // virtual_op 3
             set_null(c::kAmount);
             set_null(c::kSymbol);
             set(c::kVestingAmount, "1234.567891");
@@ -67,10 +69,10 @@ PGresult* sample_page() {
             set(c::kPermlink, "a-post-about-something-" + std::to_string(row));
             set(c::kAssets, R"([{"field": "reward", "amount": "1234.567891", "symbol": "VESTS"}])");
         } else {
-            set(c::kRole, row % 2 ? "sender" : "receiver");
-            set(c::kOpType, "transfer");
+            set(c::kKind, std::to_string(wallet::operation_type_id("transfer") * 100 +
+                                         wallet::role_code(row % 2 ? wallet::Role::Sender : wallet::Role::Receiver)));
             set(c::kTrxId, "bfde1e6b34ffa80b9c9c609d45ab895900000000");
-            set(c::kVirtualOp, "0");
+            set(c::kOpPlace, "0");
             set(c::kAmount, "44.472000");
             set(c::kSymbol, "HIVE");
             set_null(c::kVestingAmount);

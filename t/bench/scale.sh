@@ -316,13 +316,13 @@ fi
 middle=$((blocks / 2))
 "$tool" prepare wh_page >"$work/prepare.sql"
 q >/dev/null <<SQL
-CREATE TABLE page_sample (kind text, name text, before_block integer);
+CREATE TABLE page_sample (kind text, name text, before_block integer, id integer);
 INSERT INTO page_sample
-SELECT k.kind, s.name, k.before_block
-  FROM (SELECT name FROM wallet_accounts ORDER BY random() LIMIT $sample) s,
+SELECT k.kind, s.name, k.before_block, s.id
+  FROM (SELECT id, name FROM wallet_accounts ORDER BY random() LIMIT $sample) s,
        (VALUES ('normal_first', 2147483647), ('normal_deep', $middle)) k (kind, before_block);
 INSERT INTO page_sample
-SELECT k.kind, a.name, k.before_block
+SELECT k.kind, a.name, k.before_block, a.id
   FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT $sample) b
   JOIN wallet_accounts a ON a.id = b.account_id,
        (VALUES ('big_first', 2147483647), ('big_deep', $middle)) k (kind, before_block);
@@ -335,7 +335,7 @@ measure_buffers() {
   q >"$work/buffers" <<SQL
 \\i $work/prepare.sql
 \\o /dev/null
-EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51);
+EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51, NULL, NULL);
 \\o
 CREATE TEMP TABLE page_buffers (kind text, buffers bigint, page_rows bigint);
 DO \$\$
@@ -344,8 +344,10 @@ DECLARE
     plan json;
 BEGIN
     FOR r IN SELECT * FROM page_sample LOOP
-        EXECUTE format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51)',
-                       r.name, '-infinity', 'infinity', r.before_block, '') INTO plan;
+        -- As a warm worker asks: with the account's id and the store's generation.
+        EXECUTE format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51, %s, %s)',
+                       r.name, '-infinity', 'infinity', r.before_block, '', r.id,
+                       (SELECT generation FROM wallet_store_state)) INTO plan;
         INSERT INTO page_buffers
         VALUES (r.kind, (plan -> 0 -> 'Plan' ->> 'Shared Hit Blocks')::bigint + (plan -> 0 -> 'Plan' ->> 'Shared Read Blocks')::bigint,
                 (plan -> 0 -> 'Plan' ->> 'Actual Rows')::bigint);
@@ -398,14 +400,16 @@ for kind in first deep; do
   {
     echo "\\set id random(1, $accounts)"
     # Ids have gaps (the loader's workers race for new names): the next one.
-    echo "SELECT name AS p1 FROM wallet_accounts WHERE id >= :id ORDER BY id LIMIT 1 \\gset"
+    echo "SELECT name AS p1, id AS p8 FROM wallet_accounts WHERE id >= :id ORDER BY id LIMIT 1 \\gset"
     echo "\\set p4 $before"
     "$tool" sql wh_page
   } >"$work/$kind.sql"
 done
+# As a warm API worker asks: with the account's id and the store's generation.
+generation=$(q -c "SELECT generation FROM wallet_store_state")
 pages_per_s() {  # label -> pages/s
   pgbench -n -M prepared -c "$clients" -j 2 -T "$seconds" -f "$work/first.sql" -f "$work/deep.sql" \
-    -D p2=-infinity -D p3=infinity -D p5=0 -D p6=none -D p7=51 "$db" >"$work/pgbench-$1.out" 2>&1 ||
+    -D p2=-infinity -D p3=infinity -D p5=0 -D p6=none -D p7=51 -D p9="$generation" "$db" >"$work/pgbench-$1.out" 2>&1 ||
     { cat "$work/pgbench-$1.out" >&2; exit 1; }
   sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/pgbench-$1.out"
 }
@@ -436,7 +440,7 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ]; then
   q >"$work/cold-reads" <<SQL
 \\i $work/prepare.sql
 \\o /dev/null
-EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51);
+EXECUTE wh_page('', '-infinity', 'infinity', 2147483647, 0, '', 51, NULL, NULL);
 \\o
 CREATE TEMP TABLE io_before AS
 SELECT relname, heap_blks_read AS r, heap_blks_hit AS h FROM pg_statio_user_tables
@@ -447,8 +451,9 @@ DECLARE
     plan json;
 BEGIN
     FOR r IN SELECT * FROM page_sample WHERE kind LIKE 'normal%' LOOP
-        EXECUTE format('EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51)',
-                       r.name, '-infinity', 'infinity', r.before_block, '') INTO plan;
+        EXECUTE format('EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE wh_page(%L, %L, %L, %s, 0, %L, 51, %s, %s)',
+                       r.name, '-infinity', 'infinity', r.before_block, '', r.id,
+                       (SELECT generation FROM wallet_store_state)) INTO plan;
     END LOOP;
 END \$\$;
 SELECT pg_stat_force_next_flush();

@@ -202,6 +202,8 @@ TEST(ApiLimits, ConfigurationErrorsFailNginxTestNamingTheVariable) {
              {"WALLET_API_STATEMENT_TIMEOUT_MS", "x"},
              {"WALLET_API_DB_MAX_CONNS", "0"},
              {"WALLET_API_ALLOWED_ORIGINS", "wallet.example.com"},
+             {"WALLET_API_ACCOUNT_CACHE", "-1"},
+             {"WALLET_API_ACCOUNT_CACHE", "many"},
              {"API_BIND_PORT", "70000"},
              {"API_DATABASE_URL", "mysql://x"},
          }) {
@@ -222,6 +224,7 @@ TEST(ApiLimits, ConfigurationErrorsFailNginxTestNamingTheVariable) {
     EXPECT_NE(bad_directive.output.find("WALLET_API_MAX_LIMIT"), std::string::npos);
     EXPECT_NE(check({}, "wallet_history_set NO_SUCH_SETTING 1;\n").exit_code, 0);
     EXPECT_EQ(check({}, "wallet_history_set WALLET_API_MAX_LIMIT 5;\n").exit_code, 0);
+    EXPECT_EQ(check({}, "wallet_history_set WALLET_API_ACCOUNT_CACHE 0;\n").exit_code, 0);
 }
 
 TEST(ApiLimits, DirectiveOverridesTheEnvironment) {

@@ -20,8 +20,9 @@ std::string literal(const std::optional<std::string>& value) {
     return out + "'";
 }
 
-std::string generic_plan(const PostgresServer& pg, const wallet::api::PageQuery& query, const std::string& options) {
-    const wallet::api::StatementCall call = wallet::api::page_statement(query);
+std::string generic_plan(const PostgresServer& pg, const wallet::api::PageQuery& query, const std::string& options,
+                         const std::optional<wallet::api::RememberedAccount>& remembered = std::nullopt) {
+    const wallet::api::StatementCall call = wallet::api::page_statement(query, remembered);
     std::string execute = "EXPLAIN (" + options + ") EXECUTE " + std::string(call.name) + "(";
     for (std::size_t i = 0; i < call.params.size(); ++i) execute += (i ? ", " : "") + literal(call.params[i]);
     execute += ")";
@@ -71,4 +72,43 @@ TEST(ApiPlan, APrimarysNextPageDoesNotLookUpTheStoredBlock) {
     ASSERT_NE(blocks, std::string::npos) << plan;
     const auto line_end = plan.find('\n', blocks);
     EXPECT_NE(plan.substr(blocks, line_end - blocks).find("never executed"), std::string::npos) << plan;
+}
+
+// The plan line of the lookup of the account's name (the hash index on
+// wallet_accounts.name), with its execution counts.
+std::string name_lookup_line(const std::string& plan) {
+    const auto at = plan.find("wallet_accounts_name");
+    if (at == std::string::npos) return "";
+    return plan.substr(at, plan.find('\n', at) - at);
+}
+
+// A worker that remembers the account's id with the store's generation
+// sends both, and the page does not look the name up (the two buffers of the
+// hash index and the row: t/bench/run scale, buffers_per_page); with another
+// store's generation it does, and pages the name's account.
+TEST(ApiPlan, ARememberedAccountIdSkipsTheNameLookupOnlyOnItsStore) {
+    PostgresServer pg;
+    pg.provision();
+    pg.query("INSERT INTO wallet_accounts (id, name) VALUES (7, 'alice')");
+    const long long generation = std::stoll(pg.query("SELECT generation FROM wallet_store_state").at(0));
+    wallet::api::PageQuery first_page;
+    first_page.account = "alice";
+    wallet::api::PageQuery curation = first_page;
+    curation.op_types = {"curation_reward"};
+    const char* options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF";
+    for (const auto& query : {first_page, curation}) {
+        const std::string warm = generic_plan(pg, query, options, wallet::api::RememberedAccount{7, generation});
+        const std::string line = name_lookup_line(warm);
+        ASSERT_FALSE(line.empty()) << warm;
+        EXPECT_NE(line.find("never executed"), std::string::npos) << warm;
+        // The state row is read once per page.
+        const auto state = warm.find("Scan on wallet_store_state");
+        EXPECT_NE(state, std::string::npos) << warm;
+        EXPECT_EQ(warm.find("Scan on wallet_store_state", state + 1), std::string::npos) << warm;
+        const std::string other_store =
+            generic_plan(pg, query, options, wallet::api::RememberedAccount{7, generation + 1});
+        EXPECT_EQ(name_lookup_line(other_store).find("never executed"), std::string::npos) << other_store;
+        const std::string cold = generic_plan(pg, query, options);
+        EXPECT_EQ(name_lookup_line(cold).find("never executed"), std::string::npos) << cold;
+    }
 }

@@ -256,13 +256,13 @@ TEST_F(ApiReplicas, ListSpreadsAndAvoidsAFailingDatabase) {
 // run again on the other database: the client gets the right page.
 TEST_F(ApiReplicas, RecoveryConflictIsRetriedElsewhere) {
     // A page statement slow enough to be running when the primary's lock
-    // reaches the standby: every role name waits a little, on the standby
-    // only (the primary's lock would otherwise wait for its own readers).
-    const std::string role_name = primary_.query("SELECT oid::regprocedure FROM pg_proc WHERE proname = 'wallet_role_name'").at(0);
-    const std::string arg = role_name.substr(role_name.find('(') + 1, role_name.find(')') - role_name.find('(') - 1);
-    primary_.query("ALTER FUNCTION " + role_name + " RENAME TO wallet_role_name_fast");
-    primary_.query("CREATE FUNCTION wallet_role_name(code " + arg + ") RETURNS text LANGUAGE plpgsql IMMUTABLE AS "
-                   "$$ BEGIN IF pg_is_in_recovery() THEN PERFORM pg_sleep(0.5); END IF; RETURN wallet_role_name_fast(code); END $$");
+    // reaches the standby: the cursor role's code (looked up once per page)
+    // waits a little, on the standby only (the primary's lock would
+    // otherwise wait for its own readers).
+    const std::string role_code = primary_.query("SELECT oid::regprocedure FROM pg_proc WHERE proname = 'wallet_role_code'").at(0);
+    primary_.query("ALTER FUNCTION " + role_code + " RENAME TO wallet_role_code_fast");
+    primary_.query("CREATE FUNCTION wallet_role_code(name text) RETURNS smallint LANGUAGE plpgsql IMMUTABLE AS "
+                   "$$ BEGIN IF pg_is_in_recovery() THEN PERFORM pg_sleep(0.5); END IF; RETURN wallet_role_code_fast(name); END $$");
     auto standby = make_standby({"max_standby_streaming_delay=50ms"});
     auto nginx = nginx_for({standby.get(), &primary_});
 

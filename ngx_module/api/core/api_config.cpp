@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 
 #include <libpq-fe.h>
@@ -25,6 +26,16 @@ Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::stri
         config.api = settings.api;
         config.database_url = settings.db.api_url;
         config.node_max_stall_ms = settings.indexer.health_max_stall_ms;
+        // An entry is about a hundred bytes: the largest bound is 1 GB.
+        if (const auto cache = merged("WALLET_API_ACCOUNT_CACHE"); cache && !cache->empty()) {
+            std::int64_t count = -1;
+            const char* end = cache->data() + cache->size();
+            const auto parsed = std::from_chars(cache->data(), end, count);
+            if (parsed.ec != std::errc() || parsed.ptr != end || count < 0 || count > 10'000'000) {
+                return make_error("invalid WALLET_API_ACCOUNT_CACHE: expected an integer from 0 to 10000000");
+            }
+            config.account_cache = count;
+        }
         // Without a reader password the derived cursor key would be a
         // constant anyone can read in the source: cursors would be forgeable.
         const auto explicit_secret = merged("WALLET_API_CURSOR_SECRET");

@@ -17,6 +17,10 @@ struct ApiConfig {
     ApiSettings api;
     std::string database_url;            // API_DATABASE_URL or derived (reader role)
     std::int64_t node_max_stall_ms = 0;  // INDEXER_HEALTH_MAX_STALL_MS: get_status freshness
+    // WALLET_API_ACCOUNT_CACHE: account ids each worker remembers by name
+    // (api_accounts.hpp); 0 remembers none.
+    std::int64_t account_cache = kDefaultAccountCache;
+    static constexpr std::int64_t kDefaultAccountCache = 100000;
 };
 
 // `overrides` (from nginx directives) win over the environment. The error

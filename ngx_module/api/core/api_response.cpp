@@ -15,6 +15,7 @@
 #include "wallet/decoder.hpp"
 #include "wallet/decoder_version.hpp"
 #include "wallet/json_util.hpp"
+#include "wallet/operation_types.hpp"
 #include "wallet/wallet_event.hpp"
 
 namespace wallet::api {
@@ -259,40 +260,68 @@ private:
     char date_[11] = {};  // "YYYY-MM-DDT"
 };
 
+// Role names by store code (codes are below 100: migration 0007).
+const std::array<std::string_view, 100>& role_names() {
+    static const std::array<std::string_view, 100> names = [] {
+        std::array<std::string_view, 100> all{};
+        for (int code = 0; code < 100; ++code) {
+            if (const auto role = role_of_code(code)) all[static_cast<std::size_t>(code)] = role_name(*role);
+        }
+        return all;
+    }();
+    return names;
+}
+
+// The role name of a row's kind (op type code * 100 + role code).
+std::string_view role_of_kind(std::int64_t kind) { return role_names()[static_cast<std::size_t>(kind % 100)]; }
+
+std::string_view op_type_of_kind(std::int64_t kind) {
+    const auto code = static_cast<std::size_t>(kind / 100);
+    return code < kOperationTypes.size() ? kOperationTypes[code] : std::string_view();
+}
+
 // The event columns of one row of a page statement, read from libpq once.
 // Text-format values are NUL-terminated and hold no NUL (PostgreSQL's text
 // output never does): strlen gives PQgetlength's answer for less than a
-// libpq call costs. Columns before kRole are not read, nor the trx_id of a
-// virtual op type, which is printed as null (fields_ is left uninitialized:
-// it is written for every event column of every row).
+// libpq call costs. The trx_id of a virtual op type is not read (it is
+// printed as null; fields_ is left uninitialized: it is written for every
+// event column of every row).
 class EventRow {
 public:
     EventRow(PGresult* rows, int row, PageMemo& memo) {
         namespace c = page_column;
-        read(rows, row, c::kRole);
-        read(rows, row, c::kOpType);
-        facts_ = &memo.op_type(text(c::kOpType));
-        for (int column = c::kOpType + 1; column < c::kCount; ++column) {
+        const std::int64_t kind = integer_in(PQgetvalue(rows, row, c::kKind));
+        role_ = role_of_kind(kind);
+        op_type_ = op_type_of_kind(kind);
+        facts_ = &memo.op_type(op_type_);
+        for (int column = c::kBlockNum; column < c::kCount; ++column) {
             if (column == c::kTrxId && facts_->is_virtual) {
                 fields_[static_cast<std::size_t>(column)] = {{}, true};
                 continue;
             }
             read(rows, row, column);
         }
+        const auto place = static_cast<std::uint64_t>(integer_in(text(c::kOpPlace)));
+        op_in_trx_ = number_text(op_in_trx_text_, place & 0xffffffffU);
+        virtual_op_ = number_text(virtual_op_text_, place >> 32);
     }
     const Field& operator[](int column) const { return fields_[static_cast<std::size_t>(column)]; }
     std::string_view text(int column) const { return (*this)[column].text; }
+    std::string_view role() const { return role_; }
+    std::string_view op_type() const { return op_type_; }
+    std::string_view op_in_trx() const { return op_in_trx_; }
+    std::string_view virtual_op() const { return virtual_op_; }
     std::size_t text_bytes() const { return text_bytes_; }
     const PageMemo::OpTypeFacts& op_type_facts() const { return *facts_; }
 
 private:
-    // Columns whose text form is empty only when they are NULL: the role and
-    // op type names (of the store's code tables), integers and NUMERICs.
+    // Columns whose text form is empty only when they are NULL: integers and
+    // NUMERICs.
     static constexpr std::uint32_t kNeverEmpty = [] {
         namespace c = page_column;
         std::uint32_t mask = 0;
-        for (const int column : {c::kRole, c::kOpType, c::kBlockNum, c::kBlockSeq, c::kOpInTrx, c::kVirtualOp,
-                                 c::kEpoch, c::kAmount, c::kVestingAmount}) {
+        for (const int column : {c::kKind, c::kBlockNum, c::kBlockSeq, c::kOpPlace, c::kEpoch, c::kAmount,
+                                 c::kVestingAmount}) {
             mask |= 1U << column;
         }
         return mask;
@@ -310,7 +339,18 @@ private:
         text_bytes_ += length;
     }
 
+    template <std::size_t N>
+    static std::string_view number_text(std::array<char, N>& out, std::uint64_t value) {
+        return {out.data(), static_cast<std::size_t>(std::to_chars(out.data(), out.data() + N, value).ptr - out.data())};
+    }
+
     std::array<Field, page_column::kCount> fields_;
+    std::string_view role_;
+    std::string_view op_type_;
+    std::array<char, 12> op_in_trx_text_;
+    std::array<char, 12> virtual_op_text_;
+    std::string_view op_in_trx_;
+    std::string_view virtual_op_;
     std::size_t text_bytes_ = 0;
     const PageMemo::OpTypeFacts* facts_ = nullptr;
 };
@@ -412,12 +452,12 @@ void write_compact_assets(RowWriter& w, std::string_view compact) {
 // quoted_account: the page's account as a JSON string.
 void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_account, PageMemo& memo) {
     namespace c = page_column;
-    const std::string_view op_type = row.text(c::kOpType);
+    const std::string_view op_type = row.op_type();
     const PageMemo::OpTypeFacts& facts = row.op_type_facts();
     w.literal("{\"account\":");
     w.raw(quoted_account);
     w.literal(",\"role\":");
-    w.quoted(memo.roles, row.text(c::kRole));
+    w.quoted(memo.roles, row.role());
     w.literal(",\"op_type\":");
     if (facts.plain_name) {
         w.quoted(*facts.plain_name);
@@ -435,9 +475,9 @@ void write_event(RowWriter& w, const EventRow& row, std::string_view quoted_acco
         w.quoted_or_null(row[c::kTrxId]);
     }
     w.literal(",\"op_in_trx\":");
-    w.raw(row.text(c::kOpInTrx));
+    w.raw(row.op_in_trx());
     w.literal(",\"virtual_op\":");
-    w.raw(row.text(c::kVirtualOp));
+    w.raw(row.virtual_op());
     w.literal(",\"timestamp\":");
     w.iso_time(memo, epoch_in(row.text(c::kEpoch)));
     const Field& symbol_field = row[c::kSymbol];
@@ -550,14 +590,35 @@ std::string format_amount(std::string_view decimal_text, std::string_view symbol
     return out;
 }
 
+PageHeader read_page_header(PGresult* rows) {
+    namespace h = page_header;
+    PageHeader header;
+    const int total = PQntuples(rows);
+    // The first row (PostgreSQL appends UNION ALL's parts in order); the last
+    // is looked at too, so that no plan's order could make an event of it.
+    if (total > 0 && is_null(rows, 0, page_column::kKind)) {
+        header.row = 0;
+    } else if (total > 0 && is_null(rows, total - 1, page_column::kKind)) {
+        header.row = total - 1;
+    } else {
+        return header;
+    }
+    const int row = header.row;
+    if (!is_null(rows, row, h::kIndexedBlock)) header.indexed_block = integer_of(rows, row, h::kIndexedBlock);
+    if (!is_null(rows, row, h::kStoredBlock)) header.stored_block = integer_of(rows, row, h::kStoredBlock);
+    if (!is_null(rows, row, h::kAccountId) && !is_null(rows, row, h::kGeneration)) {
+        header.account = RememberedAccount{integer_of(rows, row, h::kAccountId), integer_of(rows, row, h::kGeneration)};
+    }
+    return header;
+}
+
 std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
                                      const PageQuery& query, PGresult* rows, const CursorCodec& cursors) {
     namespace c = page_column;
-    const int total = PQntuples(rows);
-    const std::int64_t indexed_block = total > 0 && !is_null(rows, 0, c::kIndexedBlock) ? integer_of(rows, 0, c::kIndexedBlock) : 0;
-    // An empty page comes back as one row of NULL event columns.
-    int events = total;
-    if (events == 1 && is_null(rows, 0, c::kRole)) events = 0;
+    const PageHeader header = read_page_header(rows);
+    // The events: every row but the header.
+    const int first = header.row == 0 ? 1 : 0;
+    int events = PQntuples(rows) - (header.row >= 0 ? 1 : 0);
     const bool more = events > query.limit;
     if (more) events = static_cast<int>(query.limit);
 
@@ -569,32 +630,41 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     buffer.clear();
     buffer.append(head);
     PageMemo memo;
-    for (int row = 0; row < events; ++row) {
+    for (int row = first; row < first + events; ++row) {
         const EventRow event(rows, row, memo);
         RowWriter w(buffer.reserve(event_bound(event) + quoted_account.size()));
-        if (row > 0) w.literal(",");
+        if (row > first) w.literal(",");
         write_event(w, event, quoted_account, memo);
         buffer.commit(w.end());
     }
     std::string tail = "],\"next_cursor\":";
     if (more) {
-        const int last = events - 1;
+        const int last = first + events - 1;
         CursorPosition position;
         auto ts = Timestamp::from_seconds(integer_of(rows, last, c::kEpoch));
         if (ts) position.timestamp = *ts;
         position.block_num = integer_of(rows, last, c::kBlockNum);
         position.block_seq = static_cast<std::int32_t>(integer_of(rows, last, c::kBlockSeq));
-        position.role = std::string(text_of(rows, last, c::kRole));
+        position.role = std::string(role_of_kind(integer_of(rows, last, c::kKind)));
         append_quoted(tail, cursors.encode(position, query.account, query_fingerprint(method, query)));
     } else {
         tail += "null";
     }
     tail += ',';
-    append_indexer(tail, indexed_block);
+    append_indexer(tail, header.indexed_block);
     tail += '}';
     jsonrpc::append_response_id(tail, id_json);
     buffer.append(tail);
     return buffer.view();
+}
+
+std::optional<RememberedAccount> totals_account(PGresult* rows) {
+    for (int row = PQntuples(rows) - 1; row >= 0; --row) {
+        if (integer_of(rows, row, 0) != 2) continue;
+        if (is_null(rows, row, 2) || is_null(rows, row, 4)) return std::nullopt;
+        return RememberedAccount{integer_of(rows, row, 2), integer_of(rows, row, 4)};
+    }
+    return std::nullopt;
 }
 
 std::string totals_result(const PageQuery& query, PGresult* rows) {

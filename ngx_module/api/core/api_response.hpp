@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <libpq-fe.h>
 
 #include "api_request.hpp"
+#include "api_sql.hpp"
 #include "wallet/cursor.hpp"
 
 namespace wallet::api {
@@ -49,9 +51,20 @@ private:
 
 // The whole JSON-RPC response to a page request, written to buffer (the
 // view is valid until the buffer is used again).
+// The header row of a page statement's result (api_sql.hpp, page_header).
+struct PageHeader {
+    int row = -1;  // -1: none (not a page statement's result)
+    std::int64_t indexed_block = 0;
+    std::optional<std::int64_t> stored_block;
+    std::optional<RememberedAccount> account;  // none: no such account
+};
+PageHeader read_page_header(PGresult* rows);
+
 std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
                                      const PageQuery& query, PGresult* rows, const CursorCodec& cursors);
 std::string totals_result(const PageQuery& query, PGresult* rows);
+// The account id and generation a totals statement used (none: no such account).
+std::optional<RememberedAccount> totals_account(PGresult* rows);
 std::string status_result(PGresult* rows);
 std::string methods_result();
 

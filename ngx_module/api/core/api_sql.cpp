@@ -9,24 +9,40 @@ namespace wallet::api {
 
 namespace {
 
-// The event columns in page_column order (after indexed_block). Codes are
-// named in SQL (inlined immutable functions); `assets` is NULL when the
-// amount columns hold it (wallet_derived_assets), the compact triples of
-// wallet_assets_json (stored as a template's amounts since migration 0009:
-// wallet_assets_triples spells them out), or JSON printed as jsonb; the
-// writer renders it.
-// trx_id is stored as bytes (migration 0007).
+// The event columns in page_column order. Fields cost the worker's libpq
+// more than anything else about a row (a length, an allocation and a copy
+// each), so a row carries only what differs from row to row, in as few
+// fields as PostgreSQL forms without more work per row: the op type and
+// role codes as one number (the worker knows both lists), op_in_trx and
+// virtual_op as one (callgrind: 1,400 to 4,500 fewer worker instructions
+// per page than as two fields). `assets` is NULL when the amount columns hold it
+// (wallet_derived_assets), the compact triples of wallet_assets_json (stored
+// as a template's amounts since migration 0009: wallet_assets_triples spells
+// them out), or JSON printed as jsonb; the writer renders it. trx_id is
+// stored as bytes (migration 0007).
 constexpr const char* kEventColumns =
-    "wallet_role_name(role) AS role, wallet_op_type_name(op_type) AS op_type, block_num, block_seq,"
-    " wallet_trx_id_text(trx_id) AS trx_id,"
-    " op_in_trx, virtual_op, extract(epoch FROM ts)::bigint AS epoch, amount::text AS amount, symbol,"
-    " vesting_amount::text AS vesting_amount, vesting_symbol, counterparty, memo, author, permlink,"
-    " CASE WHEN assets LIKE '[%' THEN assets::jsonb::text ELSE wallet_assets_triples(assets) END AS assets";
+    "e.op_type * 100 + e.role AS kind, e.block_num, e.block_seq, wallet_trx_id_text(e.trx_id) AS trx_id,"
+    " e.virtual_op::bigint * 4294967296 + e.op_in_trx AS op_place, extract(epoch FROM e.ts)::bigint AS epoch,"
+    " e.amount::text AS amount, e.symbol, e.vesting_amount::text AS vesting_amount, e.vesting_symbol,"
+    " e.counterparty, e.memo, e.author, e.permlink,"
+    " CASE WHEN e.assets LIKE '[%' THEN e.assets::jsonb::text ELSE wallet_assets_triples(e.assets) END AS assets";
 
-// The account's id; an unknown name matches no row. A hash index on the name
-// (migration 0010) reads a bucket page and the row, where the unique btree
-// would read its levels first.
-constexpr const char* kAccount = " account_id = (SELECT id FROM wallet_accounts WHERE name = $1)";
+// The indexed block of a page or totals answer, evaluated on the store's
+// state row `s` (read once per statement).
+constexpr const char* kPageIndexedBlock = "wallet_indexed_block()";
+
+// The account of a page: the id the worker remembered for the name ($8,
+// with the store generation it came with, $9) when the store is still that
+// one, else the name's ($1) id looked up (a hash index on the name, migration
+// 0010: a bucket page and the row, two buffers); an unknown name has none and
+// matches no row. The lookup is an init plan, run only when the CASE needs
+// it. The one state row (migration 0013) is read once per page.
+const std::string kPageState =
+    std::string("WITH page AS (SELECT s.generation, CASE WHEN s.generation = $9 THEN $8"
+                " ELSE (SELECT id FROM wallet_accounts WHERE name = $1) END AS account_id, ") +
+    kPageIndexedBlock + " AS indexed_block FROM wallet_store_state s) ";
+
+constexpr const char* kAccount = " e.account_id = (SELECT account_id FROM page)";
 
 // Window ($2 inclusive, $3 exclusive) and keyset position ($4..$6): rows
 // strictly older than the cursor's row. Block times never decrease, so the
@@ -36,32 +52,38 @@ constexpr const char* kAccount = " account_id = (SELECT id FROM wallet_accounts 
 // (block_seq, role) folded into block_seq * 100 + role (migration 0007:
 // roles are codes below 100), which orders rows exactly as the pair does.
 constexpr const char* kWindowAndKeyset =
-    " ts >= $2 AND ts < $3"
-    " AND block_num >= CASE WHEN $2 = '-infinity' THEN 0 ELSE wallet_first_block_at($2) END"
-    " AND block_num < CASE WHEN $3 = 'infinity' THEN 2147483647 ELSE wallet_first_block_at($3) END"
+    " e.ts >= $2 AND e.ts < $3"
+    " AND e.block_num >= CASE WHEN $2 = '-infinity' THEN 0 ELSE wallet_first_block_at($2) END"
+    " AND e.block_num < CASE WHEN $3 = 'infinity' THEN 2147483647 ELSE wallet_first_block_at($3) END"
     " AND (e.block_num, e.block_seq * 100 + e.role) < ($4, $5 * 100 + coalesce(wallet_role_code($6), 0))"
-    // Qualified: a bare `role` would name the output column (the role's
-    // name, text), and the generic plan would sort the whole account.
     " ORDER BY e.block_num DESC, e.block_seq * 100 + e.role DESC LIMIT $7";
 
-constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer";
+// $8, $9: the remembered account id and its generation (NULL: none).
+constexpr const char* kPageParams = "text, timestamptz, timestamptz, integer, integer, text, integer, integer, bigint";
 
-// One row even for an empty page, so indexed_block always comes back (an
-// init plan: computed once per page, not per row). A next page also returns
-// stored_block, the highest block this database holds (the indexer's
-// checkpoint, or a block stored above it: a block's rows and its
+// Merged event rows (of several index ranges) in keyset order.
+constexpr const char* kMergedOrder = ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, x.kind % 100 DESC LIMIT $7";
+
+// First the page's header, one row even for an empty page, in the event
+// columns (page_header), then the events. The header holds the page-wide
+// values once: indexed_block, the account id and generation used, and for
+// a next page stored_block, the highest block this database holds (the
+// indexer's checkpoint, or a block stored above it: a block's rows and its
 // wallet_blocks row commit together): a standby that has not replayed the
 // cursor's block yet says so by a stored_block below it. Not indexed_block,
 // which a backfill loading below the checkpoint holds back while newer
 // blocks are stored. Only a standby's answer is judged by it, and it costs
 // a next page three to four buffers: a primary and a first page ($4 is the
 // largest integer) skip it.
-std::string with_indexed_block(const std::string& page_sql) {
-    return "SELECT (SELECT wallet_indexed_block()) AS indexed_block, e.*,"
+std::string with_page_header(const std::string& events_sql) {
+    return kPageState +
+           "SELECT NULL::integer AS kind, p.indexed_block AS block_num,"
            " CASE WHEN $4 < 2147483647 AND pg_is_in_recovery() THEN (SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
-           " (SELECT max(block_num) FROM wallet_blocks))) END AS stored_block"
-           " FROM (SELECT 1) AS one LEFT JOIN LATERAL (" +
-           page_sql + ") AS e ON true";
+           " (SELECT max(block_num) FROM wallet_blocks))) END AS block_seq, NULL::text AS trx_id,"
+           " p.account_id::bigint AS op_place, p.generation AS epoch, NULL::text, NULL::text, NULL::text, NULL::text,"
+           " NULL::text, NULL::text, NULL::text, NULL::text, NULL::text FROM page p"
+           " UNION ALL (" +
+           events_sql + ")";
 }
 
 // The reward events of the account ($1) in [from, to), for the parts of
@@ -77,19 +99,28 @@ std::string reward_events_sql(const char* from, const char* to) {
 // row is day 'infinity'), plus, with partial days, the events of [$4, $5) and
 // [$6, $7) themselves. Whole days only (lifetime, or a window on day
 // boundaries) need no look at the events at all.
+// The account of a totals statement, as a page's (kPageState): the
+// remembered id (parameter `id`) while the generation (`generation`) is the
+// store's, else the name's.
+std::string totals_account(const char* id, const char* generation) {
+    return std::string("account AS (SELECT s.generation, CASE WHEN s.generation = ") + generation + " THEN " + id +
+           " ELSE (SELECT id FROM wallet_accounts WHERE name = $1) END AS id, " + kPageIndexedBlock +
+           " AS indexed_block FROM wallet_store_state s)";
+}
+
 std::string totals_sql(bool with_partial_days) {
     std::string raw_vesting;
     std::string raw_liquid;
     std::string sql;
     if (with_partial_days) {
-        sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz) AS "
-              "WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), raw AS (" +
+        sql = "(text, date, date, timestamptz, timestamptz, timestamptz, timestamptz, integer, bigint) AS "
+              "WITH " + totals_account("$8", "$9") + ", raw AS (" +
               reward_events_sql("$4", "$5") + "  UNION ALL" + reward_events_sql("$6", "$7") + "), ";
         raw_vesting = "  UNION ALL SELECT op_type, 1, vesting_amount FROM raw";
         raw_liquid = "  UNION ALL SELECT r.op_type, l.symbol, l.amount FROM raw r,"
                      " wallet_reward_liquid_parts(coalesce(wallet_assets_json(r.assets), '[]')) l";
     } else {
-        sql = "(text, date, date) AS WITH account AS (SELECT id FROM wallet_accounts WHERE name = $1), ";
+        sql = "(text, date, date, integer, bigint) AS WITH " + totals_account("$4", "$5") + ", ";
     }
     sql += "vesting AS ("
            "  SELECT op_type, event_count, vesting_sum FROM wallet_reward_daily"
@@ -104,7 +135,8 @@ std::string totals_sql(bool with_partial_days) {
            " sum(vesting_sum)::text AS total FROM vesting GROUP BY op_type"
            " UNION ALL SELECT 1, wallet_op_type_name(op_type), symbol, NULL, sum(amount_sum)::text FROM liquid"
            " GROUP BY op_type, symbol"
-           " UNION ALL SELECT 2, NULL, NULL, wallet_indexed_block(), NULL";
+           // The account id and generation used, as texts in symbol and total.
+           " UNION ALL SELECT 2, NULL, a.id::text, a.indexed_block, a.generation::text FROM account a";
     return sql;
 }
 
@@ -112,27 +144,26 @@ const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
         std::map<std::string, std::string> s;
         // Spec 000's types only (the default): one range of the keyset index.
+        // Spec 000's types only (the default): one range of the keyset index.
         s["wh_page"] = std::string("(") + kPageParams + ") AS " +
-                       with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events e WHERE" +
-                                          kAccount + " AND NOT wide AND" + kWindowAndKeyset);
+                       with_page_header(std::string("SELECT ") + kEventColumns + " FROM wallet_events e WHERE" +
+                                        kAccount + " AND NOT e.wide AND" + kWindowAndKeyset);
         // Every type (scope "all"): the two ranges of the index, merged.
         s["wh_page_all"] =
             std::string("(") + kPageParams + ") AS " +
-            with_indexed_block(std::string("SELECT x.* FROM (VALUES (false), (true)) AS s(wide) CROSS JOIN LATERAL (SELECT ") +
-                               kEventColumns + " FROM wallet_events e WHERE" + kAccount +
-                               " AND e.wide = s.wide AND" + kWindowAndKeyset +
-                               ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
+            with_page_header(std::string("SELECT x.* FROM (VALUES (false), (true)) AS s(wide) CROSS JOIN LATERAL (SELECT ") +
+                             kEventColumns + " FROM wallet_events e WHERE" + kAccount + " AND e.wide = s.wide AND" +
+                             kWindowAndKeyset + kMergedOrder);
         s["wh_page_type"] = std::string("(") + kPageParams + ", smallint) AS " +
-                            with_indexed_block(std::string("SELECT ") + kEventColumns + " FROM wallet_events e WHERE" +
-                                               kAccount + " AND op_type = $8 AND" + kWindowAndKeyset);
+                            with_page_header(std::string("SELECT ") + kEventColumns + " FROM wallet_events e WHERE" +
+                                             kAccount + " AND e.op_type = $10 AND" + kWindowAndKeyset);
         // Several op types: one index range per type, merged. Each type's scan
         // stops after a page, so rare types never scan the whole account.
         s["wh_page_types"] =
             std::string("(") + kPageParams + ", smallint[]) AS " +
-            with_indexed_block(std::string("SELECT x.* FROM unnest($8) AS t(code) CROSS JOIN LATERAL (SELECT ") +
-                               kEventColumns + " FROM wallet_events e WHERE" + kAccount +
-                               " AND e.op_type = t.code AND" + kWindowAndKeyset +
-                               ") AS x ORDER BY x.block_num DESC, x.block_seq DESC, wallet_role_code(x.role) DESC LIMIT $7");
+            with_page_header(std::string("SELECT x.* FROM unnest($10) AS t(code) CROSS JOIN LATERAL (SELECT ") +
+                             kEventColumns + " FROM wallet_events e WHERE" + kAccount +
+                             " AND e.op_type = t.code AND" + kWindowAndKeyset + kMergedOrder);
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
         // Columns: status_column order. Indexed block, what is loading and
@@ -152,6 +183,15 @@ const std::map<std::string, std::string>& statements() {
         return s;
     }();
     return all;
+}
+
+void append_remembered(StatementCall& call, const std::optional<RememberedAccount>& remembered) {
+    if (remembered) {
+        call.params.push_back(std::to_string(remembered->id));
+        call.params.push_back(std::to_string(remembered->generation));
+    } else {
+        call.params.insert(call.params.end(), {std::nullopt, std::nullopt});
+    }
 }
 
 std::string iso_or(const std::optional<Timestamp>& t, const char* fallback) {
@@ -177,7 +217,7 @@ std::string time_text(std::int64_t seconds) {
 
 const std::map<std::string, std::string>& prepared_statements() { return statements(); }
 
-StatementCall page_statement(const PageQuery& query) {
+StatementCall page_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered) {
     StatementCall call;
     call.params = {query.account, iso_or(query.from, "-infinity"), iso_or(query.to, "infinity")};
     if (query.after) {
@@ -192,6 +232,7 @@ StatementCall page_statement(const PageQuery& query) {
     }
     // One row more than the page tells whether another page exists.
     call.params.push_back(std::to_string(query.limit + 1));
+    append_remembered(call, remembered);
     if (query.op_types.empty()) {
         call.name = query.all_types ? "wh_page_all" : "wh_page";
     } else if (query.op_types.size() == 1) {
@@ -210,7 +251,7 @@ StatementCall page_statement(const PageQuery& query) {
     return call;
 }
 
-StatementCall totals_statement(const PageQuery& query) {
+StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered) {
     // Aggregate days are inclusive bounds; ("infinity", "infinity") is the
     // lifetime row and ("infinity", "-infinity") selects no aggregate row.
     // Finite ranges end at 9999-12-31 (the last day a request can name), so
@@ -250,6 +291,7 @@ StatementCall totals_statement(const PageQuery& query) {
         call.name = "wh_totals";
         call.params = {query.account, day_first, day_last, raw1_from, raw1_to, raw2_from, raw2_to};
     }
+    append_remembered(call, remembered);
     return call;
 }
 

@@ -23,36 +23,49 @@ struct StatementCall {
 // "PREPARE name" (the benchmark runs the same SQL).
 const std::map<std::string, std::string>& prepared_statements();
 
-StatementCall page_statement(const PageQuery& query);
-StatementCall totals_statement(const PageQuery& query);
+// An account id a worker remembers by name, with the store generation
+// (wallet_store_state) it was read under: ids hold within one store only.
+struct RememberedAccount {
+    std::int64_t id = 0;
+    std::int64_t generation = 0;
+};
+
+// `remembered`: the worker's id for query.account, used when its generation
+// is the store's (else the statement looks the name up).
+StatementCall page_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
+StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall status_statement(std::int64_t node_max_stall_ms);
 
-// Column positions of the page statements' result.
+// Column positions of the page statements' result: one header row, then the
+// events. The account is the one asked for (account = $1): it is not fetched.
 namespace page_column {
-// The account is the one asked for (account = $1): it is not fetched again.
-inline constexpr int kIndexedBlock = 0;
-inline constexpr int kRole = 1;
-inline constexpr int kOpType = 2;
-inline constexpr int kBlockNum = 3;
-inline constexpr int kBlockSeq = 4;
-inline constexpr int kTrxId = 5;
-inline constexpr int kOpInTrx = 6;
-inline constexpr int kVirtualOp = 7;
-inline constexpr int kEpoch = 8;
-inline constexpr int kAmount = 9;
-inline constexpr int kSymbol = 10;
-inline constexpr int kVestingAmount = 11;
-inline constexpr int kVestingSymbol = 12;
-inline constexpr int kCounterparty = 13;
-inline constexpr int kMemo = 14;
-inline constexpr int kAuthor = 15;
-inline constexpr int kPermlink = 16;
-inline constexpr int kAssets = 17;
-inline constexpr int kCount = 18;  // the columns a response reads
-// After them, for a next page only (NULL on a first page): the highest block
-// the answering database holds (behind_cursor() compares the cursor's block).
-inline constexpr int kStoredBlock = 18;
+inline constexpr int kKind = 0;  // op type code * 100 + role code; NULL on the header
+inline constexpr int kBlockNum = 1;
+inline constexpr int kBlockSeq = 2;
+inline constexpr int kTrxId = 3;
+inline constexpr int kOpPlace = 4;  // virtual_op * 2^32 + op_in_trx
+inline constexpr int kEpoch = 5;
+inline constexpr int kAmount = 6;
+inline constexpr int kSymbol = 7;
+inline constexpr int kVestingAmount = 8;
+inline constexpr int kVestingSymbol = 9;
+inline constexpr int kCounterparty = 10;
+inline constexpr int kMemo = 11;
+inline constexpr int kAuthor = 12;
+inline constexpr int kPermlink = 13;
+inline constexpr int kAssets = 14;
+inline constexpr int kCount = 15;
 }  // namespace page_column
+
+// The header row's values, in the event columns.
+namespace page_header {
+inline constexpr int kIndexedBlock = page_column::kBlockNum;
+// The highest block the answering database holds, for a standby's next page
+// only (else NULL): behind_cursor() compares the cursor's block.
+inline constexpr int kStoredBlock = page_column::kBlockSeq;
+inline constexpr int kAccountId = page_column::kOpPlace;  // NULL: no such account
+inline constexpr int kGeneration = page_column::kEpoch;
+}  // namespace page_header
 
 // Column positions of the status statement's result.
 namespace status_column {

@@ -8,11 +8,14 @@
 
 #include <libpq-fe.h>
 
+#include "api_accounts.hpp"
 #include "api_config.hpp"
 #include "api_limits.hpp"
 #include "api_request.hpp"
 #include "api_response.hpp"
 #include "api_sql.hpp"
+#include "wallet/operation_types.hpp"
+#include "wallet/wallet_event.hpp"
 
 using namespace wallet::api;
 
@@ -57,21 +60,25 @@ PGresult* page_rows() {
         {"author", "comment_benefactor_reward", "15778368a2", nullptr, nullptr, "7", "VESTS", "x", nullptr, nullptr},
         {"owner", "fill_vesting_withdraw", "9999999999", nullptr, nullptr, "1.000000", "VESTS", "", "", nullptr},
         {"owner", "interest", "0000000001", "0.5", "HBD", nullptr, nullptr, nullptr, nullptr, "d 0.500 HBD"},
-        {"", "", "", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+        {"owner", "interest", "", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
     };
+    // The header row first: indexed_block, the account id and generation.
+    int at = 0;
+    auto set = [&](int column, const char* value) {
+        PQsetvalue(result, at, column, const_cast<char*>(value), value ? static_cast<int>(std::strlen(value)) : -1);
+    };
+    set(page_header::kIndexedBlock, "5000000");
+    set(page_header::kAccountId, "42");
+    set(page_header::kGeneration, "123456789");
     int index = 0;
     for (const Row& r : rows) {
-        auto set = [&](int column, const char* value) {
-            PQsetvalue(result, index, column, const_cast<char*>(value), value ? static_cast<int>(std::strlen(value)) : -1);
-        };
-        set(c::kIndexedBlock, "5000000");
-        set(c::kRole, r.role);
-        set(c::kOpType, r.op_type);
+        at = index + 1;
+        const int kind = wallet::operation_type_id(r.op_type) * 100 + wallet::role_code(*wallet::parse_role(r.role));
+        set(c::kKind, std::to_string(kind).c_str());
         set(c::kBlockNum, std::to_string(4000000 - index).c_str());
         set(c::kBlockSeq, "7");
         set(c::kTrxId, index % 2 ? "0123456789abcdef0123456789abcdef01234567" : nullptr);
-        set(c::kOpInTrx, "0");
-        set(c::kVirtualOp, index % 3 == 0 ? "0" : "12");
+        set(c::kOpPlace, index % 3 == 0 ? "0" : "51539607552");  // virtual_op 12, op_in_trx 0
         set(c::kEpoch, r.epoch);
         set(c::kAmount, r.amount);
         set(c::kSymbol, r.symbol);
@@ -207,23 +214,23 @@ TEST(ApiCore, TotalsWindowsSplitIntoWholeAndPartialDays) {
     q.account = "alice";
     // Lifetime: the lifetime aggregate rows only.
     EXPECT_STREQ(totals_statement(q).name, "wh_totals_days");
-    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "infinity", "infinity"}));
+    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "infinity", "infinity", std::nullopt, std::nullopt}));
     // Whole days: their aggregate rows only.
     q.from = *wallet::Timestamp::parse("2020-01-02T00:00:00Z");
     q.to = *wallet::Timestamp::parse("2020-01-04T00:00:00Z");
     EXPECT_STREQ(totals_statement(q).name, "wh_totals_days");
-    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03"}));
+    EXPECT_EQ(totals_statement(q).params, (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03", std::nullopt, std::nullopt}));
     q.from = *wallet::Timestamp::parse("2020-01-01T12:00:00Z");
     q.to = *wallet::Timestamp::parse("2020-01-04T06:00:00Z");
     EXPECT_STREQ(totals_statement(q).name, "wh_totals");
     EXPECT_EQ(totals_statement(q).params,
               (std::vector<std::optional<std::string>>{"alice", "2020-01-02", "2020-01-03", "2020-01-01T12:00:00Z",
                                                        "2020-01-02T00:00:00Z", "2020-01-04T00:00:00Z",
-                                                       "2020-01-04T06:00:00Z"}));
+                                                       "2020-01-04T06:00:00Z", std::nullopt, std::nullopt}));
     q.to = *wallet::Timestamp::parse("2020-01-01T18:00:00Z");
     EXPECT_EQ(totals_statement(q).params,
               (std::vector<std::optional<std::string>>{"alice", "infinity", "-infinity", "2020-01-01T12:00:00Z",
-                                                       "2020-01-01T18:00:00Z", "infinity", "infinity"}));
+                                                       "2020-01-01T18:00:00Z", "infinity", "infinity", std::nullopt, std::nullopt}));
 }
 
 TEST(ApiCore, ClientIdentityReadsTrustedHopsFromTheRight) {
@@ -275,4 +282,49 @@ TEST(ApiCore, ADatabaseUrlWithSeveralHostsGivesOneDatabaseEach) {
     EXPECT_EQ(shared_port->at(0).at("port"), "6000");
     EXPECT_EQ(shared_port->at(1).at("port"), "6000");
     EXPECT_FALSE(nonblocking_conninfo("host=127.0.0.1,127.0.0.2,127.0.0.3 port=1,2 dbname=wallet"));
+}
+
+// A worker remembers at most its capacity of names, the least recently used
+// going first; a page that found no account makes it forget the name.
+TEST(ApiCore, RememberedAccountsAreBoundedAndForgetUnknownNames) {
+    RememberedAccounts accounts(2);
+    EXPECT_FALSE(accounts.find("alice"));
+    accounts.learn("alice", RememberedAccount{1, 77});
+    accounts.learn("bob", RememberedAccount{2, 77});
+    ASSERT_TRUE(accounts.find("alice"));  // alice is now the most recently used
+    accounts.learn("carol", RememberedAccount{3, 77});
+    EXPECT_EQ(accounts.size(), 2U);
+    EXPECT_FALSE(accounts.find("bob"));
+    EXPECT_EQ(accounts.find("alice")->id, 1);
+    EXPECT_EQ(accounts.find("carol")->id, 3);
+    // Another store's answer replaces what was remembered.
+    accounts.learn("alice", RememberedAccount{9, 78});
+    EXPECT_EQ(accounts.find("alice")->id, 9);
+    EXPECT_EQ(accounts.find("alice")->generation, 78);
+    // No such account (on the store that answered): not remembered.
+    accounts.learn("alice", std::nullopt);
+    accounts.learn("nobody", std::nullopt);
+    EXPECT_FALSE(accounts.find("alice"));
+    EXPECT_FALSE(accounts.find("nobody"));
+    EXPECT_EQ(accounts.size(), 1U);
+    RememberedAccounts none(0);
+    none.learn("alice", RememberedAccount{1, 77});
+    EXPECT_FALSE(none.find("alice"));
+}
+
+// The page statement takes the remembered id and its generation after the
+// page's parameters (NULL when the worker has none).
+TEST(ApiCore, PageStatementPassesTheRememberedAccount) {
+    PageQuery query;
+    query.account = "alice";
+    query.limit = 50;
+    const auto fresh = page_statement(query);
+    ASSERT_EQ(fresh.params.size(), 9U);
+    EXPECT_FALSE(fresh.params[7]);
+    EXPECT_FALSE(fresh.params[8]);
+    const auto warm = page_statement(query, RememberedAccount{42, 123456789});
+    EXPECT_EQ(warm.params[7], "42");
+    EXPECT_EQ(warm.params[8], "123456789");
+    query.op_types = {"transfer"};
+    EXPECT_EQ(page_statement(query, RememberedAccount{42, 1}).params.size(), 10U);
 }
