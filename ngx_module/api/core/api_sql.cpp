@@ -27,9 +27,9 @@ constexpr const char* kEventColumns =
     " e.counterparty, e.memo, e.author, e.permlink,"
     " CASE WHEN e.assets LIKE '[%' THEN e.assets::jsonb::text ELSE wallet_assets_triples(e.assets) END AS assets";
 
-// The indexed block of a page or totals answer, evaluated on the store's
-// state row `s` (read once per statement).
-constexpr const char* kPageIndexedBlock = "wallet_indexed_block()";
+// The indexed block of a page or totals answer: the store's state row `s`
+// (read once per statement), which the writers keep (migration 0014).
+constexpr const char* kPageIndexedBlock = "s.indexed_block";
 
 // The account of a page: the id the worker remembered for the name ($8,
 // with the store generation it came with, $9) when the store is still that
