@@ -51,11 +51,11 @@ std::span<const std::string_view> asset_templates() noexcept {
 
 namespace {
 
-// The columns of the two tables a batch writes (migration 0004).
+// The columns of the two tables a batch writes (migrations 0004 and 0015).
 constexpr std::string_view kEventColumns =
     "ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, "
-    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets";
-constexpr std::size_t kEventColumnCount = 18;
+    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets, wide";
+constexpr std::size_t kEventColumnCount = 19;
 constexpr std::string_view kBlockColumns = "block_num, ts, ops";
 using Row = std::vector<std::optional<std::string>>;
 
@@ -196,6 +196,17 @@ bool assets_are_derived(const WalletEvent& e) {
     return only.field == *field && only.asset == *column && only.asset.precision == printed_precision;
 }
 
+// wallet_events.wide (migration 0015): the op type is beyond spec 000's
+// (wallet_is_spec_type in SQL; a foundation test keeps the two equal).
+bool is_wide_type(int op_type) {
+    static const std::array<bool, kOperationTypes.size()> wide = [] {
+        std::array<bool, kOperationTypes.size()> by_id{};
+        for (std::size_t id = 0; id < by_id.size(); ++id) by_id[id] = !is_spec_wallet_operation(kOperationTypes[id]);
+        return by_id;
+    }();
+    return wide[static_cast<std::size_t>(op_type)];
+}
+
 Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     if (!e.block_seq || !e.virtual_op) {
         return make_error("event of block " + std::to_string(e.block_num) + " has no block position (decoded without the block)");
@@ -229,6 +240,7 @@ Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     if (e.author) row[15] = storable_text(*e.author);
     if (e.permlink) row[16] = storable_text(*e.permlink);
     if (!assets_are_derived(e)) row[17] = assets_text(e.assets);
+    row[18] = is_wide_type(op_type) ? "t" : "f";
     return row;
 }
 

@@ -182,6 +182,13 @@ TEST(FoundationStoreCodes, SqlAndCppAgreeOnOpTypesRolesAndSoleAssetFields) {
                                            (field ? std::string(*field) : std::string("-"))})
             << name;
     }
+    // wallet_events.wide (written by the C++ writer since migration 0015):
+    // the decoder's spec types are the SQL's, code by code.
+    for (std::size_t id = 0; id < wallet::kOperationTypes.size(); ++id) {
+        EXPECT_EQ(pg.query("SELECT wallet_is_spec_type(" + std::to_string(id) + "::smallint)"),
+                  std::vector<std::string>{wallet::is_spec_wallet_operation(wallet::kOperationTypes[id]) ? "t" : "f"})
+            << wallet::kOperationTypes[id];
+    }
     // The asset templates (migration 0009) and their codes.
     std::string templates;
     for (const auto shape : wallet::store::asset_templates()) templates += std::string(shape) + "\n";

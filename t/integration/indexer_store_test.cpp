@@ -8,6 +8,7 @@
 
 #include "harness/harness.hpp"
 #include "support/fixture_entries.hpp"
+#include "support/wide_column.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/event_store.hpp"
 #include "wallet/json_util.hpp"
@@ -221,6 +222,27 @@ TEST(IndexerStore, StoredOperationsAreTheSameCutFromTheTapeOrScanned) {
     Database scanned;
     ASSERT_TRUE(scanned.store.commit_batch(batch_of(fixture.events, fixture.blocks)));
     EXPECT_EQ(scanned.pg.query(ops), from_tape);
+}
+
+// Migration 0015: the writers store `wide`. The fixture operations (spec 000's
+// types and others) written with either method, and through the view's
+// trigger, get their op type's class.
+TEST(IndexerStore, EveryWriterStoresTheOpTypesClassAsWide) {
+    const FixtureOperations fixture = fixture_operations();
+    for (auto method : {store::WriteMethod::CopyMerge, store::WriteMethod::MultiRowInsert}) {
+        Database db;
+        ASSERT_TRUE(db.store.commit_batch(batch_of(fixture.events, fixture.blocks), method));
+        const std::string counts = store_test::wide_column_counts(db.pg);
+        EXPECT_TRUE(store_test::wide_column_is_the_op_types_class(counts)) << counts;
+        if (method != store::WriteMethod::CopyMerge) continue;
+        // A row of each op type again, through the view, in other blocks.
+        db.pg.query("CREATE TEMP TABLE again AS SELECT DISTINCT ON (op_type) * FROM wallet_operation_events"
+                    " ORDER BY op_type, block_num, block_seq, account;"
+                    " UPDATE again SET block_num = block_num + 1000000000; TRUNCATE wallet_events;"
+                    " INSERT INTO wallet_operation_events SELECT * FROM again");
+        const std::string through_view = store_test::wide_column_counts(db.pg);
+        EXPECT_TRUE(store_test::wide_column_is_the_op_types_class(through_view)) << through_view;
+    }
 }
 
 TEST(IndexerStore, RewritingABlockNeverDuplicatesWithEitherMethod) {
