@@ -1,5 +1,6 @@
 #include "loader.hpp"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,9 @@ using Clock = std::chrono::steady_clock;
 constexpr int kWriteAttempts = 8;
 constexpr milliseconds kMaxDatabaseBackoff{5000};
 constexpr milliseconds kIdlePoll{500};
+// Freed heap memory glibc keeps mapped, and the step it grows a heap by.
+constexpr int kKeptHeapBytes = 256 << 20;
+constexpr int kHeapGrowthBytes = 64 << 20;
 
 std::int64_t now_ms() {
     return std::chrono::duration_cast<milliseconds>(Clock::now().time_since_epoch()).count();
@@ -61,6 +65,13 @@ std::vector<std::int64_t> Loader::failed_shards() const {
 void Loader::touch(WorkerState& state) { state.last_activity_ms = now_ms(); }
 
 LoadOutcome Loader::run() {
+    // Each batch's events (texts, tapes, rows) are freed together after its
+    // write, and glibc gave that memory back to the kernel only to fault it in
+    // again for the next batch: a trim threshold above a batch keeps it (1.28
+    // million events: minor faults 137k -> 31k, loader CPU 9.01 -> 8.53 s;
+    // 18 MB more resident).
+    mallopt(M_TRIM_THRESHOLD, kKeptHeapBytes);
+    mallopt(M_TOP_PAD, kHeapGrowthBytes);
     std::stop_callback forward(outer_stop_, [this] { job_stop_.request_stop(); });
     for (std::int64_t i = 0; i < options_.workers; ++i) {
         auto state = std::make_unique<WorkerState>();

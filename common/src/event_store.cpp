@@ -51,11 +51,11 @@ std::span<const std::string_view> asset_templates() noexcept {
 
 namespace {
 
-// The columns of the two tables a batch writes (migration 0004).
+// The columns of the two tables a batch writes (migrations 0004 and 0015).
 constexpr std::string_view kEventColumns =
     "ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, "
-    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets";
-constexpr std::size_t kEventColumnCount = 18;
+    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets, wide";
+constexpr std::size_t kEventColumnCount = 19;
 constexpr std::string_view kBlockColumns = "block_num, ts, ops";
 using Row = std::vector<std::optional<std::string>>;
 
@@ -196,6 +196,17 @@ bool assets_are_derived(const WalletEvent& e) {
     return only.field == *field && only.asset == *column && only.asset.precision == printed_precision;
 }
 
+// wallet_events.wide (migration 0015): the op type is beyond spec 000's
+// (wallet_is_spec_type in SQL; a foundation test keeps the two equal).
+bool is_wide_type(int op_type) {
+    static const std::array<bool, kOperationTypes.size()> wide = [] {
+        std::array<bool, kOperationTypes.size()> by_id{};
+        for (std::size_t id = 0; id < by_id.size(); ++id) by_id[id] = !is_spec_wallet_operation(kOperationTypes[id]);
+        return by_id;
+    }();
+    return wide[static_cast<std::size_t>(op_type)];
+}
+
 Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     if (!e.block_seq || !e.virtual_op) {
         return make_error("event of block " + std::to_string(e.block_num) + " has no block position (decoded without the block)");
@@ -229,6 +240,7 @@ Result<Row> render_event_row(const WalletEvent& e, std::int32_t account_id) {
     if (e.author) row[15] = storable_text(*e.author);
     if (e.permlink) row[16] = storable_text(*e.permlink);
     if (!assets_are_derived(e)) row[17] = assets_text(e.assets);
+    row[18] = is_wide_type(op_type) ? "t" : "f";
     return row;
 }
 
@@ -269,10 +281,42 @@ int envelope_bit(const WalletEvent& e, std::string_view key, std::string_view va
     return 0;
 }
 
+// The members of an object of an entry, (raw key, value text, value) to
+// visit until it returns false: from the decoder's tape when there is one
+// (`object`), else scanned from `text` (the value then has no View). False
+// when the text does not scan or visit stopped.
+template <typename Visit>
+bool each_member(json::View object, std::string_view text, Visit&& visit) {
+    if (object) {
+        bool going = true;
+        object.for_each_member([&](json::View key, json::View value) {
+            if (going) going = visit(key.raw_string(), value.text(), value);
+        });
+        return going;
+    }
+    auto scanned = json::for_each_member(text, [&](std::string_view key, std::string_view value) { return visit(key, value, json::View()); });
+    return scanned && *scanned;
+}
+
+// The same for the elements of an array.
+template <typename Visit>
+bool each_element(json::View array, std::string_view text, Visit&& visit) {
+    if (array) {
+        bool going = true;
+        array.for_each_element([&](json::View element) {
+            if (going) going = visit(element.text());
+        });
+        return going;
+    }
+    auto scanned = json::for_each_element(text, visit);
+    return scanned && *scanned;
+}
+
 // The entry's "op" without the op type's name, which the rows hold (op_type):
 // ["name", body] as [body], {"type": "name_operation", "value": body} as
-// {"value": body}; its bit, or 0 (the op kept as sent).
-std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_view op) {
+// {"value": body}; its bit, or 0 (the op kept as sent). `parsed` is its tape
+// value when there is one.
+std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_view op, json::View parsed) {
     // The name wallet_op_type_name() gives the stored code (renamed types
     // keep their Steem-era names in the entry).
     const int id = operation_type_id(e.op_type);
@@ -283,7 +327,7 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
     bool repeated = false;
     std::string_view name;
     if (op.starts_with('[')) {
-        auto scanned = json::for_each_element(op, [&](std::string_view element) {
+        const bool scanned = each_element(parsed, op, [&](std::string_view element) {
             if (parts.empty() && !named && json::plain_string(element, name) && name == type_name) {
                 named = true;
             } else {
@@ -291,13 +335,13 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
             }
             return true;
         });
-        if (scanned && *scanned && named) {
+        if (scanned && named) {
             std::string out = "[";
             for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
             return {out + "]", kOpNameBit};
         }
     } else if (op.starts_with('{')) {
-        auto scanned = json::for_each_member(op, [&](std::string_view key, std::string_view value) {
+        const bool scanned = each_member(parsed, op, [&](std::string_view key, std::string_view value, json::View) {
             if (key == "type") {
                 repeated = repeated || named;
                 named = json::plain_string(value, name) && name.size() == type_name.size() + 10 &&
@@ -308,7 +352,7 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
             }
             return key.find('\\') == std::string_view::npos;
         });
-        if (scanned && *scanned && named && !repeated) {
+        if (scanned && named && !repeated) {
             std::string out = "{";
             for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
             return {out + "}", kOpTypeBit};
@@ -320,16 +364,28 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
 // An operation as wallet_blocks.ops holds it: [trx_in_block, entry] with the
 // entry as the node sent it, or [trx_in_block, entry without the members the
 // rows rebuild, mask]. An entry that does not scan, or names a member twice
-// or with escapes, is kept whole.
+// or with escapes, is kept whole. The members are cut from the decoder's
+// tape of the entry when the event has one (the text is the tape's, and has
+// no \u0000 escape that storable_json would change), else scanned.
 std::string stored_operation(const WalletEvent& e) {
     const std::string head = '[' + std::to_string(e.trx_in_block) + ',';
     if (!e.payload) return head + "{}]";
-    std::string entry = storable_json(*e.payload);
+    json::View parsed;
+    std::string copy;
+    std::string_view entry;
+    if (e.payload_tape && e.payload_tape->root().text().data() == e.payload->data() &&
+        e.payload->find("\\u0000") == std::string::npos) {
+        parsed = e.payload_tape->root();
+        entry = *e.payload;
+    } else {
+        copy = storable_json(*e.payload);
+        entry = copy;
+    }
     std::string rest = "{";
     int mask = 0;
     bool whole = false;
     std::vector<std::string_view> envelope_keys;
-    auto scanned = json::for_each_member(entry, [&](std::string_view key, std::string_view value) {
+    const bool scanned = each_member(parsed, entry, [&](std::string_view key, std::string_view value, json::View value_parsed) {
         const int bit = envelope_bit(e, key, value);
         // jsonb keeps a name's last value: a repeated envelope name (or one
         // spelled with escapes) could rebuild another value than it keeps.
@@ -349,7 +405,7 @@ std::string stored_operation(const WalletEvent& e) {
         rest += key;
         rest += "\":";
         if (key == "op") {
-            auto [op, op_bit] = op_without_name(e, value);
+            auto [op, op_bit] = op_without_name(e, value, value_parsed);
             rest += op;
             mask |= op_bit;
         } else {
@@ -357,7 +413,11 @@ std::string stored_operation(const WalletEvent& e) {
         }
         return true;
     });
-    if (!scanned || !*scanned || whole || mask == 0) return head + entry + ']';
+    if (!scanned || whole || mask == 0) {
+        std::string out = head;
+        out += entry;
+        return out + ']';
+    }
     return head + rest + "}," + std::to_string(mask) + ']';
 }
 

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "backfill_support.hpp"
+#include "support/wide_column.hpp"
 #include "wallet/pg.hpp"
 
 using namespace backfill_test;
@@ -174,6 +175,11 @@ TEST(BackfillBulk, KilledWhileLoadingAndInEveryBuildStepThenRerunGivesTheStoreOf
     EXPECT_EQ(stored_rows(pg), total);
     EXPECT_EQ(reward_sums(pg, "wallet"), reward_sums(pg, "reference"));
     EXPECT_GT(reward_sums(pg, "wallet").size(), 100u);
+    // Both loads wrote `wide` (migration 0015) as the op types' class.
+    for (const std::string database : {"wallet", "reference"}) {
+        const std::string counts = store_test::wide_column_counts(pg, database);
+        EXPECT_TRUE(store_test::wide_column_is_the_op_types_class(counts)) << database << ": " << counts;
+    }
     const auto indexes = event_indexes(pg, "wallet");
     EXPECT_EQ(indexes, event_indexes(pg, "reference"));
     ASSERT_EQ(indexes.size(), 3u);

@@ -1,6 +1,8 @@
 // Migrations and roles against a real PostgreSQL 15.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/harness.hpp"
 #include "wallet/db_setup.hpp"
 #include "wallet/decoder.hpp"
@@ -182,6 +184,14 @@ TEST(FoundationStoreCodes, SqlAndCppAgreeOnOpTypesRolesAndSoleAssetFields) {
                                            (field ? std::string(*field) : std::string("-"))})
             << name;
     }
+    // wallet_events.wide (written by the C++ writer since migration 0015):
+    // the decoder's spec types are the SQL's, code by code.
+    std::string spec_by_code;
+    for (const auto type : wallet::kOperationTypes) spec_by_code += wallet::is_spec_wallet_operation(type) ? 't' : 'f';
+    EXPECT_EQ(pg.query("SELECT string_agg(CASE WHEN wallet_is_spec_type(code::smallint) THEN 't' ELSE 'f' END, '' ORDER BY code)"
+                       "  FROM generate_series(0, " + std::to_string(wallet::kOperationTypes.size() - 1) + ") AS code"),
+              std::vector<std::string>{spec_by_code});
+    EXPECT_EQ(std::count(spec_by_code.begin(), spec_by_code.end(), 't'), 15);
     // The asset templates (migration 0009) and their codes.
     std::string templates;
     for (const auto shape : wallet::store::asset_templates()) templates += std::string(shape) + "\n";
