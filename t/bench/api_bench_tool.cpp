@@ -6,7 +6,8 @@
 //       COPY text (tab-separated) of synthetic wallet_events rows on stdout,
 //       columns ts, account_id, block_num, block_seq, virtual_op, op_in_trx,
 //       op_type, role, amount, symbol, vesting_amount, vesting_symbol, trx_id,
-//       counterparty, memo, author, permlink, assets (migration 0004), accounts
+//       counterparty, memo, author, permlink, assets (migration 0004), wide
+//       (false: spec 000's types only, migration 0015), accounts
 //       by the ids above: EVENTS rows
 //       over the ACCOUNTS accounts, plus BIG_EVENTS rows of BIG_ACCOUNT, spread
 //       over about three years.
@@ -82,7 +83,7 @@ void emit(long account_id, const char* account, long i, long per_account, Rng& r
     print_time(ts, sizeof ts, epoch);
     const unsigned long long units = rng.next() % 5000000 + 1;
     if (kind < 4) {
-        std::printf("%s\t%ld\t%ld\t%d\t%d\t%d\t%d\t%d\t\\N\t\\N\t%llu.%06llu\tVESTS\t\\N\t\\N\t\\N\tauthor%llu\tpost-%ld\t\\N\n",
+        std::printf("%s\t%ld\t%ld\t%d\t%d\t%d\t%d\t%d\t\\N\t\\N\t%llu.%06llu\tVESTS\t\\N\t\\N\t\\N\tauthor%llu\tpost-%ld\t\\N\tf\n",
                     ts, account_id, block, seq, seq + 1, seq, kCurationReward, kCurator, units / 1000000,
                     units % 1000000, units % 977, i);
     } else if (kind < 7) {  // with liquid payouts: assets kept
@@ -90,7 +91,7 @@ void emit(long account_id, const char* account, long i, long per_account, Rng& r
         std::printf("%s\t%ld\t%ld\t%d\t%d\t%d\t%d\t%d\t\\N\t\\N\t%llu.%06llu\tVESTS\t\\N\t\\N\t\\N\t%s\tpost-%ld"
                     "\t[{\"field\": \"hbd_payout\", \"amount\": \"%llu.%03llu\", \"symbol\": \"HBD\"}, "
                     "{\"field\": \"hive_payout\", \"amount\": \"0.000\", \"symbol\": \"HIVE\"}, "
-                    "{\"field\": \"vesting_payout\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\n",
+                    "{\"field\": \"vesting_payout\", \"amount\": \"%llu.%06llu\", \"symbol\": \"VESTS\"}]\tf\n",
                     ts, account_id, block, seq, seq + 1, seq, kAuthorReward, kAuthor, units / 1000000,
                     units % 1000000, account, i, hbd / 1000, hbd % 1000, units / 1000000, units % 1000000);
     } else {
@@ -98,7 +99,7 @@ void emit(long account_id, const char* account, long i, long per_account, Rng& r
         const unsigned long long trx_high = rng.next();
         const unsigned long long trx_low = rng.next();
         std::printf("%s\t%ld\t%ld\t%d\t0\t0\t%d\t%d\t%llu.%03llu\tHIVE\t\\N\t\\N\t\\\\x%016llx%016llx00000000\tpeer%llu"
-                    "\tpayment %ld\t\\N\t\\N\t\\N\n",
+                    "\tpayment %ld\t\\N\t\\N\t\\N\tf\n",
                     ts, account_id, block, seq, kTransfer, kind == 7 ? kReceiver : kSender, milli / 1000,
                     milli % 1000, trx_high, trx_low, units % 977, i);
     }

@@ -102,7 +102,7 @@ SELECT format('DROP INDEX %s', name) FROM bench_dropped_indexes \gexec
 SQL
   "$tool" accounts "$accounts" "$big" | psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_accounts (id, name) FROM STDIN" >&2
   "$tool" copy "$accounts" "$events" "$big" "$big_events" |
-    psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_events (ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, vesting_symbol, trx_id, counterparty, memo, author, permlink, assets) FROM STDIN" >&2
+    psql -q -v ON_ERROR_STOP=1 "$writer" -c "\copy wallet_events (ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, vesting_symbol, trx_id, counterparty, memo, author, permlink, assets, wide) FROM STDIN" >&2
   psql -q -v ON_ERROR_STOP=1 "$writer" >&2 <<'SQL'
 SET maintenance_work_mem = '1GB';
 SET max_parallel_maintenance_workers = 2;
