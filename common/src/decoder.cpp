@@ -630,12 +630,6 @@ Result<std::vector<WalletEvent>> decode_body(const NodeOperation& op, const OpEn
     }
 }
 
-// An entry's text and its tape, owned together by the events of the entry.
-struct ParsedEntry {
-    std::string text;
-    json::Tape tape;
-};
-
 json::Tape tape_of(std::string_view text) {
     auto tape = json::Tape::parse(text);
     if (!tape) throw DecodeFailure(tape.error());
@@ -807,22 +801,14 @@ Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry
         try {
             const BlockPosition position = walker.next(raw.type, raw.node_virtual_flag, raw.block);
             if (!is_wallet_operation(raw.type)) continue;
-            // The events keep the text and its tape (one allocation): the
-            // store cuts the stored entry from the tape.
-            auto parsed = std::make_shared<ParsedEntry>();
-            parsed->text = raw.text;
-            parsed->tape = tape_of(parsed->text);
-            const View entry = parsed->tape.root();
+            const json::Tape tape = tape_of(raw.text);
+            const View entry = tape.root();
             const NodeOperation op = read_operation(entry_operation(entry));
             const OpEnvelope envelope = read_envelope(entry);
             if (op.type != raw.type || envelope.block_num != raw.block) throw DecodeFailure("entry changed between scan and parse");
-            auto decoded = decode_body(op, envelope, position, PayloadText(parsed, &parsed->text), assets);
+            auto decoded = decode_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
             if (!decoded) return make_error(decoded.error());
-            const std::shared_ptr<const json::Tape> tape(parsed, &parsed->tape);
-            for (auto& event : decoded.value()) {
-                event.payload_tape = tape;
-                events.push_back(std::move(event));
-            }
+            for (auto& event : decoded.value()) events.push_back(std::move(event));
         } catch (const DecodeFailure& failure) {
             return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
         }

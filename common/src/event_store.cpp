@@ -281,42 +281,10 @@ int envelope_bit(const WalletEvent& e, std::string_view key, std::string_view va
     return 0;
 }
 
-// The members of an object of an entry, (raw key, value text, value) to
-// visit until it returns false: from the decoder's tape when there is one
-// (`object`), else scanned from `text` (the value then has no View). False
-// when the text does not scan or visit stopped.
-template <typename Visit>
-bool each_member(json::View object, std::string_view text, Visit&& visit) {
-    if (object) {
-        bool going = true;
-        object.for_each_member([&](json::View key, json::View value) {
-            if (going) going = visit(key.raw_string(), value.text(), value);
-        });
-        return going;
-    }
-    auto scanned = json::for_each_member(text, [&](std::string_view key, std::string_view value) { return visit(key, value, json::View()); });
-    return scanned && *scanned;
-}
-
-// The same for the elements of an array.
-template <typename Visit>
-bool each_element(json::View array, std::string_view text, Visit&& visit) {
-    if (array) {
-        bool going = true;
-        array.for_each_element([&](json::View element) {
-            if (going) going = visit(element.text());
-        });
-        return going;
-    }
-    auto scanned = json::for_each_element(text, visit);
-    return scanned && *scanned;
-}
-
 // The entry's "op" without the op type's name, which the rows hold (op_type):
 // ["name", body] as [body], {"type": "name_operation", "value": body} as
-// {"value": body}; its bit, or 0 (the op kept as sent). `parsed` is its tape
-// value when there is one.
-std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_view op, json::View parsed) {
+// {"value": body}; its bit, or 0 (the op kept as sent).
+std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_view op) {
     // The name wallet_op_type_name() gives the stored code (renamed types
     // keep their Steem-era names in the entry).
     const int id = operation_type_id(e.op_type);
@@ -327,7 +295,7 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
     bool repeated = false;
     std::string_view name;
     if (op.starts_with('[')) {
-        const bool scanned = each_element(parsed, op, [&](std::string_view element) {
+        auto scanned = json::for_each_element(op, [&](std::string_view element) {
             if (parts.empty() && !named && json::plain_string(element, name) && name == type_name) {
                 named = true;
             } else {
@@ -335,13 +303,13 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
             }
             return true;
         });
-        if (scanned && named) {
+        if (scanned && *scanned && named) {
             std::string out = "[";
             for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
             return {out + "]", kOpNameBit};
         }
     } else if (op.starts_with('{')) {
-        const bool scanned = each_member(parsed, op, [&](std::string_view key, std::string_view value, json::View) {
+        auto scanned = json::for_each_member(op, [&](std::string_view key, std::string_view value) {
             if (key == "type") {
                 repeated = repeated || named;
                 named = json::plain_string(value, name) && name.size() == type_name.size() + 10 &&
@@ -352,7 +320,7 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
             }
             return key.find('\\') == std::string_view::npos;
         });
-        if (scanned && named && !repeated) {
+        if (scanned && *scanned && named && !repeated) {
             std::string out = "{";
             for (const auto part : parts) out += (out.size() > 1 ? "," : "") + std::string(part);
             return {out + "}", kOpTypeBit};
@@ -364,28 +332,16 @@ std::pair<std::string, int> op_without_name(const WalletEvent& e, std::string_vi
 // An operation as wallet_blocks.ops holds it: [trx_in_block, entry] with the
 // entry as the node sent it, or [trx_in_block, entry without the members the
 // rows rebuild, mask]. An entry that does not scan, or names a member twice
-// or with escapes, is kept whole. The members are cut from the decoder's
-// tape of the entry when the event has one (the text is the tape's, and has
-// no \u0000 escape that storable_json would change), else scanned.
+// or with escapes, is kept whole.
 std::string stored_operation(const WalletEvent& e) {
     const std::string head = '[' + std::to_string(e.trx_in_block) + ',';
     if (!e.payload) return head + "{}]";
-    json::View parsed;
-    std::string copy;
-    std::string_view entry;
-    if (e.payload_tape && e.payload_tape->root().text().data() == e.payload->data() &&
-        e.payload->find("\\u0000") == std::string::npos) {
-        parsed = e.payload_tape->root();
-        entry = *e.payload;
-    } else {
-        copy = storable_json(*e.payload);
-        entry = copy;
-    }
+    std::string entry = storable_json(*e.payload);
     std::string rest = "{";
     int mask = 0;
     bool whole = false;
     std::vector<std::string_view> envelope_keys;
-    const bool scanned = each_member(parsed, entry, [&](std::string_view key, std::string_view value, json::View value_parsed) {
+    auto scanned = json::for_each_member(entry, [&](std::string_view key, std::string_view value) {
         const int bit = envelope_bit(e, key, value);
         // jsonb keeps a name's last value: a repeated envelope name (or one
         // spelled with escapes) could rebuild another value than it keeps.
@@ -405,7 +361,7 @@ std::string stored_operation(const WalletEvent& e) {
         rest += key;
         rest += "\":";
         if (key == "op") {
-            auto [op, op_bit] = op_without_name(e, value, value_parsed);
+            auto [op, op_bit] = op_without_name(e, value);
             rest += op;
             mask |= op_bit;
         } else {
@@ -413,11 +369,7 @@ std::string stored_operation(const WalletEvent& e) {
         }
         return true;
     });
-    if (!scanned || whole || mask == 0) {
-        std::string out = head;
-        out += entry;
-        return out + ']';
-    }
+    if (!scanned || !*scanned || whole || mask == 0) return head + entry + ']';
     return head + rest + "}," + std::to_string(mask) + ']';
 }
 

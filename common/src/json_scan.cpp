@@ -335,17 +335,11 @@ private:
         return false;
     }
     void skip_whitespace() noexcept { pos_ = detail::skip_whitespace(text_, pos_); }
-    // A value's token, its text starting at `start`.
-    std::uint32_t push(Kind kind, std::size_t start) {
-        tokens_.push_back(Token{kind, false, 0, static_cast<std::uint32_t>(start), 0, 0});
+    std::uint32_t push(Kind kind) {
+        tokens_.push_back(Token{kind, false, 0, 0, 0, 0});
         return static_cast<std::uint32_t>(tokens_.size() - 1);
     }
-    // The value of `index` ends before pos_: its subtree and text are complete.
-    void close(std::uint32_t index) noexcept {
-        Token& token = tokens_[index];
-        token.next = static_cast<std::uint32_t>(tokens_.size());
-        token.length = static_cast<std::uint32_t>(pos_) - token.offset;
-    }
+    void close(std::uint32_t index) noexcept { tokens_[index].next = static_cast<std::uint32_t>(tokens_.size()); }
 
     bool value(int depth) {
         if (depth > kMaxScanDepth) return fail("nesting too deep");
@@ -360,7 +354,7 @@ private:
         if (c != '[' && c != '{') return fail("unexpected character");
         const bool is_object = c == '{';
         const char closing = is_object ? '}' : ']';
-        const std::uint32_t index = push(is_object ? Kind::Object : Kind::Array, pos_);
+        const std::uint32_t index = push(is_object ? Kind::Object : Kind::Array);
         ++pos_;
         skip_whitespace();
         if (pos_ < text_.size() && text_[pos_] == closing) {
@@ -391,8 +385,8 @@ private:
     }
 
     bool string() {
+        const std::uint32_t index = push(Kind::String);
         const std::size_t start = ++pos_;
-        const std::uint32_t index = push(Kind::String, start);
         bool escaped = false;
         while (true) {
             pos_ += plain_run(text_.substr(pos_));
@@ -410,9 +404,12 @@ private:
         }
         // plain_run passes bytes >= 0x80: their sequences are checked here.
         if (!valid_utf8(start)) return false;
-        tokens_[index].escaped = escaped;
-        close(index);  // the text between the quotes
-        ++pos_;        // the closing quote
+        Token& token = tokens_[index];
+        token.escaped = escaped;
+        token.offset = static_cast<std::uint32_t>(start);
+        token.length = static_cast<std::uint32_t>(pos_ - start);
+        ++pos_;  // the closing quote
+        close(index);
         return true;
     }
 
@@ -482,13 +479,13 @@ private:
         if (number.find_first_of(".eE") == std::string_view::npos) {
             auto parsed = parse_int64(number);
             if (!parsed) return fail("integer out of range");
-            tokens_[push(Kind::Integer, start)].integer = *parsed;
+            tokens_[push(Kind::Integer)].integer = *parsed;
         } else {
             // jansson refuses reals that overflow a double (not those that underflow).
             const std::string copy(number);
             const double parsed = std::strtod(copy.c_str(), nullptr);
             if (parsed == HUGE_VAL || parsed == -HUGE_VAL) return fail("real number overflow");
-            push(Kind::Real, start);
+            push(Kind::Real);
         }
         close(static_cast<std::uint32_t>(tokens_.size() - 1));
         return true;
@@ -496,9 +493,8 @@ private:
 
     bool literal(std::string_view word, Kind kind) {
         if (text_.substr(pos_, word.size()) != word) return fail("bad literal");
-        const std::uint32_t index = push(kind, pos_);
         pos_ += word.size();
-        close(index);
+        close(push(kind));
         return true;
     }
 
@@ -564,19 +560,6 @@ std::string View::string() const {
         out.assign(raw);
     }
     return out;
-}
-
-std::string_view View::text() const noexcept {
-    if (tape_ == nullptr) return {};
-    const Tape::Token& token = tape_->tokens_[index_];
-    if (token.kind == Kind::String) return tape_->text_.substr(token.offset - 1, token.length + 2);
-    return tape_->text_.substr(token.offset, token.length);
-}
-
-std::string_view View::raw_string() const noexcept {
-    if (!is_string()) return {};
-    const Tape::Token& token = tape_->tokens_[index_];
-    return tape_->text_.substr(token.offset, token.length);
 }
 
 bool View::string_equals(std::string_view text) const {

@@ -206,24 +206,6 @@ TEST(IndexerStore, ThePayloadIsTheNodeEntryForEveryFixtureOperation) {
         << counts_text << " of " << operations;
 }
 
-// The store cuts a stored entry from the decoder's tape of it; events
-// without one (decoded from a jansson tree of a single entry, or made
-// elsewhere) have their text scanned again: both give the same bytes.
-TEST(IndexerStore, StoredOperationsAreTheSameCutFromTheTapeOrScanned) {
-    FixtureOperations fixture = fixture_operations();
-    ASSERT_GT(fixture.operations, 1000u);
-    ASSERT_TRUE(std::all_of(fixture.events.begin(), fixture.events.end(), [](const WalletEvent& e) { return e.payload_tape; }));
-    const std::string ops = "SELECT block_num, ops::text FROM wallet_blocks ORDER BY 1";
-    Database cut;
-    ASSERT_TRUE(cut.store.commit_batch(batch_of(fixture.events, fixture.blocks)));
-    const auto from_tape = cut.pg.query(ops);
-    ASSERT_EQ(from_tape.size(), fixture.blocks.size());
-    for (auto& event : fixture.events) event.payload_tape.reset();
-    Database scanned;
-    ASSERT_TRUE(scanned.store.commit_batch(batch_of(fixture.events, fixture.blocks)));
-    EXPECT_EQ(scanned.pg.query(ops), from_tape);
-}
-
 // Migration 0015: the writers store `wide`. The fixture operations (spec 000's
 // types and others) written with either method, and through the view's
 // trigger, get their op type's class.

@@ -124,13 +124,6 @@ public:
     // Whether this is a string whose bytes are `text`.
     bool string_equals(std::string_view text) const;
 
-    // The value's JSON text exactly as the parsed text holds it (a string
-    // with its quotes and escapes as written).
-    std::string_view text() const noexcept;
-    // A string's text between its quotes, escapes as written (empty for
-    // other kinds).
-    std::string_view raw_string() const noexcept;
-
 private:
     friend class Tape;
     View(const Tape* tape, std::uint32_t index) noexcept : tape_(tape), index_(index) {}
@@ -159,9 +152,7 @@ private:
         Kind kind = Kind::Null;
         bool escaped = false;      // a string with backslash escapes
         std::uint32_t next = 0;    // the index after this value's subtree
-        // Where the value's text is: a string's between its quotes, any
-        // other value's whole.
-        std::uint32_t offset = 0;
+        std::uint32_t offset = 0;  // a string's text between its quotes
         std::uint32_t length = 0;
         std::int64_t integer = 0;
     };

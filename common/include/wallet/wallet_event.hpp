@@ -15,9 +15,6 @@
 #include "wallet/timestamp.hpp"
 
 namespace wallet {
-namespace json {
-class Tape;
-}  // namespace json
 
 // The spec's eight roles, then the roles of operations beyond the spec where
 // none of them fits (docs/operations.md): the two sides of a market fill.
@@ -68,9 +65,6 @@ struct WalletEvent {
     // The operation entry's JSON text exactly as the node sent it (shared by
     // the events of one operation).
     std::shared_ptr<const std::string> payload;
-    // The payload parsed, when the decoder kept its tape (the store cuts the
-    // stored entry from it instead of scanning the text again); may be null.
-    std::shared_ptr<const json::Tape> payload_tape;
 };
 
 // Every field but the payload; block_seq and virtual_op only when asked
