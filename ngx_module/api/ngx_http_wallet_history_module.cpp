@@ -11,8 +11,11 @@
 // Settings are read from the environment when nginx loads its configuration
 // (so `nginx -t` validates them and names a bad one); conf/nginx/ lists the
 // `env` lines that keep them visible to the worker processes.
+#include <signal.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -23,6 +26,7 @@
 
 #include "api_accounts.hpp"
 #include "api_config.hpp"
+#include "api_inflight.hpp"
 #include "api_limits.hpp"
 #include "api_metrics.hpp"
 #include "api_request.hpp"
@@ -55,7 +59,7 @@ struct WalletHistoryRuntime {
 
 // Counters and buckets shared by the workers of one nginx.
 struct WalletHistoryShared {
-    ngx_atomic_t inflight;
+    api::InflightTable inflight;
     std::size_t slots;
     api::ApiCounters counters;
     // followed by the rate limit table
@@ -159,12 +163,42 @@ WalletHistoryShared* shared_state(ngx_http_wallet_history_main_conf_t* mcf) {
     return mcf->shm_zone != nullptr ? static_cast<WalletHistoryShared*>(mcf->shm_zone->data) : nullptr;
 }
 
+// This worker's part of the in-flight count (WALLET_API_MAX_INFLIGHT).
+struct WorkerInflight {
+    api::InflightTable* table = nullptr;  // null: no cap, or the worker gave its slot back
+    api::InflightTable::Slot* slot = nullptr;
+    ngx_msec_t last_reclaim = 0;
+};
+WorkerInflight worker_inflight;
+
+bool process_alive(std::int64_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
+
+// At most once a second per worker, when the cap is reached: the requests of
+// workers that died meanwhile are not in flight any more.
+bool reclaim_when_full(ngx_slab_pool_t* shpool) {
+    WorkerInflight& w = worker_inflight;
+    if (w.last_reclaim != 0 && ngx_current_msec - w.last_reclaim < 1000) return false;
+    w.last_reclaim = ngx_current_msec;
+    ngx_shmtx_lock(&shpool->mutex);
+    const std::int64_t released = w.table->reclaim_dead(process_alive);
+    ngx_shmtx_unlock(&shpool->mutex);
+    if (released > 0) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "wallet_history: %L requests of workers that died no longer count as in flight", released);
+    }
+    return released > 0;
+}
+
+void leave_inflight() {
+    if (worker_inflight.table != nullptr) worker_inflight.table->leave(worker_inflight.slot);
+}
+
 // One API request in flight. Lives in r->pool; its destructor (a pool
 // cleanup) detaches it from the database pool, releases its in-flight slot
 // and counts a request that ended without an answer in the metrics.
 struct WalletHistoryRequest {
     ngx_http_request_t* r = nullptr;
-    WalletHistoryShared* shared = nullptr;  // set when counted in-flight
+    bool counted_inflight = false;
     PgOp op;
     api::Call call;
     std::string id_json = "null";
@@ -182,7 +216,7 @@ struct WalletHistoryRequest {
         if (deadline.timer_set) ngx_del_timer(&deadline);
         if (rerun.timer_set) ngx_del_timer(&rerun);
         if (worker_pool) worker_pool->cancel(&op);
-        if (shared != nullptr) ngx_atomic_fetch_add(&shared->inflight, -1);
+        if (counted_inflight) leave_inflight();
         if (!settled && counters != nullptr) counters->record(method, api::Outcome::Aborted, started_us);
     }
 };
@@ -485,27 +519,28 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
         return send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, "null", jsonrpc::kInvalidRequest, "rate limit exceeded");
     }
     WalletHistoryShared* shared = shared_state(mcf);
-    const auto max_inflight = static_cast<ngx_atomic_int_t>(rt.config.api.max_inflight);
+    const std::int64_t max_inflight = rt.config.api.max_inflight;
     bool counted = false;
-    if (max_inflight > 0 && shared != nullptr) {
-        if (static_cast<ngx_atomic_int_t>(ngx_atomic_fetch_add(&shared->inflight, 1)) >= max_inflight) {
-            ngx_atomic_fetch_add(&shared->inflight, -1);
+    if (max_inflight > 0 && worker_inflight.table != nullptr) {
+        auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
+        counted = worker_inflight.table->try_enter(worker_inflight.slot, max_inflight) ||
+                  (reclaim_when_full(shpool) && worker_inflight.table->try_enter(worker_inflight.slot, max_inflight));
+        if (!counted) {
             if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
             count_refused(shared, api::Outcome::Busy, started_us);
             return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", jsonrpc::kInternalError, "server busy");
         }
-        counted = true;
     }
 
     ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(WalletHistoryRequest));
     if (cleanup == nullptr) {
-        if (counted) ngx_atomic_fetch_add(&shared->inflight, -1);
+        if (counted) leave_inflight();
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     auto* ctx = new (cleanup->data) WalletHistoryRequest();
     cleanup->handler = destroy_request;
     ctx->r = r;
-    ctx->shared = counted ? shared : nullptr;
+    ctx->counted_inflight = counted;
     ctx->counters = shared != nullptr ? &shared->counters : nullptr;
     ctx->started_us = started_us;
     ngx_http_set_ctx(r, ctx, ngx_http_wallet_history_module);
@@ -556,6 +591,7 @@ ngx_int_t init_shared_zone(ngx_shm_zone_t* zone, void* old_data) {
     if (memory == nullptr) return NGX_ERROR;
     auto* shared = static_cast<WalletHistoryShared*>(memory);
     shared->slots = kRateLimitSlots;
+    new (&shared->inflight) api::InflightTable();
     new (&shared->counters) api::ApiCounters();
     zone->data = shared;
     return NGX_OK;
@@ -673,6 +709,17 @@ static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
     auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
         ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
     if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return NGX_OK;
+    if (mcf->runtime->config.api.max_inflight > 0 && mcf->shm_zone != nullptr && mcf->shm_zone->data != nullptr) {
+        auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
+        worker_inflight.table = &static_cast<WalletHistoryShared*>(mcf->shm_zone->data)->inflight;
+        ngx_shmtx_lock(&shpool->mutex);
+        worker_inflight.slot = worker_inflight.table->claim(ngx_pid, process_alive);
+        ngx_shmtx_unlock(&shpool->mutex);
+        if (worker_inflight.slot == nullptr) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                          "wallet_history: no free in-flight slot: this worker's requests count in the total only");
+        }
+    }
     try {
         worker_pool = std::make_unique<PgPool>(mcf->runtime->pool_settings, cycle->log);
         worker_accounts = std::make_unique<api::RememberedAccounts>(
@@ -684,7 +731,17 @@ static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
     return NGX_OK;
 }
 
-static void ngx_http_wallet_history_exit_process(ngx_cycle_t*) {
+static void ngx_http_wallet_history_exit_process(ngx_cycle_t* cycle) {
+    // The requests still open (a fast shutdown) leave with the slot.
+    if (worker_inflight.table != nullptr && worker_inflight.slot != nullptr) {
+        auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
+            ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
+        auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
+        ngx_shmtx_lock(&shpool->mutex);
+        worker_inflight.table->release(worker_inflight.slot);
+        ngx_shmtx_unlock(&shpool->mutex);
+    }
+    worker_inflight = {};
     worker_pool.reset();
     worker_accounts.reset();
 }

@@ -359,6 +359,27 @@ void NginxServer::reload() {
     if (process_.running()) ::kill(process_.pid(), SIGHUP);
 }
 
+std::vector<pid_t> NginxServer::worker_pids() const {
+    std::vector<pid_t> out;
+    if (process_.pid() <= 0) return out;
+    const std::string master = std::to_string(process_.pid());
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
+        const std::string text = read_file(entry.path() / "stat");
+        const auto close = text.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream fields(text.substr(close + 1));
+        std::string state;
+        std::string ppid;
+        fields >> state >> ppid;
+        if (ppid == master && state != "Z") out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 std::vector<std::string> NginxServer::fatal_log_lines() const {
     std::vector<std::string> out;
     std::istringstream in(read_file(error_log()));

@@ -2,7 +2,9 @@
 // validation, amount printing, client identity and the token buckets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 
 #include "api_accounts.hpp"
 #include "api_config.hpp"
+#include "api_inflight.hpp"
 #include "api_limits.hpp"
 #include "api_request.hpp"
 #include "api_response.hpp"
@@ -327,4 +330,45 @@ TEST(ApiCore, PageStatementPassesTheRememberedAccount) {
     EXPECT_EQ(warm.params[8], "123456789");
     query.op_types = {"transfer"};
     EXPECT_EQ(page_statement(query, RememberedAccount{42, 1}).params.size(), 10U);
+}
+
+TEST(ApiCore, InflightTableTakesTheRequestsOfDeadWorkersOut) {
+    auto table = std::make_unique<InflightTable>();
+    std::vector<std::int64_t> dead;
+    auto alive = [&dead](std::int64_t pid) { return std::find(dead.begin(), dead.end(), pid) == dead.end(); };
+    InflightTable::Slot* a = table->claim(100, alive);
+    InflightTable::Slot* b = table->claim(200, alive);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, a);
+    EXPECT_TRUE(table->try_enter(a, 3));
+    EXPECT_TRUE(table->try_enter(a, 3));
+    EXPECT_TRUE(table->try_enter(b, 3));
+    EXPECT_FALSE(table->try_enter(b, 3));  // the cap counts every worker
+    EXPECT_EQ(table->total(), 3);
+    // Worker 100 dies with two requests in flight; its successor starts.
+    dead.push_back(100);
+    InflightTable::Slot* c = table->claim(300, alive);
+    EXPECT_EQ(table->total(), 1);
+    EXPECT_TRUE(table->try_enter(c, 3));
+    EXPECT_TRUE(table->try_enter(c, 3));
+    EXPECT_FALSE(table->try_enter(c, 3));
+    table->leave(b);
+    table->leave(c);
+    EXPECT_EQ(table->total(), 1);
+    // Found by a worker at the cap, without a new one starting.
+    dead.push_back(300);
+    EXPECT_EQ(table->reclaim_dead(alive), 1);
+    EXPECT_EQ(table->total(), 0);
+    // A worker that exits gives back what it still counts.
+    EXPECT_TRUE(table->try_enter(b, 3));
+    table->release(b);
+    EXPECT_EQ(table->total(), 0);
+    // A recycled pid is a new process: the old slot's count does not follow it.
+    InflightTable::Slot* d = table->claim(400, alive);
+    EXPECT_TRUE(table->try_enter(d, 3));
+    dead.clear();
+    InflightTable::Slot* e = table->claim(400, alive);
+    EXPECT_EQ(table->total(), 0);
+    EXPECT_TRUE(table->try_enter(e, 3));
+    EXPECT_EQ(table->total(), 1);
 }

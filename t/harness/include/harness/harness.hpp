@@ -4,6 +4,8 @@
 // test fails.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -201,6 +203,8 @@ public:
     std::string url(const std::string& path = "/") const;
     const fs::path& prefix() const { return dir_.path(); }
     fs::path error_log() const { return dir_.path() / "logs" / "error.log"; }
+    // The live worker (and cache) processes, children of the master.
+    std::vector<pid_t> worker_pids() const;
     // Lines of error.log that mean a bug: alerts, crashes, sanitizer reports.
     std::vector<std::string> fatal_log_lines() const;
     void stop();
