@@ -34,6 +34,7 @@
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_wallet_history_pg.hpp"
+#include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_metrics.hpp"
 #include "ngx_wallet_nginx.hpp"
 #include "ngx_wallet_shared.hpp"
@@ -325,12 +326,33 @@ void rerun_elsewhere(WalletHistoryRequest* ctx) {
     }
 }
 
-void on_rerun(ngx_event_t* ev) noexcept {
+// What every handler of a request does with an exception (ngx_wallet_guard):
+// the request ends with a JSON-RPC internal error, or closes when its answer
+// had begun. The rc for a content handler to return, or for finalize.
+ngx_int_t internal_error(ngx_http_request_t* r) {
+    auto* ctx = static_cast<WalletHistoryRequest*>(ngx_http_get_module_ctx(r, ngx_http_wallet_history_module));
+    if (ctx != nullptr) {
+        if (ctx->deadline.timer_set) ngx_del_timer(&ctx->deadline);
+        if (ctx->rerun.timer_set) ngx_del_timer(&ctx->rerun);
+        if (worker_pool) worker_pool->cancel(&ctx->op);
+        settle(ctx, api::Outcome::InternalError);
+    }
+    if (r->header_sent) return NGX_ERROR;
+    return send_error(r, NGX_HTTP_OK, ctx != nullptr ? ctx->id_json : "null", jsonrpc::kInternalError, "internal error");
+}
+
+// The same for a request that waited (a statement, a timer).
+void fail_waiting_request(WalletHistoryRequest* ctx) { finish_async(ctx->r, internal_error(ctx->r)); }
+void fail_query(PgOp* op, PgOutcome, PGresult*) { fail_waiting_request(static_cast<WalletHistoryRequest*>(op->data)); }
+void fail_timer(ngx_event_t* ev) { fail_waiting_request(static_cast<WalletHistoryRequest*>(ev->data)); }
+
+void rerun(ngx_event_t* ev) {
     auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
     if (worker_pool) worker_pool->submit(&ctx->op);
 }
 
-void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
+void query_done(PgOp* op, PgOutcome outcome, PGresult* rows) {
+    WALLET_FAULT_POINT("api.query_done");
     auto* ctx = static_cast<WalletHistoryRequest*>(op->data);
     ngx_http_request_t* r = ctx->r;
     // The pool ran it a second time after a retryable failure (once per
@@ -346,46 +368,39 @@ void on_query_done(PgOp* op, PgOutcome outcome, PGresult* rows) noexcept {
     }
     if (ctx->deadline.timer_set) ngx_del_timer(&ctx->deadline);
     ngx_int_t rc = NGX_ERROR;
-    try {
-        switch (outcome) {
-        case PgOutcome::Rows:
-            settle(ctx, api::Outcome::Ok);
-            rc = respond_to_rows(ctx, rows);
-            break;
-        case PgOutcome::Timeout:
-            settle(ctx, api::Outcome::Timeout);
-            count_pg_error(ctx, api::PgError::Timeout);
-            rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
-            break;
-        case PgOutcome::Failed:
-        case PgOutcome::Unavailable:
-            settle(ctx, api::Outcome::DatabaseError);
-            count_pg_error(ctx, outcome == PgOutcome::Failed ? api::PgError::Failed : api::PgError::Unavailable);
-            rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
-            break;
-        }
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: cannot build the response");
-        settle(ctx, api::Outcome::InternalError);
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    switch (outcome) {
+    case PgOutcome::Rows:
+        settle(ctx, api::Outcome::Ok);
+        rc = respond_to_rows(ctx, rows);
+        break;
+    case PgOutcome::Timeout:
+        settle(ctx, api::Outcome::Timeout);
+        count_pg_error(ctx, api::PgError::Timeout);
+        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
+        break;
+    case PgOutcome::Failed:
+    case PgOutcome::Unavailable:
+        settle(ctx, api::Outcome::DatabaseError);
+        count_pg_error(ctx, outcome == PgOutcome::Failed ? api::PgError::Failed : api::PgError::Unavailable);
+        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
+        break;
     }
     finish_async(r, rc);
 }
 
-void on_deadline(ngx_event_t* ev) noexcept {
+void deadline_passed(ngx_event_t* ev) {
     auto* ctx = static_cast<WalletHistoryRequest*>(ev->data);
     ngx_http_request_t* r = ctx->r;
     if (ctx->rerun.timer_set) ngx_del_timer(&ctx->rerun);
     if (worker_pool) worker_pool->cancel(&ctx->op);
     settle(ctx, api::Outcome::Timeout);
-    ngx_int_t rc = NGX_ERROR;
-    try {
-        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
-    } catch (...) {
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    finish_async(r, rc);
+    finish_async(r, send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout"));
 }
+
+using wallet::ngx::guarded;
+constexpr auto on_query_done = guarded<"wallet_history: statement completion", query_done, fail_query>;
+constexpr auto on_deadline = guarded<"wallet_history: request deadline", deadline_passed, fail_timer>;
+constexpr auto on_rerun = guarded<"wallet_history: statement rerun", rerun, fail_timer>;
 
 // Parses the body and answers, or starts the statement.
 ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
@@ -443,19 +458,14 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     return NGX_DONE;
 }
 
-void on_body_read(ngx_http_request_t* r) noexcept {
+void body_read(ngx_http_request_t* r) {
     auto* ctx = static_cast<WalletHistoryRequest*>(ngx_http_get_module_ctx(r, ngx_http_wallet_history_module));
-    ngx_int_t rc = NGX_ERROR;
-    try {
-        rc = handle_body(r, ctx);
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: request failed");
-        settle(ctx, api::Outcome::InternalError);
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    const ngx_int_t rc = handle_body(r, ctx);
     // NGX_DONE: the statement runs; its completion finalizes the request.
     if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
 }
+void fail_body_read(ngx_http_request_t* r) { ngx_http_finalize_request(r, internal_error(r)); }
+constexpr auto on_body_read = guarded<"wallet_history: request body", body_read, fail_body_read>;
 
 bool origin_allowed(const WalletHistoryRuntime& rt, const std::string& origin) {
     for (const auto& allowed : rt.config.api.allowed_origins) {
@@ -556,19 +566,12 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
     return NGX_DONE;
 }
 
-ngx_int_t ngx_http_wallet_history_handler(ngx_http_request_t* r) noexcept {
-    try {
-        return handle_api(r);
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "wallet_history: request failed");
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-}
+constexpr auto ngx_http_wallet_history_handler = guarded<"wallet_history: request", handle_api, internal_error>;
 
 // GET /health: liveness for load balancers, answered without the database
 // (a slow query must never delay it); ok is false while the worker's last
 // attempt to reach the database failed.
-ngx_int_t ngx_http_wallet_history_health_handler(ngx_http_request_t* r) noexcept {
+ngx_int_t health(ngx_http_request_t* r) {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         wallet::ngx::add_response_header(r, "Allow", "GET, HEAD");
@@ -579,6 +582,8 @@ ngx_int_t ngx_http_wallet_history_health_handler(ngx_http_request_t* r) noexcept
     return wallet::ngx::send_json(r, ok ? NGX_HTTP_OK : NGX_HTTP_SERVICE_UNAVAILABLE,
                                   ok ? R"({"ok":true})" : R"({"ok":false})");
 }
+ngx_int_t health_failed(ngx_http_request_t*) { return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+constexpr auto ngx_http_wallet_history_health_handler = guarded<"wallet_history: health", health, health_failed>;
 
 ngx_int_t init_shared_zone(ngx_shm_zone_t* zone, void* old_data) {
     if (old_data != nullptr) {  // reload: keep counters and buckets
@@ -603,6 +608,7 @@ char* mark_used(ngx_conf_t* cf, ngx_http_handler_pt handler) {
     auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_wallet_history_module));
     mcf->used = 1;
+    if (!wallet::ngx::add_guard_zone(cf)) return static_cast<char*>(NGX_CONF_ERROR);
     return NGX_CONF_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "ngx_wallet_connection.hpp"
+#include "ngx_wallet_guard.hpp"
 
 namespace wallet::ngx {
 
@@ -28,7 +29,10 @@ struct PgConnection {
 
 namespace {
 
-void pg_event_handler(ngx_event_t* ev);
+void pg_socket_ready(ngx_event_t* ev);
+// nginx calls these guarded (ngx_wallet_guard) without a recovery: a
+// statement caught in an exception ends by its request's deadline.
+constexpr auto pg_event_handler = guarded<"wallet_history: database socket", pg_socket_ready>;
 
 // Watches the socket libpq currently uses (libpq owns and closes it).
 bool watch_socket(PgConnection* conn, ngx_log_t* log) {
@@ -194,7 +198,7 @@ void drive_query(PgConnection* conn, ngx_event_t* ev) {
     }
 }
 
-void pg_event_handler(ngx_event_t* ev) {
+void pg_socket_ready(ngx_event_t* ev) {
     auto* c = static_cast<ngx_connection_t*>(ev->data);
     auto* conn = static_cast<PgConnection*>(c->data);
     if (conn->state == PgConnection::State::Connecting) {
@@ -204,7 +208,8 @@ void pg_event_handler(ngx_event_t* ev) {
     }
 }
 
-void kick_handler(ngx_event_t* ev);
+void pool_kicked(ngx_event_t* ev);
+constexpr auto kick_handler = guarded<"wallet_history: database pool", pool_kicked>;
 
 }  // namespace
 
@@ -488,7 +493,7 @@ void PgPool::on_kick() {
 
 namespace {
 
-void kick_handler(ngx_event_t* ev) { static_cast<PgPool*>(ev->data)->on_kick(); }
+void pool_kicked(ngx_event_t* ev) { static_cast<PgPool*>(ev->data)->on_kick(); }
 
 }  // namespace
 

@@ -30,6 +30,9 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
 ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf);
 bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r);
 // Reads a POST's body (ngx_http_read_client_request_body) and answers it.
-void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r);
+void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) noexcept;
+// A request's JSON-RPC internal error after an exception (ngx_wallet_guard),
+// or NGX_ERROR (a closed connection) when its answer had begun.
+ngx_int_t ngx_http_jsonrpc_router_internal_error(ngx_http_request_t* r);
 // A JSON-RPC error answer generated before any routing (bad method, too large).
 ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message);

@@ -12,6 +12,7 @@
 #include "ngx_http_jsonrpc_router_metrics.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
 #include "ngx_wallet_connection.hpp"
+#include "ngx_wallet_guard.hpp"
 
 namespace jsonrpc_router {
 
@@ -19,7 +20,7 @@ using wallet::ngx::post_event;
 using wallet::ngx::unpost_event;
 
 Call::Call(Exchange& exchange, std::size_t index) : exchange_(exchange), index_(index) {
-    timer_.handler = on_timer;
+    timer_.handler = wallet::ngx::guarded<"jsonrpc_router: call timer", on_timer, timer_failed>;
     timer_.data = this;
     timer_.log = exchange.log();
 }
@@ -166,9 +167,23 @@ void Call::fail_later(int code, std::string reason) {
     post_event(&timer_);
 }
 
+void Call::timer_failed(ngx_event_t* ev) { static_cast<Call*>(ev->data)->fail_internal(); }
+
+void Call::fail_internal() {
+    if (done_) return;
+    if (upstream != nullptr) upstream->cancel(*this);
+    if (waiting_cache) {
+        Worker::get().cache().cancel(*this);
+        waiting_cache = false;
+    }
+    leave_group();
+    fail(wallet::jsonrpc::kInternalError, "Internal error", "exception");
+}
+
 void Call::on_timer(ngx_event_t* ev) {
     auto* call = static_cast<Call*>(ev->data);
     if (call->done_) return;
+    WALLET_FAULT_POINT("router.call_timer");
     if (call->deferred_code_ != 0) {
         int code = call->deferred_code_;
         call->deferred_code_ = 0;
@@ -202,7 +217,16 @@ void Call::on_timer(ngx_event_t* ev) {
 }
 
 void Call::upstream_replied(int status, std::string body) {
+    // A transport calls this once it let go of the call, maybe of itself too:
+    // an exception ends this call here, not in the transport's handler.
+    wallet::ngx::guard(
+        log(), "jsonrpc_router: upstream answer", [&] { take_reply(status, std::move(body)); },
+        [&] { fail_internal(); });
+}
+
+void Call::take_reply(int status, std::string body) {
     if (done_) return;
+    WALLET_FAULT_POINT("router.upstream_replied");
     if (timer_.timer_set) ngx_del_timer(&timer_);
     const RouterInstance& instance = exchange_.instance();
     router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
@@ -293,6 +317,7 @@ Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner
 Exchange::~Exchange() = default;
 
 void Exchange::start(std::string_view body) {
+    WALLET_FAULT_POINT("router.exchange_start");
     plan_ = router::plan_request(body, instance_.table, instance_.limits);
     count_request(instance_, transport_, plan_.error.has_value());
     if (plan_.error) {

@@ -100,6 +100,10 @@ private:
     void finish(std::string response);
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
+    static void timer_failed(ngx_event_t* ev);
+    void take_reply(int http_status, std::string body);
+    // Ends the call with a JSON-RPC internal error after an exception.
+    void fail_internal();
     // Upstream latency and errors of a client's call (polls are not counted).
     void upstream_sent();
     void upstream_ended(std::optional<router::UpstreamError> error);

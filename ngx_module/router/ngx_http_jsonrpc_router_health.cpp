@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_wallet_guard.hpp"
 #include "wallet/json_util.hpp"
 
 namespace jsonrpc_router {
@@ -38,7 +39,8 @@ public:
     UrlPoller(const RouterInstance& instance, std::size_t target, std::size_t url, UrlHealth& health)
         : instance_(instance), target_(instance.table.targets[target]), target_index_(target), url_(url),
           health_(health) {
-        timer_.handler = on_timer;
+        // Guarded without a recovery: tick() has set the next timer first.
+        timer_.handler = wallet::ngx::guarded<"jsonrpc_router: URL poll timer", on_timer>;
         timer_.data = this;
         timer_.log = ngx_cycle->log;
         timer_.cancelable = 1;  // never holds up a graceful shutdown

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_metrics.hpp"
 
 namespace jsonrpc_router {
@@ -59,6 +60,7 @@ std::string metrics_page(const std::vector<RouterInstance*>& instances) {
     metrics::TextWriter out;
     if (!routers.empty()) router::write_router_metrics(out, routers);
     ngx_http_wallet_history_write_metrics(out);
+    wallet::ngx::write_guard_metrics(out);
     return std::move(out.text());
 }
 

@@ -21,6 +21,7 @@
 #include "ngx_http_jsonrpc_router_health.hpp"
 #include "ngx_http_jsonrpc_router_metrics.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
 
 extern "C" {
@@ -33,7 +34,6 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
 static char* ngx_http_jsonrpc_router_metrics(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf);
 static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
-static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r);
 static ngx_int_t ngx_http_jsonrpc_router_init_process(ngx_cycle_t* cycle);
 static void ngx_http_jsonrpc_router_exit_process(ngx_cycle_t* cycle);
 
@@ -117,7 +117,7 @@ std::vector<RouterInstance*>& instances() {
 
 }  // namespace
 
-static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
+static ngx_int_t handle_request(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
         return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
@@ -131,11 +131,7 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
         if (conf->instance == nullptr || conf->instance->health_zone == nullptr) {
             return wallet::ngx::send_json_unowned(r, NGX_HTTP_OK, status_body);
         }
-        try {
-            return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc_router::health_status(*conf->instance));
-        } catch (...) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+        return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc_router::health_status(*conf->instance));
     }
     if (!(r->method & NGX_HTTP_POST)) {
         ngx_int_t rc = ngx_http_discard_request_body(r);
@@ -155,18 +151,20 @@ static ngx_int_t ngx_http_jsonrpc_router_handler(ngx_http_request_t* r) {
     return NGX_DONE;
 }
 
+static constexpr auto ngx_http_jsonrpc_router_handler =
+    wallet::ngx::guarded<"jsonrpc_router: request", handle_request, ngx_http_jsonrpc_router_internal_error>;
+
 // ---- metrics ----------------------------------------------------------------------------
 
-static ngx_int_t ngx_http_jsonrpc_router_metrics_handler(ngx_http_request_t* r) {
+static ngx_int_t metrics_page(ngx_http_request_t* r) {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return NGX_HTTP_NOT_ALLOWED;
     ngx_int_t rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) return rc;
-    try {
-        return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", jsonrpc_router::metrics_page(instances()));
-    } catch (...) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    return wallet::ngx::send_text(r, NGX_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", jsonrpc_router::metrics_page(instances()));
 }
+static ngx_int_t metrics_failed(ngx_http_request_t* r) { return r->header_sent ? NGX_ERROR : NGX_HTTP_INTERNAL_SERVER_ERROR; }
+static constexpr auto ngx_http_jsonrpc_router_metrics_handler =
+    wallet::ngx::guarded<"jsonrpc_router: metrics", metrics_page, metrics_failed>;
 
 // `jsonrpc_router_metrics`: this location answers GET with the Prometheus
 // text of the module (restrict it with allow/deny: it is not for clients).
@@ -315,6 +313,7 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "routing file: %s", e.what());
         return static_cast<char*>(NGX_CONF_ERROR);
     }
+    if (!wallet::ngx::add_guard_zone(cf)) return static_cast<char*>(NGX_CONF_ERROR);
     auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     clcf->handler = ngx_http_jsonrpc_router_handler;
     return NGX_CONF_OK;

@@ -7,6 +7,7 @@
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
 
 using jsonrpc_router::Exchange;
@@ -19,11 +20,19 @@ class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
 
-    void start(std::string_view body) { exchange_.start(body); }
+    void start(std::string_view body) {
+        started = true;
+        exchange_.start(body);
+    }
     bool finished() const { return finished_; }
+    // The request is answered another way (an exception): the exchange's end
+    // is not waited for any more.
+    void abandon() { finished_ = true; }
+    bool started = false;  // the handler holds the request (r->main->count)
     bool in_handler = true;
 
     void exchange_done(Exchange& exchange) override {
+        if (finished_) return;
         finished_ = true;
         ngx_int_t rc = NGX_ERROR;
         try {
@@ -58,9 +67,7 @@ private:
 
 void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob*>(data)); }
 
-}  // namespace
-
-void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
+void read_body(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     std::string scratch;  // the body when nginx holds it in several buffers
     std::string_view body;
@@ -75,22 +82,13 @@ void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
-    HttpJob* job = nullptr;
-    try {
-        auto owned = std::make_unique<HttpJob>(r, *conf->instance);
-        job = owned.get();
-        cleanup->handler = delete_job;
-        cleanup->data = owned.release();
-    } catch (...) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
+    auto owned = std::make_unique<HttpJob>(r, *conf->instance);
+    HttpJob* job = owned.get();
+    cleanup->handler = delete_job;
+    cleanup->data = owned.release();
+    ngx_http_set_ctx(r, job, ngx_http_jsonrpc_router_module);
     r->main->count++;  // held while the calls start: a synchronous answer must not free r here
-    try {
-        job->start(body);
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0, "jsonrpc_router: exception while starting a request");
-    }
+    job->start(body);
     job->in_handler = false;
     if (!job->finished()) {
         // Waiting for the cache or a target: notice a client that goes away.
@@ -98,6 +96,33 @@ void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) {
         r->write_event_handler = ngx_http_request_empty_handler;
     }
     ngx_http_finalize_request(r, NGX_DONE);
+}
+
+// After an exception in read_body: answers unless the exchange did, then
+// lets go of the request as read_body would have.
+void fail_body(ngx_http_request_t* r) {
+    auto* job = static_cast<HttpJob*>(ngx_http_get_module_ctx(r, ngx_http_jsonrpc_router_module));
+    if (job == nullptr || !job->started) {
+        ngx_http_finalize_request(r, ngx_http_jsonrpc_router_internal_error(r));
+        return;
+    }
+    job->in_handler = false;
+    if (!job->finished()) {
+        job->abandon();
+        ngx_http_finalize_request(r, ngx_http_jsonrpc_router_internal_error(r));
+    }
+    ngx_http_finalize_request(r, NGX_DONE);
+}
+
+}  // namespace
+
+void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) noexcept {
+    wallet::ngx::guarded<"jsonrpc_router: request body", read_body, fail_body>(r);
+}
+
+ngx_int_t ngx_http_jsonrpc_router_internal_error(ngx_http_request_t* r) {
+    if (r->header_sent) return NGX_ERROR;
+    return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_OK, wallet::jsonrpc::kInternalError, "Internal error");
 }
 
 ngx_int_t ngx_http_jsonrpc_router_reject(ngx_http_request_t* r, ngx_uint_t status, int code, const char* message) {

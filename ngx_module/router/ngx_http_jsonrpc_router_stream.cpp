@@ -8,6 +8,7 @@
 #include <array>
 #include <utility>
 
+#include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
 
 namespace jsonrpc_router {
@@ -21,6 +22,15 @@ namespace {
 std::array<u_char, 64 * 1024> read_buffer;
 
 }  // namespace
+
+// nginx calls these guarded (ngx_wallet_guard) without a recovery: after an
+// exception the stream may be gone (a subclass destroys it before it hands
+// an answer on), and the calls it served end by their own timers.
+using wallet::ngx::guarded;
+const ngx_event_handler_pt Stream::on_read = guarded<"jsonrpc_router: upstream read", Stream::read_handler>;
+const ngx_event_handler_pt Stream::on_write = guarded<"jsonrpc_router: upstream write", Stream::write_handler>;
+const ngx_event_handler_pt Stream::on_parked = guarded<"jsonrpc_router: idle upstream", Stream::parked_handler>;
+const ngx_connection_handler_pt Stream::on_tls_done = guarded<"jsonrpc_router: upstream TLS", Stream::tls_done>;
 
 Stream::~Stream() { close(); }
 
@@ -39,7 +49,7 @@ bool Stream::open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls
     peer_.log_error = NGX_ERROR_ERR;
     ngx_int_t rc = ngx_event_connect_peer(&peer_);
     ngx_connection_t* c = std::exchange(peer_.connection, nullptr);
-    if (c != nullptr) conn_.adopt(c, this, read_handler, write_handler, log_);
+    if (c != nullptr) conn_.adopt(c, this, on_read, on_write, log_);
     if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
         conn_.close();
         return false;
@@ -110,8 +120,8 @@ void Stream::park(ngx_msec_t timeout) {
     if (!conn_) return;
     parked_ = true;
     conn_->idle = 1;
-    conn_->read->handler = parked_handler;
-    conn_->write->handler = parked_handler;
+    conn_->read->handler = on_parked;
+    conn_->write->handler = on_parked;
     conn_->read->cancelable = 1;
     ngx_add_timer(conn_->read, timeout);
     if (conn_->read->ready) post_event(conn_->read);
@@ -124,8 +134,8 @@ void Stream::unpark() {
     conn_->read->cancelable = 0;
     if (conn_->read->timer_set) ngx_del_timer(conn_->read);
     unpost_event(conn_->read);
-    conn_->read->handler = read_handler;
-    conn_->write->handler = write_handler;
+    conn_->read->handler = on_read;
+    conn_->write->handler = on_write;
 }
 
 bool Stream::fail(const char* what) {
@@ -187,7 +197,7 @@ bool Stream::start_tls() {
     if (!tls_host_.empty()) SSL_set_tlsext_host_name(conn_->ssl->connection, tls_host_.c_str());
     ngx_int_t rc = ngx_ssl_handshake(conn_.get());
     if (rc == NGX_AGAIN) {
-        conn_->ssl->handler = tls_done;
+        conn_->ssl->handler = on_tls_done;
         return true;
     }
     tls_done(conn_.get());
@@ -215,8 +225,8 @@ void Stream::tls_done(ngx_connection_t* c) {
             return;
         }
     }
-    c->read->handler = read_handler;
-    c->write->handler = write_handler;
+    c->read->handler = on_read;
+    c->write->handler = on_write;
     s->became_ready();
 }
 

@@ -55,6 +55,11 @@ private:
     static void write_handler(ngx_event_t* ev);
     static void parked_handler(ngx_event_t* ev);
     static void tls_done(ngx_connection_t* c);
+    // The handlers above as nginx calls them (guarded).
+    static const ngx_event_handler_pt on_read;
+    static const ngx_event_handler_pt on_write;
+    static const ngx_event_handler_pt on_parked;
+    static const ngx_connection_handler_pt on_tls_done;
     bool connected_event();
     bool start_tls();
     bool became_ready();

@@ -12,12 +12,14 @@
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
 #include "ngx_wallet_connection.hpp"
+#include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
 #include "router_http.hpp"
 #include "router_websocket.hpp"
 
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
+using wallet::ngx::guarded;
 using wallet::ngx::post_event;
 using wallet::ngx::unpost_event;
 namespace ws = router::ws;
@@ -36,8 +38,8 @@ public:
             ev->log = c_->log;
             ev->cancelable = 1;  // a graceful shutdown does not wait for them
         }
-        idle_timer_.handler = on_idle;
-        ping_timer_.handler = on_ping;
+        idle_timer_.handler = guarded<"jsonrpc_router: WebSocket idle timer", on_idle, fail_event>;
+        ping_timer_.handler = guarded<"jsonrpc_router: WebSocket ping timer", on_ping, fail_event>;
     }
 
     ~Session() {
@@ -49,7 +51,7 @@ public:
     void begin(const std::string& accept) {
         out_ = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
                accept + "\r\n\r\n";
-        write_posted_.handler = on_posted_write;
+        write_posted_.handler = guarded<"jsonrpc_router: WebSocket write", on_posted_write, fail_event>;
         write_posted_.data = this;
         write_posted_.log = c_->log;
         // Frames the client sent right behind its handshake are already read.
@@ -58,8 +60,8 @@ public:
             decoder_.feed(std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos)));
             b->pos = b->last;
         }
-        r_->read_event_handler = on_read;
-        r_->write_event_handler = on_write;
+        r_->read_event_handler = guarded<"jsonrpc_router: WebSocket read", on_read, fail_request>;
+        r_->write_event_handler = guarded<"jsonrpc_router: WebSocket write", on_write, fail_request>;
         c_->idle = 1;  // a graceful shutdown closes it
         ngx_add_timer(&idle_timer_, conf_->ws_idle_timeout);
         if (conf_->ws_ping_interval > 0) ngx_add_timer(&ping_timer_, conf_->ws_ping_interval);
@@ -87,6 +89,13 @@ private:
     static void on_write(ngx_http_request_t* r) { session(r)->after_write(); }
 
     static void on_posted_write(ngx_event_t* ev) { static_cast<Session*>(ev->data)->after_write(); }
+
+    // After an exception (ngx_wallet_guard): no answer can be matched to the
+    // message that failed, so the connection closes (1011) once what is
+    // queued is sent; the exchanges in flight end with the session.
+    void fail_internal() { close_with(ws::close_code::internal_error, "internal error"); }
+    static void fail_request(ngx_http_request_t* r) { session(r)->fail_internal(); }
+    static void fail_event(ngx_event_t* ev) { static_cast<Session*>(ev->data)->fail_internal(); }
 
     static void on_idle(ngx_event_t* ev) {
         auto* s = static_cast<Session*>(ev->data);

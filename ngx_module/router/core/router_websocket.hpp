@@ -20,6 +20,7 @@ inline constexpr std::uint16_t protocol_error = 1002;
 inline constexpr std::uint16_t unsupported_data = 1003;
 inline constexpr std::uint16_t invalid_payload = 1007;
 inline constexpr std::uint16_t too_big = 1009;
+inline constexpr std::uint16_t internal_error = 1011;
 }  // namespace close_code
 
 // Sec-WebSocket-Accept for a client's Sec-WebSocket-Key.
