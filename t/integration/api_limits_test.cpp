@@ -33,32 +33,6 @@ std::pair<int, int> burst(ApiStack& stack, int n, const std::vector<std::string>
     return {ok, limited};
 }
 
-// Holds an ACCESS EXCLUSIVE lock on the events table, so every statement
-// reading it waits (an outside way to make the API's queries slow).
-class TableLock {
-public:
-    explicit TableLock(harness::PostgresServer& pg) {
-        auto conn = wallet::pg::connect(pg.superuser_url("wallet"));
-        if (!conn) throw std::runtime_error(conn.error());
-        conn_ = std::move(conn).value();
-        auto r = wallet::pg::exec(conn_.get(), "BEGIN; LOCK TABLE wallet_operation_events IN ACCESS EXCLUSIVE MODE");
-        if (!r) throw std::runtime_error(r.error());
-    }
-    void release() {
-        if (conn_) (void)wallet::pg::exec(conn_.get(), "COMMIT");
-        conn_.reset();
-    }
-    ~TableLock() { release(); }
-
-private:
-    wallet::PgConnPtr conn_;
-};
-
-int api_statements_waiting_on_locks(harness::PostgresServer& pg) {
-    return std::stoi(pg.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wallet_history_api' "
-                              "AND wait_event_type = 'Lock'").at(0));
-}
-
 void expect_error(const HttpResponse& response, long status, int code, const std::string& message) {
     EXPECT_EQ(response.status, status) << response.body;
     JsonPtr parsed = parse_json(response.body);

@@ -16,32 +16,6 @@ const std::string kMethods = R"({"jsonrpc":"2.0","id":1,"method":"wallet_history
 const std::string kHistory =
     R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"alice"}})";
 
-// Holds an ACCESS EXCLUSIVE lock on the events table: every history
-// statement waits, so its request stays in flight.
-class TableLock {
-public:
-    explicit TableLock(harness::PostgresServer& pg) {
-        auto conn = wallet::pg::connect(pg.superuser_url("wallet"));
-        if (!conn) throw std::runtime_error(conn.error());
-        conn_ = std::move(conn).value();
-        auto r = wallet::pg::exec(conn_.get(), "BEGIN; LOCK TABLE wallet_operation_events IN ACCESS EXCLUSIVE MODE");
-        if (!r) throw std::runtime_error(r.error());
-    }
-    void release() {
-        if (conn_) (void)wallet::pg::exec(conn_.get(), "COMMIT");
-        conn_.reset();
-    }
-    ~TableLock() { release(); }
-
-private:
-    wallet::PgConnPtr conn_;
-};
-
-int statements_waiting(harness::PostgresServer& pg) {
-    return std::stoi(pg.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wallet_history_api' "
-                              "AND wait_event_type = 'Lock'").at(0));
-}
-
 std::vector<std::future<HttpResponse>> send_held(ApiStack& stack, int n) {
     std::vector<std::future<HttpResponse>> held;
     for (int i = 0; i < n; ++i) held.push_back(std::async(std::launch::async, [&stack] { return stack.post(kHistory); }));
@@ -63,9 +37,9 @@ TEST(ApiWorkerLoss, InflightCapSurvivesWorkersKilledWithRequestsInFlight) {
         TableLock lock(stack.pg());
         for (int kill = 0; kill < kKills; ++kill) {
             // The killed workers' statements keep waiting on the lock.
-            const int waiting_before = statements_waiting(stack.pg());
+            const int waiting_before = api_statements_waiting_on_locks(stack.pg());
             auto held = send_held(stack, kCap);
-            ASSERT_TRUE(harness::wait_until([&] { return statements_waiting(stack.pg()) == waiting_before + kCap; }))
+            ASSERT_TRUE(harness::wait_until([&] { return api_statements_waiting_on_locks(stack.pg()) == waiting_before + kCap; }))
                 << "kill " << kill << ": the cap refused requests while none was in flight: "
                 << stack.post(kMethods).body;
             // Full: the cap holds.
@@ -80,13 +54,13 @@ TEST(ApiWorkerLoss, InflightCapSurvivesWorkersKilledWithRequestsInFlight) {
             }));
         }
     }
-    ASSERT_TRUE(harness::wait_until([&] { return statements_waiting(stack.pg()) == 0; }));
+    ASSERT_TRUE(harness::wait_until([&] { return api_statements_waiting_on_locks(stack.pg()) == 0; }));
 
     // Full service: the whole cap is free again, and exact.
     EXPECT_EQ(stack.post(kMethods).status, 200);
     TableLock lock(stack.pg());
     auto held = send_held(stack, kCap);
-    ASSERT_TRUE(harness::wait_until([&] { return statements_waiting(stack.pg()) == kCap; }));
+    ASSERT_TRUE(harness::wait_until([&] { return api_statements_waiting_on_locks(stack.pg()) == kCap; }));
     EXPECT_EQ(stack.post(kMethods).status, 503);
     lock.release();
     for (auto& f : held) {

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <optional>
 #include <string>
@@ -130,6 +131,32 @@ inline std::string nginx_http_config() {
            "    location = /metrics { jsonrpc_router_metrics; }\n"
            "    location / { wallet_history_api; }\n"
            "}\n";
+}
+
+// Holds an ACCESS EXCLUSIVE lock on the events table, so every statement
+// reading it waits (an outside way to make the API's queries slow).
+class TableLock {
+public:
+    explicit TableLock(harness::PostgresServer& pg) {
+        auto conn = wallet::pg::connect(pg.superuser_url("wallet"));
+        if (!conn) throw std::runtime_error(conn.error());
+        conn_ = std::move(conn).value();
+        auto r = wallet::pg::exec(conn_.get(), "BEGIN; LOCK TABLE wallet_operation_events IN ACCESS EXCLUSIVE MODE");
+        if (!r) throw std::runtime_error(r.error());
+    }
+    void release() {
+        if (conn_) (void)wallet::pg::exec(conn_.get(), "COMMIT");
+        conn_.reset();
+    }
+    ~TableLock() { release(); }
+
+private:
+    wallet::PgConnPtr conn_;
+};
+
+inline int api_statements_waiting_on_locks(harness::PostgresServer& pg) {
+    return std::stoi(pg.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wallet_history_api' "
+                              "AND wait_event_type = 'Lock'").at(0));
 }
 
 // PostgreSQL provisioned with the schema, and nginx serving the API from it.
