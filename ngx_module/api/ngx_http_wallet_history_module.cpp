@@ -496,6 +496,7 @@ void count_refused(WalletHistoryShared* shared, api::Outcome outcome, std::uint6
 }
 
 ngx_int_t handle_api(ngx_http_request_t* r) {
+    WALLET_FAULT_POINT("api.request");
     const std::uint64_t started_us = metrics::monotonic_us();
     ngx_http_wallet_history_main_conf_t* mcf = main_conf(r);
     const WalletHistoryRuntime& rt = *mcf->runtime;

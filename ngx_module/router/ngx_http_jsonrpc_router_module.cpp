@@ -118,6 +118,7 @@ std::vector<RouterInstance*>& instances() {
 }  // namespace
 
 static ngx_int_t handle_request(ngx_http_request_t* r) {
+    WALLET_FAULT_POINT("router.request");
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
     if (r->internal && r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
         return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,

@@ -73,6 +73,17 @@ protected:
 
 #ifdef WALLET_FAULT_INJECTION
 
+// The content handler.
+TEST_F(RouterGuard, ContentHandlerAnswersAnInternalError) {
+    start("router.request");
+    auto response = http_post_json(nginx->url(), rpc("condenser_api.get_config", "[]", "0"));
+    EXPECT_EQ(response.status, 200) << response.body;
+    auto j = parse_json(response.body);
+    EXPECT_EQ(text_at(j.get(), "error.code"), "-32603") << response.body;
+    EXPECT_EQ(text_at(j.get(), "error.message"), "Internal error");
+    expect_recovered("jsonrpc_router: request");
+}
+
 // Stream::read_handler -> HttpConn::complete -> Call::upstream_replied.
 TEST_F(RouterGuard, UpstreamAnswerAnswersAnInternalError) {
     start("router.upstream_replied");
