@@ -186,29 +186,37 @@ log "replay lag samples (bytes): $lag_b"
 merge_rows=${BENCH_MERGE_ROWS:-100000}
 store_last=$(psql -tAq "$writer" -c "SELECT block_num FROM indexer_checkpoint")
 merge_events=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_events WHERE block_num <= $store_last")
-run_merge() {  # label merge-rows standby-wait-ms -> "seconds lag_bytes_max lag_s_max lag_bytes_median"
+# run_merge LABEL MERGE-ROWS STANDBY-WAIT-MS -> "seconds lag_bytes_max lag_s_max
+# lag_bytes_median transactions wal_mb_per_transaction" (the WAL the primary
+# wrote meanwhile, the writer's share included, over the merge's transactions)
+run_merge() {
   psql -q "$writer" -c "UPDATE wallet_reorder SET ordered_through = $store_last, merged_through = 0,
       merge_last_block = NULL, merge_account_through = NULL; DELETE FROM wallet_reorder_merge_groups" >&2
   psql -q "$superuser" -c "CHECKPOINT" >&2
   lag_sampler "$work/merge-$1.txt" 0.2 &
   sampler_pid=$!
-  local t0 t1
+  local t0 t1 lsn0
+  lsn0=$(psql -tAq "$superuser" -c "SELECT pg_current_wal_lsn()")
   t0=$(date +%s.%N)
   INDEXER_DATABASE_URL=$writer "$build/reorder/wallet-reorder" --no-vacuum --merge-blocks="$store_last" \
     --merge-rows="$2" --standby-wait-ms="$3" > "$work/merge-$1.log" 2>&1 ||
     { cat "$work/merge-$1.log" >&2; exit 1; }
   t1=$(date +%s.%N)
+  local wal transactions
+  wal=$(psql -tAq "$superuser" -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')")
+  transactions=$(grep -c 'merge: blocks' "$work/merge-$1.log")
   sleep 0.5
   kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
   local s b
   s=$(awk '{ print $1 }' "$work/merge-$1.txt" | tr '\n' ' ') b=$(awk '{ print $2 }' "$work/merge-$1.txt" | tr '\n' ' ')
-  log "merge ($1): $(grep -c 'merge: blocks' "$work/merge-$1.log") transactions; lag samples (bytes): $b"
-  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') $(largest <<<"$b") $(largest <<<"$s") $(median <<<"$b")"
+  log "merge ($1): $transactions transactions, $wal bytes of WAL; lag samples (bytes): $b; (s): $s"
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') $(largest <<<"$b") $(largest <<<"$s") $(median <<<"$b")" \
+    "$transactions $(awk -v w="$wal" -v n="$transactions" 'BEGIN { printf "%.1f", w / n / 1048576 }')"
 }
 log "merging $merge_events events (blocks 1..$store_last) in one transaction"
-read -r one_s one_b one_lag one_b_median < <(run_merge one_tx 0 0)
+read -r one_s one_b one_lag one_b_median one_tx one_wal < <(run_merge one_tx 0 0)
 log "merging them again in groups of $merge_rows events, waiting for the standby"
-read -r bounded_s bounded_b bounded_lag bounded_b_median < <(run_merge bounded "$merge_rows" 60000)
+read -r bounded_s bounded_b bounded_lag bounded_b_median bounded_tx bounded_wal < <(run_merge bounded "$merge_rows" 60000)
 
 echo "RESULT replicas replicas_ratio=$(median <<<"${ratios[*]}") primary_rps=$(median <<<"${primaries[*]}")" \
   "replicas_rps=$(median <<<"${replicas[*]}") primary_p99_ms=$(median <<<"${primary_p99s[*]}")" \
@@ -216,6 +224,7 @@ echo "RESULT replicas replicas_ratio=$(median <<<"${ratios[*]}") primary_rps=$(m
   "replay_lag_s_median=${lag_s_median} replay_lag_s_max=${lag_s_max} replay_lag_bytes_median=${lag_b_median}" \
   "replay_lag_bytes_max=${lag_b_max} writer_events_per_s=${writer_rate} rounds=${rounds} round_seconds=${seconds}" \
   "rows=$((events + big_events)) merge_events=${merge_events} merge_one_tx_s=${one_s}" \
-  "merge_one_tx_lag_bytes_max=${one_b} merge_one_tx_lag_bytes_median=${one_b_median} merge_one_tx_lag_s_max=${one_lag}" \
+  "merge_one_tx_wal_mb_per_tx=${one_wal} merge_bounded_transactions=${bounded_tx}" \
+  "merge_bounded_wal_mb_per_tx=${bounded_wal} merge_one_tx_lag_bytes_max=${one_b} merge_one_tx_lag_bytes_median=${one_b_median} merge_one_tx_lag_s_max=${one_lag}" \
   "merge_bounded_s=${bounded_s} merge_bounded_lag_bytes_max=${bounded_b} merge_bounded_lag_bytes_median=${bounded_b_median}" \
   "merge_bounded_lag_s_max=${bounded_lag} merge_rows=${merge_rows}"
