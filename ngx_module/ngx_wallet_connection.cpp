@@ -41,13 +41,25 @@ bool EventConnection::watch_foreign(ngx_socket_t fd, void* data, ngx_event_handl
     return true;
 }
 
-void EventConnection::want_write(bool on) {
-    if (c_ == nullptr) return;
-    if (on && !c_->write->active) {
-        ngx_add_event(c_->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
-    } else if (!on && c_->write->active) {
-        ngx_del_event(c_->write, NGX_WRITE_EVENT, 0);
+namespace {
+
+// Level-triggered interest in one direction of a foreign descriptor.
+void set_interest(ngx_event_t* ev, ngx_int_t event, bool on) {
+    if (on && !ev->active) {
+        ngx_add_event(ev, event, NGX_LEVEL_EVENT);
+    } else if (!on && ev->active) {
+        ngx_del_event(ev, event, 0);
     }
+}
+
+}  // namespace
+
+void EventConnection::want_write(bool on) {
+    if (c_ != nullptr) set_interest(c_->write, NGX_WRITE_EVENT, on);
+}
+
+void EventConnection::want_read(bool on) {
+    if (c_ != nullptr) set_interest(c_->read, NGX_READ_EVENT, on);
 }
 
 void EventConnection::close() {

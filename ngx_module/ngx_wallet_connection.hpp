@@ -39,6 +39,9 @@ public:
     // Level-triggered write interest of a foreign descriptor: on only while
     // output waits (left registered, it would make the worker spin).
     void want_write(bool on);
+    // Read interest of a foreign descriptor (on after watch_foreign): off
+    // while its owner waits only for writing (libpq's TLS handshake).
+    void want_read(bool on);
 
     // Releases the connection as described above; nothing when empty.
     void close();

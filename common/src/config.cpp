@@ -77,7 +77,12 @@ const std::vector<SettingDoc> kDocs = {
     {"WALLET_API_MAX_LIMIT", "200", "Maximum page size; larger values are clamped."},
     {"WALLET_API_MAX_RANGE_DAYS", "366", "Cap on an explicit two-sided from/to range."},
     {"WALLET_API_STATEMENT_TIMEOUT_MS", "5000", "Database statement timeout per query."},
-    {"WALLET_API_DB_MAX_CONNS", "10", "Maximum database connections of the API pool."},
+    {"WALLET_API_DB_MAX_CONNS", "(derived)",
+     "Most database connections of each nginx worker, per database (1 to 1000); by default "
+     "WALLET_API_DB_MAX_CONNS_TOTAL shared among the workers, at most 10 each."},
+    {"WALLET_API_DB_MAX_CONNS_TOTAL", "40",
+     "Most database connections of all nginx workers together, per database, when WALLET_API_DB_MAX_CONNS "
+     "is not set (1 to 100000; docs/scaling-out.md)."},
     {"WALLET_API_RATE_RPS", "10", "Sustained per-client request rate; 0 disables."},
     {"WALLET_API_RATE_BURST", "20", "Token-bucket burst of the per-client limiter."},
     {"WALLET_API_MAX_INFLIGHT", "64", "Global cap on concurrent in-flight requests; 0 disables."},
@@ -338,7 +343,8 @@ Settings load_settings(const EnvLookup& env, Component component) {
     s.api.default_limit = r.integer("WALLET_API_DEFAULT_LIMIT", 50, 1, s.api.max_limit);
     s.api.max_range_days = r.integer("WALLET_API_MAX_RANGE_DAYS", 366, 1, 36'500);
     s.api.statement_timeout_ms = r.integer("WALLET_API_STATEMENT_TIMEOUT_MS", 5000, 1, 3'600'000);
-    s.api.db_max_conns = r.integer("WALLET_API_DB_MAX_CONNS", 10, 1, 1000);
+    s.api.db_max_conns = r.integer("WALLET_API_DB_MAX_CONNS", 0, 1, 1000);
+    s.api.db_max_conns_total = r.integer("WALLET_API_DB_MAX_CONNS_TOTAL", 40, 1, 100'000);
     s.api.rate_rps = r.integer("WALLET_API_RATE_RPS", 10, 0, 1'000'000);
     s.api.rate_burst = r.integer("WALLET_API_RATE_BURST", 20, 0, 1'000'000);
     if (s.api.rate_rps > 0 && s.api.rate_burst < 1) {

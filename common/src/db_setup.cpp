@@ -52,6 +52,8 @@ Result<int> provision_database(const Settings& settings, std::optional<int> up_t
              "REVOKE ALL ON DATABASE " + dbname + " FROM PUBLIC",
              "GRANT CONNECT ON DATABASE " + dbname + " TO " + kWriterRole + ", " + kReaderRole,
              "GRANT TEMPORARY ON DATABASE " + dbname + " TO " + kWriterRole,
+             // wallet-reorder waits for the standbys' replay between its transactions.
+             std::string("GRANT pg_read_all_stats TO ") + kWriterRole,
          }) {
         auto r = pg::exec(conn, sql);
         if (!r) return make_error("cannot set database privileges: " + r.error());

@@ -57,7 +57,8 @@ TEST(Config, DefaultsMatchTheSpec) {
     EXPECT_EQ(s.api.max_limit, 200);
     EXPECT_EQ(s.api.max_range_days, 366);
     EXPECT_EQ(s.api.statement_timeout_ms, 5000);
-    EXPECT_EQ(s.api.db_max_conns, 10);
+    EXPECT_EQ(s.api.db_max_conns, 0);  // derived from the total and the workers
+    EXPECT_EQ(s.api.db_max_conns_total, 40);
     EXPECT_EQ(s.api.rate_rps, 10);
     EXPECT_EQ(s.api.rate_burst, 20);
     EXPECT_EQ(s.api.max_inflight, 64);

@@ -56,6 +56,7 @@ struct WalletHistoryRuntime {
     api::RequestLimits limits;
     wallet::CursorCodec cursors{""};
     wallet::ngx::PgPoolSettings pool_settings;
+    api::PoolSize pool_size;  // known once the worker count is (init module)
 };
 
 // Counters and buckets shared by the workers of one nginx.
@@ -80,6 +81,7 @@ static char* ngx_http_wallet_history_health(ngx_conf_t* cf, ngx_command_t* cmd, 
 static char* ngx_http_wallet_history_set(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 static void* ngx_http_wallet_history_create_main_conf(ngx_conf_t* cf);
 static char* ngx_http_wallet_history_init_main_conf(ngx_conf_t* cf, void* conf);
+static ngx_int_t ngx_http_wallet_history_init_module(ngx_cycle_t* cycle);
 static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle);
 static void ngx_http_wallet_history_exit_process(ngx_cycle_t* cycle);
 
@@ -107,7 +109,7 @@ ngx_module_t ngx_http_wallet_history_module = {
     ngx_http_wallet_history_commands,
     NGX_HTTP_MODULE,
     nullptr,                                 // init master
-    nullptr,                                 // init module
+    ngx_http_wallet_history_init_module,    // init module
     ngx_http_wallet_history_init_process,   // init process
     nullptr,                                 // init thread
     nullptr,                                 // exit thread
@@ -652,7 +654,6 @@ char* load_runtime(ngx_conf_t* cf, ngx_http_wallet_history_main_conf_t* mcf) {
         server["application_name"] = "wallet_history_api";
     }
     ps.statements = api::prepared_statements();
-    ps.max_connections = static_cast<std::size_t>(s.db_max_conns);
     ps.connect_timeout_ms = static_cast<ngx_msec_t>(std::min<std::int64_t>(s.request_deadline_ms, 10000));
     mcf->runtime = rt;
 
@@ -711,6 +712,30 @@ static char* ngx_http_wallet_history_init_main_conf(ngx_conf_t* cf, void* conf) 
     }
 }
 
+// The pool's size needs the worker count, known once the whole
+// configuration is read; the workers inherit it.
+static ngx_int_t ngx_http_wallet_history_init_module(ngx_cycle_t* cycle) {
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr) return NGX_OK;
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
+    if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return NGX_OK;
+    auto* ccf = reinterpret_cast<ngx_core_conf_t*>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
+    WalletHistoryRuntime& rt = *mcf->runtime;
+    const auto& s = rt.config.api;
+    rt.pool_size = api::pool_size(s, ccf->worker_processes);
+    rt.pool_settings.max_connections = static_cast<std::size_t>(rt.pool_size.per_worker);
+    const bool over = rt.pool_size.per_database() > s.db_max_conns_total;
+    const ngx_uint_t level = over ? NGX_LOG_WARN : NGX_LOG_NOTICE;
+    ngx_log_error(level, cycle->log, 0,
+                  "wallet_history: at most %L database connections per database: %L workers x %L (%s)%s",
+                  static_cast<int64_t>(rt.pool_size.per_database()), static_cast<int64_t>(rt.pool_size.workers),
+                  static_cast<int64_t>(rt.pool_size.per_worker),
+                  rt.pool_size.derived ? "WALLET_API_DB_MAX_CONNS_TOTAL shared among the workers"
+                                       : "WALLET_API_DB_MAX_CONNS",
+                  over ? ", more than WALLET_API_DB_MAX_CONNS_TOTAL: check PostgreSQL's max_connections" : "");
+    return NGX_OK;
+}
+
 static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
     if (cycle->conf_ctx[ngx_http_module.index] == nullptr) return NGX_OK;
     auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
@@ -760,4 +785,13 @@ void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {
         ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
     if (mcf == nullptr || !mcf->used || mcf->shm_zone == nullptr || mcf->shm_zone->data == nullptr) return;
     api::write_api_metrics(out, static_cast<WalletHistoryShared*>(mcf->shm_zone->data)->counters);
+    if (mcf->runtime != nullptr) {
+        const api::PoolSize& size = mcf->runtime->pool_size;
+        out.family("wallet_history_db_connections_max", "gauge",
+                   "Most connections the API opens to each database, all nginx workers together.");
+        out.sample("wallet_history_db_connections_max", {}, static_cast<std::uint64_t>(size.per_database()));
+        out.family("wallet_history_db_connections_per_worker_max", "gauge",
+                   "Most connections one nginx worker opens to each database.");
+        out.sample("wallet_history_db_connections_per_worker_max", {}, static_cast<std::uint64_t>(size.per_worker));
+    }
 }

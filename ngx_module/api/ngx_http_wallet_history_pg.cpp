@@ -3,6 +3,8 @@
 // submit), so a request is never finalized underneath its own caller.
 #include "ngx_http_wallet_history_pg.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -22,6 +24,7 @@ struct PgConnection {
     PgConnPtr pg;
     EventConnection c;  // declared after pg: released before PQfinish closes the socket
     State state = State::Connecting;
+    ino_t socket_id = 0;  // the watched socket's inode: a new socket may reuse the number
     PgOp* op = nullptr;
     std::set<std::string, std::less<>> prepared;
     PgResultPtr result;
@@ -34,9 +37,41 @@ void pg_socket_ready(ngx_event_t* ev);
 // statement caught in an exception ends by its request's deadline.
 constexpr auto pg_event_handler = guarded<"wallet_history: database socket", pg_socket_ready>;
 
+// The inode of a socket, 0 when it cannot be read.
+ino_t socket_inode(int fd) {
+    struct stat st {};
+    return fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
 // Watches the socket libpq currently uses (libpq owns and closes it).
 bool watch_socket(PgConnection* conn, ngx_log_t* log) {
-    return conn->c.watch_foreign(PQsocket(conn->pg.get()), conn, pg_event_handler, log);
+    const int fd = PQsocket(conn->pg.get());
+    conn->socket_id = socket_inode(fd);
+    return conn->c.watch_foreign(fd, conn, pg_event_handler, log);
+}
+
+// Whether libpq moved to another socket: sslmode allow or prefer connect
+// again, with or without TLS, after the server refused the first try. The
+// new socket often gets the closed one's number, and closing took the old
+// one out of epoll: the identity says more than the number.
+bool socket_changed(PgConnection* conn) {
+    const int fd = PQsocket(conn->pg.get());
+    return fd != conn->c->fd || socket_inode(fd) != conn->socket_id;
+}
+
+// libpq's own message (no password in it), on one line.
+std::string pg_error_text(const PGconn* pg) {
+    std::string text = pg != nullptr ? PQerrorMessage(pg) : "out of memory";
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text;
+}
+
+void log_connect_failure(const PgPool& pool, const PgConnection* conn, const char* why) {
+    const std::string label = pool.server_label(conn->server);
+    const std::string detail = why != nullptr ? why : pg_error_text(conn->pg.get());
+    ngx_log_error(NGX_LOG_ERR, pool.log(), 0, "wallet_history: database connect to %s failed: %s", label.c_str(),
+                  detail.c_str());
 }
 
 // Errors another database (or the same one, a moment later) would not give:
@@ -92,13 +127,13 @@ bool send_current(PgConnection* conn) {
 void drive_connect(PgConnection* conn, ngx_event_t* ev) {
     PgPool* pool = conn->pool;
     if (ev->timedout) {
-        ngx_log_error(NGX_LOG_ERR, pool->log(), 0, "wallet_history: database connect timed out");
+        log_connect_failure(*pool, conn, "timed out");
         pool->on_broken(conn, true);
         return;
     }
     const PostgresPollingStatusType status = PQconnectPoll(conn->pg.get());
     // libpq may move to another socket while connecting; follow it.
-    if (status != PGRES_POLLING_FAILED && PQsocket(conn->pg.get()) != conn->c->fd) {
+    if (status != PGRES_POLLING_FAILED && socket_changed(conn)) {
         const ngx_msec_t remaining = conn->c->read->timer_set ? conn->c->read->timer.key - ngx_current_msec : 0;
         if (!watch_socket(conn, pool->log())) {
             pool->on_broken(conn, true);
@@ -106,21 +141,26 @@ void drive_connect(PgConnection* conn, ngx_event_t* ev) {
         }
         ngx_add_timer(conn->c->read, remaining > 0 ? remaining : 1);
     }
+    // Only the readiness libpq asks for: during the TLS handshake a
+    // readable socket while it waits to write would wake the worker for nothing.
     switch (status) {
     case PGRES_POLLING_READING:
+        conn->c.want_read(true);
         conn->c.want_write(false);
         return;
     case PGRES_POLLING_WRITING:
         conn->c.want_write(true);
+        conn->c.want_read(false);
         return;
     case PGRES_POLLING_OK:
         if (conn->c->read->timer_set) ngx_del_timer(conn->c->read);
+        conn->c.want_read(true);
         conn->c.want_write(false);
         conn->state = PgConnection::State::Idle;
         pool->on_connected(conn);
         return;
     default:
-        ngx_log_error(NGX_LOG_ERR, pool->log(), 0, "wallet_history: database connect failed");
+        log_connect_failure(*pool, conn, nullptr);
         pool->on_broken(conn, true);
         return;
     }
@@ -393,7 +433,7 @@ bool PgPool::open_connection(std::size_t server) {
     conn->server = server;
     conn->pg.reset(PQconnectStartParams(servers_[server].keywords.data(), servers_[server].values.data(), 0));
     if (!conn->pg || PQstatus(conn->pg.get()) == CONNECTION_BAD || PQsetnonblocking(conn->pg.get(), 1) != 0) {
-        ngx_log_error(NGX_LOG_ERR, log_, 0, "wallet_history: database connect failed");
+        log_connect_failure(*this, conn.get(), nullptr);
         servers_[server].reachable = false;
         server_failed(server);
         post_kick();
@@ -404,7 +444,9 @@ bool PgPool::open_connection(std::size_t server) {
         post_kick();
         return false;
     }
+    // A connect in progress: libpq waits for the socket to be writable.
     conn->c.want_write(true);
+    conn->c.want_read(false);
     ngx_add_timer(conn->c->read, settings_.connect_timeout_ms);
     connections_.push_back(std::move(conn));
     return true;

@@ -108,6 +108,7 @@ public:
     void on_retryable(PgConnection* connection, PgOp* op);
     void on_kick();
     const PgPoolSettings& settings() const { return settings_; }
+    const std::string& server_label(std::size_t server) const { return servers_[server].label; }
     ngx_log_t* log() const { return log_; }
 
 private:

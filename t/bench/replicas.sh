@@ -12,8 +12,15 @@
 # (the baseline) and from nginx on the list primary + standby; every half
 # second the standby's replay lag is sampled (seconds behind the primary's last
 # commit while WAL waits to be replayed, and bytes not yet replayed).
+# Then the reorder's merge (issue 32): the store's blocks, counted as ordered,
+# are merged as one range twice, first in one transaction (the merge before
+# migration 0016: --merge-rows=0 --standby-wait-ms=0, the baseline), then in
+# groups of BENCH_MERGE_ROWS events (default 100,000) waiting for the standby
+# between them (the shipped behaviour), the standby's lag sampled every 0.2 s
+# during each.
 # Ends with `RESULT replicas replicas_ratio=<median of per-round ratios>
-# primary_rps=<baseline> replicas_rps=... replay_lag_*` and the writer's rate.
+# primary_rps=<baseline> replicas_rps=... replay_lag_*`, the writer's rate and
+# `merge_one_tx_*` / `merge_bounded_*` (seconds, lag in bytes and seconds).
 # On two cores both databases share the same CPUs: the ratio says little about
 # more machines; the figures show the path works under the writer's load.
 #
@@ -102,18 +109,20 @@ writer_pid=$!
 writer_start=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_operation_events WHERE account LIKE 'writer%'")
 writer_started=$(date +%s.%N)
 
-# Replay lag, every half second: seconds since the last replayed commit while
-# received WAL waits for replay (0 when all is replayed), and bytes behind the
+# lag_sampler FILE INTERVAL: the standby's replay lag, every INTERVAL seconds,
+# as "seconds bytes": seconds since the last replayed commit while received
+# WAL waits for replay (0 when all is replayed), and bytes behind the
 # primary's current WAL position.
-(
+lag_sampler() {
   while true; do
     primary_lsn=$(psql -tAq "$superuser" -c "SELECT pg_current_wal_lsn()")
     psql -tAq -F ' ' "$standby" -c "SELECT CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
         ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END,
         greatest(0, pg_wal_lsn_diff('$primary_lsn', pg_last_wal_replay_lsn()))"
-    sleep 0.5
-  done
-) > "$work/lag.txt" 2>/dev/null &
+    sleep "$2"
+  done > "$1" 2>/dev/null
+}
+lag_sampler "$work/lag.txt" 0.5 &
 sampler_pid=$!
 
 # ---- nginx: the primary alone, and primary + standby -----------------------------------------
@@ -173,9 +182,49 @@ lag_b_median=$(median <<<"$lag_b") lag_b_max=$(largest <<<"$lag_b")
 log "replay lag samples (s): $lag_s"
 log "replay lag samples (bytes): $lag_b"
 
+# ---- the reorder's merge: one transaction, then bounded groups ----------------------------------
+merge_rows=${BENCH_MERGE_ROWS:-100000}
+store_last=$(psql -tAq "$writer" -c "SELECT block_num FROM indexer_checkpoint")
+merge_events=$(psql -tAq "$writer" -c "SELECT count(*) FROM wallet_events WHERE block_num <= $store_last")
+# run_merge LABEL MERGE-ROWS STANDBY-WAIT-MS -> "seconds lag_bytes_max lag_s_max
+# lag_bytes_median transactions wal_mb_per_transaction" (the WAL the primary
+# wrote meanwhile, the writer's share included, over the merge's transactions)
+run_merge() {
+  psql -q "$writer" -c "UPDATE wallet_reorder SET ordered_through = $store_last, merged_through = 0,
+      merge_last_block = NULL, merge_account_through = NULL; DELETE FROM wallet_reorder_merge_groups" >&2
+  psql -q "$superuser" -c "CHECKPOINT" >&2
+  lag_sampler "$work/merge-$1.txt" 0.2 &
+  sampler_pid=$!
+  local t0 t1 lsn0
+  lsn0=$(psql -tAq "$superuser" -c "SELECT pg_current_wal_lsn()")
+  t0=$(date +%s.%N)
+  INDEXER_DATABASE_URL=$writer "$build/reorder/wallet-reorder" --no-vacuum --merge-blocks="$store_last" \
+    --merge-rows="$2" --standby-wait-ms="$3" > "$work/merge-$1.log" 2>&1 ||
+    { cat "$work/merge-$1.log" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  local wal transactions
+  wal=$(psql -tAq "$superuser" -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')")
+  transactions=$(grep -c 'merge: blocks' "$work/merge-$1.log")
+  sleep 0.5
+  kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
+  local s b
+  s=$(awk '{ print $1 }' "$work/merge-$1.txt" | tr '\n' ' ') b=$(awk '{ print $2 }' "$work/merge-$1.txt" | tr '\n' ' ')
+  log "merge ($1): $transactions transactions, $wal bytes of WAL; lag samples (bytes): $b; (s): $s"
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') $(largest <<<"$b") $(largest <<<"$s") $(median <<<"$b")" \
+    "$transactions $(awk -v w="$wal" -v n="$transactions" 'BEGIN { printf "%.1f", w / n / 1048576 }')"
+}
+log "merging $merge_events events (blocks 1..$store_last) in one transaction"
+read -r one_s one_b one_lag one_b_median one_tx one_wal < <(run_merge one_tx 0 0)
+log "merging them again in groups of $merge_rows events, waiting for the standby"
+read -r bounded_s bounded_b bounded_lag bounded_b_median bounded_tx bounded_wal < <(run_merge bounded "$merge_rows" 60000)
+
 echo "RESULT replicas replicas_ratio=$(median <<<"${ratios[*]}") primary_rps=$(median <<<"${primaries[*]}")" \
   "replicas_rps=$(median <<<"${replicas[*]}") primary_p99_ms=$(median <<<"${primary_p99s[*]}")" \
   "replicas_p99_ms=$(median <<<"${replica_p99s[*]}") standby_share=${standby_share}" \
   "replay_lag_s_median=${lag_s_median} replay_lag_s_max=${lag_s_max} replay_lag_bytes_median=${lag_b_median}" \
   "replay_lag_bytes_max=${lag_b_max} writer_events_per_s=${writer_rate} rounds=${rounds} round_seconds=${seconds}" \
-  "rows=$((events + big_events))"
+  "rows=$((events + big_events)) merge_events=${merge_events} merge_one_tx_s=${one_s}" \
+  "merge_one_tx_wal_mb_per_tx=${one_wal} merge_bounded_transactions=${bounded_tx}" \
+  "merge_bounded_wal_mb_per_tx=${bounded_wal} merge_one_tx_lag_bytes_max=${one_b} merge_one_tx_lag_bytes_median=${one_b_median} merge_one_tx_lag_s_max=${one_lag}" \
+  "merge_bounded_s=${bounded_s} merge_bounded_lag_bytes_max=${bounded_b} merge_bounded_lag_bytes_median=${bounded_b_median}" \
+  "merge_bounded_lag_s_max=${bounded_lag} merge_rows=${merge_rows}"

@@ -4,8 +4,8 @@
 // event, blocks above the last irreversible block are never touched, a step
 // killed in the middle leaves the table as it was, and running again
 // finishes the same table.
-#include <chrono>
-#include <thread>
+#include <cstring>
+#include <functional>
 
 #include "support/api_support.hpp"
 
@@ -102,6 +102,27 @@ protected:
         return out;
     }
 
+    // Sends `sql` (a step or a merge's group) on a connection of its own and
+    // kills it in the middle: once it deleted and re-inserted its rows, its
+    // reward triggers wait for the sums' table, held here; `meanwhile` runs
+    // then, and the statement's backend is terminated.
+    void kill_in_the_middle(const std::string& sql, const std::function<void()>& meanwhile) {
+        auto holder = wallet::pg::connect(stack.settings().db.indexer_url);
+        ASSERT_TRUE(holder) << holder.error();
+        ASSERT_TRUE(wallet::pg::exec(holder->get(), "BEGIN; LOCK TABLE wallet_reward_daily IN EXCLUSIVE MODE"));
+        auto stepper = wallet::pg::connect(stack.settings().db.indexer_url);
+        ASSERT_TRUE(stepper) << stepper.error();
+        ASSERT_EQ(PQsendQuery(stepper->get(), sql.c_str()), 1);
+        const std::string pid = std::to_string(PQbackendPID(stepper->get()));
+        ASSERT_TRUE(harness::wait_until([&] {
+            return pg().query("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid +
+                              " AND wait_event_type = 'Lock'").at(0) == "1";
+        })) << "the statement never reached the reward sums";
+        meanwhile();
+        EXPECT_EQ(pg().query("SELECT pg_terminate_backend(" + pid + ")"), std::vector<std::string>{"t"});
+        ASSERT_TRUE(wallet::pg::exec(holder->get(), "ROLLBACK"));
+    }
+
     harness::CommandResult run_reorder(const std::vector<std::string>& args) {
         std::vector<std::string> argv{(harness::binary_dir() / "reorder" / "wallet-reorder").string()};
         argv.insert(argv.end(), args.begin(), args.end());
@@ -155,25 +176,8 @@ TEST_F(IndexerReorder, KilledStepLeavesTheTableAndRerunFinishesIt) {
     const auto answers_before = answers();
     const auto table_before = table();
 
-    // The step deletes and re-inserts its rows, then its reward triggers
-    // wait for the sums' table, held here: it is killed in the middle.
-    auto holder = wallet::pg::connect(stack.settings().db.indexer_url);
-    ASSERT_TRUE(holder) << holder.error();
-    ASSERT_TRUE(wallet::pg::exec(holder->get(), "BEGIN; LOCK TABLE wallet_reward_daily IN EXCLUSIVE MODE"));
-    auto stepper = wallet::pg::connect(stack.settings().db.indexer_url);
-    ASSERT_TRUE(stepper) << stepper.error();
-    ASSERT_EQ(PQsendQuery(stepper->get(), "SELECT * FROM wallet_reorder_step(1000)"), 1);
-    const std::string pid = std::to_string(PQbackendPID(stepper->get()));
-    bool waiting = false;
-    for (int i = 0; i < 600 && !waiting; ++i) {
-        waiting = pg().query("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid + " AND wait_event_type = 'Lock'").at(0) == "1";
-        if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_TRUE(waiting) << "the step never reached the reward sums";
     // Its deletes and inserts are done, uncommitted: readers see the old rows.
-    EXPECT_EQ(answers(), answers_before);
-    EXPECT_EQ(pg().query("SELECT pg_terminate_backend(" + pid + ")"), std::vector<std::string>{"t"});
-    ASSERT_TRUE(wallet::pg::exec(holder->get(), "ROLLBACK"));
+    kill_in_the_middle("SELECT * FROM wallet_reorder_step(1000)", [&] { EXPECT_EQ(answers(), answers_before); });
 
     EXPECT_EQ(table(), table_before);
     EXPECT_EQ(pg().query("SELECT ordered_through FROM wallet_reorder"), std::vector<std::string>{"0"});
@@ -211,4 +215,56 @@ TEST_F(IndexerReorder, MergedRangesPutASparseAccountsPageOnAFewPages) {
     run = run_reorder({"--step-blocks=10", "--merge-blocks=200"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_EQ(pg().query("SELECT ctid::text || ' ' || xmin::text FROM wallet_events ORDER BY ctid"), placed);
+}
+
+// A merge rewrites its range a group of accounts per transaction (migration
+// 0016), each of about --merge-rows events. Killed in the middle of a group,
+// it leaves the groups before it and the table as they were; run again, it
+// goes on with the next group and ends as a merge in one transaction would:
+// merged_through up, the same rows and answers, each account's month on a
+// few pages.
+TEST_F(IndexerReorder, KilledMergeResumesToTheSameEndState) {
+    const auto answers_before = answers();
+    const auto table_before = table();
+    auto run = run_reorder({"--step-blocks=10", "--no-merge"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+
+    // Blocks 1..200 hold 6,000 events: three groups of about 600, then stop.
+    run = run_reorder({"--step-blocks=10", "--merge-blocks=200", "--merge-rows=600", "--max-steps=3"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::size_t groups = 0;
+    for (std::size_t at = run.output.find("merge: blocks 1..200, "); at != std::string::npos;
+         at = run.output.find("merge: blocks 1..200, ", at + 1)) {
+        const long moved = std::stol(run.output.substr(at + std::strlen("merge: blocks 1..200, ")));
+        // A group ends after the account that reaches the bound: the whale
+        // has 200 events in these blocks.
+        EXPECT_GE(moved, 1);
+        EXPECT_LE(moved, 600 + 200) << run.output;
+        ++groups;
+    }
+    EXPECT_EQ(groups, 3u) << run.output;
+    const auto in_progress = pg().query("SELECT merged_through, merge_last_block, merge_account_through IS NOT NULL"
+                                        " FROM wallet_reorder");
+    EXPECT_EQ(in_progress, std::vector<std::string>{"0\t200\tt"});
+    EXPECT_EQ(table(), table_before);
+
+    // The fourth group, killed in the middle.
+    kill_in_the_middle("SELECT * FROM wallet_reorder_step(200, true, 600)",
+                       [&] { EXPECT_EQ(answers(), answers_before); });
+    EXPECT_EQ(pg().query("SELECT merged_through, merge_last_block, merge_account_through IS NOT NULL"
+                         " FROM wallet_reorder"),
+              in_progress);
+    EXPECT_EQ(table(), table_before);
+
+    // Resumed (with another --merge-blocks: the merge in progress keeps its range).
+    run = run_reorder({"--step-blocks=10", "--merge-blocks=250", "--merge-rows=600"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(pg().query("SELECT ordered_through, merged_through, merge_last_block IS NULL,"
+                         " merge_account_through IS NULL FROM wallet_reorder"),
+              std::vector<std::string>{std::to_string(kIrreversible) + "\t200\tt\tt"});
+    EXPECT_EQ(pg().query("SELECT count(*) FROM wallet_reorder_merge_groups"), std::vector<std::string>{"0"});
+    EXPECT_EQ(table(), table_before);
+    EXPECT_EQ(answers(), answers_before);
+    EXPECT_LE(heap_pages_of_page("acct-7", 200), 2);
+    EXPECT_LE(heap_pages_of_page("whale", 200), 3);
 }

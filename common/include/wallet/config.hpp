@@ -78,7 +78,8 @@ struct ApiSettings {
     std::int64_t max_limit = 200;            // WALLET_API_MAX_LIMIT
     std::int64_t max_range_days = 366;       // WALLET_API_MAX_RANGE_DAYS
     std::int64_t statement_timeout_ms = 5000;  // WALLET_API_STATEMENT_TIMEOUT_MS
-    std::int64_t db_max_conns = 10;          // WALLET_API_DB_MAX_CONNS
+    std::int64_t db_max_conns = 0;           // WALLET_API_DB_MAX_CONNS per worker (0: derived from the total)
+    std::int64_t db_max_conns_total = 40;    // WALLET_API_DB_MAX_CONNS_TOTAL, all workers
     std::int64_t rate_rps = 10;              // WALLET_API_RATE_RPS (0 disables)
     std::int64_t rate_burst = 20;            // WALLET_API_RATE_BURST
     std::int64_t max_inflight = 64;          // WALLET_API_MAX_INFLIGHT (0 disables)

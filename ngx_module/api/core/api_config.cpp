@@ -53,6 +53,18 @@ Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::stri
     return config;
 }
 
+PoolSize pool_size(const ApiSettings& settings, std::int64_t workers) {
+    PoolSize size;
+    size.workers = std::max<std::int64_t>(workers, 1);
+    if (settings.db_max_conns > 0) {
+        size.per_worker = settings.db_max_conns;
+        return size;
+    }
+    size.derived = true;
+    size.per_worker = std::clamp<std::int64_t>(settings.db_max_conns_total / size.workers, 1, kDefaultPoolPerWorker);
+    return size;
+}
+
 namespace {
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -100,9 +112,10 @@ Result<std::vector<std::map<std::string, std::string>>> nonblocking_conninfo(con
     for (PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
         if (o->val != nullptr && o->val[0] != '\0') common[o->keyword] = o->val;
     }
-    if (!common.count("sslmode") || common["sslmode"] == "prefer" || common["sslmode"] == "allow") {
-        common["sslmode"] = "disable";
-    }
+    // sslmode keeps libpq's meaning (absent is prefer: TLS whenever the
+    // server offers it); PQconnectPoll negotiates TLS without blocking, and
+    // the pool follows libpq when allow/prefer retry on a new socket. GSS
+    // encryption stays off: its negotiation may block on Kerberos.
     common["gssencmode"] = "disable";
     if (!common.count("connect_timeout")) common["connect_timeout"] = "5";
     // Each database is its own server here: libpq's choice among the hosts

@@ -23,15 +23,31 @@ struct ApiConfig {
     static constexpr std::int64_t kDefaultAccountCache = 100000;
 };
 
+// How many database connections the API opens at most, per database.
+struct PoolSize {
+    std::int64_t per_worker = 0;
+    std::int64_t workers = 0;
+    std::int64_t per_database() const { return per_worker * workers; }
+    bool derived = false;  // shared out of WALLET_API_DB_MAX_CONNS_TOTAL
+};
+// A worker's pool never grows past this by default: more statements than
+// the database's cores only queue inside PostgreSQL (wallet-history-api.md).
+inline constexpr std::int64_t kDefaultPoolPerWorker = 10;
+
+// WALLET_API_DB_MAX_CONNS when set; else WALLET_API_DB_MAX_CONNS_TOTAL
+// divided among the nginx workers (rounded down, at least 1, at most
+// kDefaultPoolPerWorker), so that the workers together stay within the total
+// (docs/scaling-out.md).
+PoolSize pool_size(const ApiSettings& settings, std::int64_t workers);
+
 // `overrides` (from nginx directives) win over the environment. The error
 // names the offending variable.
 Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::string, std::string>& overrides);
 
 // libpq connection keywords for a non-blocking connect, one set per
 // database: the URL's own settings, plus hostaddr resolved now (libpq would
-// otherwise resolve the name with blocking DNS inside the event loop) and no
-// SSL or GSS negotiation fallback (which makes libpq switch sockets
-// mid-connect). A URL naming several hosts in libpq's form
+// otherwise resolve the name with blocking DNS inside the event loop), the
+// URL's sslmode as libpq means it (absent: prefer) and no GSS encryption. A URL naming several hosts in libpq's form
 // (postgresql://user@primary:5432,standby:5433/wallet) gives one database per
 // host, in that order (a primary and its standbys: docs/scaling-out.md).
 Result<std::vector<std::map<std::string, std::string>>> nonblocking_conninfo(const std::string& url);

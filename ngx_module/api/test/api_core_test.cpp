@@ -266,7 +266,13 @@ TEST(ApiCore, ADatabaseUrlWithSeveralHostsGivesOneDatabaseEach) {
     ASSERT_EQ(one->size(), 1u);
     EXPECT_EQ(one->at(0).at("hostaddr"), "127.0.0.1");
     EXPECT_EQ(one->at(0).at("port"), "5433");
-    EXPECT_EQ(one->at(0).at("sslmode"), "disable");
+    // libpq's default (prefer: TLS when the server offers it) stays.
+    EXPECT_EQ(one->at(0).count("sslmode") ? one->at(0).at("sslmode") : "prefer", "prefer");
+    for (const std::string mode : {"disable", "allow", "prefer", "require", "verify-full"}) {
+        auto given = nonblocking_conninfo("postgresql://reader:pw@127.0.0.1:5433/wallet?sslmode=" + mode);
+        ASSERT_TRUE(given) << given.error();
+        EXPECT_EQ(given->at(0).at("sslmode"), mode);
+    }
 
     auto several = nonblocking_conninfo(
         "postgresql://reader:pw@127.0.0.1:5433,127.0.0.2:5434,localhost/wallet?target_session_attrs=read-write");
@@ -285,6 +291,28 @@ TEST(ApiCore, ADatabaseUrlWithSeveralHostsGivesOneDatabaseEach) {
     EXPECT_EQ(shared_port->at(0).at("port"), "6000");
     EXPECT_EQ(shared_port->at(1).at("port"), "6000");
     EXPECT_FALSE(nonblocking_conninfo("host=127.0.0.1,127.0.0.2,127.0.0.3 port=1,2 dbname=wallet"));
+}
+
+// By default the workers share WALLET_API_DB_MAX_CONNS_TOTAL (at least one
+// connection, at most 10 each); WALLET_API_DB_MAX_CONNS, when set, is each one's.
+TEST(ApiCore, ThePoolSizeIsAShareOfTheTotalUnlessGiven) {
+    wallet::ApiSettings s;
+    const auto per_worker = [&s](std::int64_t workers) { return pool_size(s, workers).per_worker; };
+    EXPECT_EQ(per_worker(1), 10);
+    EXPECT_EQ(per_worker(4), 10);
+    EXPECT_EQ(per_worker(8), 5);
+    EXPECT_EQ(per_worker(16), 2);
+    EXPECT_EQ(pool_size(s, 16).per_database(), 32);
+    EXPECT_EQ(per_worker(64), 1);
+    EXPECT_TRUE(pool_size(s, 16).derived);
+    s.db_max_conns_total = 100;
+    EXPECT_EQ(per_worker(1), 10);
+    EXPECT_EQ(per_worker(3), 10);
+    EXPECT_EQ(per_worker(12), 8);
+    s.db_max_conns = 7;
+    EXPECT_EQ(per_worker(16), 7);
+    EXPECT_EQ(pool_size(s, 16).per_database(), 112);
+    EXPECT_FALSE(pool_size(s, 16).derived);
 }
 
 // A worker remembers at most its capacity of names, the least recently used
