@@ -344,6 +344,24 @@ public:
         return fields;
     }
 
+    // A boolean field that may be absent (older nodes print fewer fields).
+    std::optional<bool> optional_bool(std::string_view name) const {
+        const View value = field(name);
+        if (!value || value.is_null()) return std::nullopt;
+        if (!value.is_boolean()) fail(name, "not a boolean");
+        return value.kind() == json::Kind::True;
+    }
+
+    std::int64_t integer(std::string_view name) const {
+        const View value = field(name);
+        if (!value) fail(name, "missing");
+        auto number = integer_of(value);
+        if (!number) fail(name, number.error());
+        return *number;
+    }
+
+    std::string_view type() const { return op_.type; }
+
 private:
     View field(std::string_view name) const { return op_.value.member(name); }
     Asset checked(std::string_view name, Result<Asset> parsed) const {
@@ -492,6 +510,352 @@ void decode_beyond_spec(std::string_view type, const OpFields& f, const Add& add
         add_both(std::string(kObsoleteTreasury), Role::Sender, std::string(kTreasury), Role::Receiver,
                  [&](WalletEvent& e) { from_list("total_moved", e); });
     }
+}
+
+// ---- Balance changes (docs/operations.md, "Balance changes") ----
+
+enum class AssetKind { hive, hbd, vests };
+
+// Which chain asset an amount is, in any naming (HIVE/STEEM/TESTS, HBD/SBD/TBD)
+// or by the NAI its symbol has in the network's table.
+AssetKind asset_kind(const Asset& asset, const AssetTable& table) {
+    const std::string_view symbol = asset.symbol;
+    if (symbol == "VESTS") return AssetKind::vests;
+    if (symbol == "HIVE" || symbol == "STEEM" || symbol == "TESTS") return AssetKind::hive;
+    if (symbol == "HBD" || symbol == "SBD" || symbol == "TBD") return AssetKind::hbd;
+    if (const AssetDefinition* known = table.find_symbol(symbol)) {
+        if (known->nai == "@@000000021") return AssetKind::hive;
+        if (known->nai == "@@000000013") return AssetKind::hbd;
+        if (known->nai == "@@000000037") return AssetKind::vests;
+    }
+    throw DecodeFailure("balance change of an unknown asset '" + asset.symbol + "'");
+}
+
+using Component = BalanceComponent;
+
+// The component an amount of each asset lands in, per place.
+struct Place {
+    Component hive, hbd, vests;
+};
+constexpr Place kLiquid{Component::hive_balance, Component::hbd_balance, Component::vesting_shares};
+constexpr Place kRewards{Component::hive_rewards, Component::hbd_rewards, Component::vests_rewards};
+constexpr Place kSavings{Component::hive_savings, Component::hbd_savings, Component::vesting_shares};
+constexpr Place kSavingsPending{Component::savings_pending_amount_hive, Component::savings_pending_amount_hbd,
+                                Component::vesting_shares};
+constexpr Place kOpenOrders{Component::open_orders_hive_amount, Component::open_orders_hbd_amount, Component::vesting_shares};
+constexpr Place kEscrow{Component::escrow_pending_amount_hive, Component::escrow_pending_amount_hbd, Component::vesting_shares};
+
+// Every component, for the accounts HF23 emptied.
+constexpr std::array<Component, kBalanceComponentCount> all_components() {
+    std::array<Component, kBalanceComponentCount> components{};
+    for (std::size_t index = 0; index < components.size(); ++index) components[index] = static_cast<Component>(index);
+    return components;
+}
+
+// The changes of one operation, each with the role of the event that carries it.
+class BalanceChangeBuilder {
+public:
+    BalanceChangeBuilder(const OpFields& f, const AssetTable& table) : f_(f), table_(table) {}
+
+    struct Carried {
+        Role carrier;
+        BalanceChange change;
+    };
+
+    std::vector<Carried> take() { return std::move(changes_); }
+
+    void add(Role carrier, const std::string& account, Component component, const Decimal& amount,
+             ChangeKind kind = ChangeKind::add) {
+        auto at_precision = amount.rescaled(component_precision(component));
+        if (!at_precision) throw DecodeFailure(std::string(f_.type()) + ": " + std::string(component_name(component)) + ": " + at_precision.error());
+        BalanceChange change;
+        change.account = account;
+        change.component = component;
+        change.kind = kind;
+        change.amount = *at_precision;
+        changes_.push_back({carrier, std::move(change)});
+    }
+    void count(Role carrier, const std::string& account, Component component, int delta) {
+        add(carrier, account, component, *Decimal::from_units(delta, 0));
+    }
+    // An amount into (sign +1) or out of (-1) the place its asset has there.
+    void move(Role carrier, const std::string& account, const Place& place, const Asset& asset, int sign) {
+        const AssetKind kind = asset_kind(asset, table_);
+        if (kind == AssetKind::vests && &place != &kLiquid && &place != &kRewards) {
+            throw DecodeFailure(std::string(f_.type()) + ": VESTS where only HIVE or HBD can be");
+        }
+        const Component component = kind == AssetKind::hive ? place.hive : kind == AssetKind::hbd ? place.hbd : place.vests;
+        add(carrier, account, component, sign > 0 ? asset.amount : -asset.amount);
+    }
+    // The last change added.
+    BalanceChange& last() { return changes_.back().change; }
+
+private:
+    const OpFields& f_;
+    const AssetTable& table_;
+    std::vector<Carried> changes_;
+};
+
+// hived's power-down rate for a withdraw_vesting of `shares` (withdraw_vesting_evaluator).
+Decimal power_down_rate(const Asset& shares, std::int64_t block, const HardforkSchedule& forks) {
+    const Decimal::Units intervals = block >= forks.hf16_block ? 13 : 104;
+    const Decimal::Units units = shares.amount.units();
+    Decimal::Units rate = units / intervals;
+    if (rate == 0) rate = 1;
+    if (block >= forks.hf21_block && rate * intervals < units) rate += 1;
+    return *Decimal::from_units(rate, shares.amount.scale());
+}
+
+// Where a reward payout goes: the reward balances (to be claimed) since
+// HF17, the liquid and vesting balances before. The node says so in
+// payout_must_be_claimed; Steem-era nodes did not print it, then the block decides.
+const Place& reward_place(const OpFields& f, std::int64_t block, const HardforkSchedule& forks) {
+    const bool claimed = f.optional_bool("payout_must_be_claimed").value_or(block >= forks.hf17_block);
+    return claimed ? kRewards : kLiquid;
+}
+
+std::vector<BalanceChangeBuilder::Carried> operation_balance_changes(const OpFields& f, std::int64_t block,
+                                                                     const HardforkSchedule& forks,
+                                                                     const AssetTable& table) {
+    BalanceChangeBuilder b(f, table);
+    const std::string_view type = f.type();
+    constexpr int in = 1;
+    constexpr int out = -1;
+    auto each_asset = [&](std::string_view list, const auto& apply) {
+        for (const auto& asset : f.asset_list(list)) apply(asset);
+    };
+    // Each slot's amount from one place of the account to another.
+    auto move_each = [&](Role carrier, const std::string& account, std::initializer_list<AssetSlot> slots, const Place& from,
+                         const Place& to) {
+        for (const AssetSlot slot : slots) {
+            const Asset amount = f.asset_of(slot);
+            b.move(carrier, account, from, amount, out);
+            b.move(carrier, account, to, amount, in);
+        }
+    };
+    const std::initializer_list<AssetSlot> escrow_slots = {AssetSlot{"hbd_amount", "sbd_amount"},
+                                                           AssetSlot{"hive_amount", "steem_amount"}, AssetSlot{"fee"}};
+
+    if (type == "transfer" || type == "fill_recurrent_transfer") {
+        const Asset amount = f.asset("amount");
+        b.move(Role::Sender, f.account("from"), kLiquid, amount, out);
+        b.move(Role::Receiver, f.account("to"), kLiquid, amount, in);
+    } else if (type == "transfer_to_savings") {
+        const Asset amount = f.asset("amount");
+        b.move(Role::Sender, f.account("from"), kLiquid, amount, out);
+        b.move(Role::Receiver, f.account("to"), kSavings, amount, in);
+    } else if (type == "transfer_from_savings") {
+        // Leaves savings now, arrives at fill_transfer_from_savings.
+        const Asset amount = f.asset("amount");
+        const std::string from = f.account("from");
+        const std::int64_t request = f.integer("request_id");
+        b.move(Role::Sender, from, kSavings, amount, out);
+        b.move(Role::Sender, from, kSavingsPending, amount, in);
+        b.last().request_id = request;
+        b.count(Role::Sender, from, Component::savings_withdraw_requests, 1);
+        b.last().request_id = request;
+    } else if (type == "cancel_transfer_from_savings") {
+        const std::string from = f.account("from");
+        b.add(Role::Sender, from, Component::savings_withdraw_requests, *Decimal::from_units(-1, 0),
+              ChangeKind::savings_withdrawal_cancelled);
+        b.last().request_id = f.integer("request_id");
+    } else if (type == "fill_transfer_from_savings") {
+        // `from` has no event of its own: the receiver's event carries its side.
+        const Asset amount = f.asset("amount");
+        const std::string from = f.account("from");
+        const std::int64_t request = f.integer("request_id");
+        b.move(Role::Receiver, f.account("to"), kLiquid, amount, in);
+        b.move(Role::Receiver, from, kSavingsPending, amount, out);
+        b.last().request_id = request;
+        b.count(Role::Receiver, from, Component::savings_withdraw_requests, -1);
+        b.last().request_id = request;
+    } else if (type == "transfer_to_vesting") {
+        // The VESTS arrive with transfer_to_vesting_completed.
+        b.move(Role::Sender, f.account("from"), kLiquid, f.asset("amount"), out);
+    } else if (type == "transfer_to_vesting_completed") {
+        b.move(Role::Receiver, f.account("to_account"), kLiquid, f.asset("vesting_shares_received"), in);
+    } else if (type == "withdraw_vesting") {
+        const Asset shares = f.asset("vesting_shares");
+        const std::string account = f.account("account");
+        if (shares.amount.is_negative()) {
+            // Ignored by hived before HF20 (refused since).
+            if (block >= forks.hf20_block) throw DecodeFailure("withdraw_vesting: negative vesting_shares");
+        } else {
+            const Decimal zero = *Decimal::from_units(0, 6);
+            const bool stop = shares.amount.is_zero();
+            b.add(Role::Owner, account, Component::vesting_withdraw_rate,
+                  stop ? zero : power_down_rate(shares, block, forks), ChangeKind::set);
+            b.add(Role::Owner, account, Component::to_withdraw, stop ? zero : shares.amount, ChangeKind::set);
+            b.add(Role::Owner, account, Component::withdrawn, zero, ChangeKind::set);
+        }
+    } else if (type == "fill_vesting_withdraw") {
+        // One per route, then the account's own remainder; the event is the
+        // receiver's, and carries the withdrawing account's side too.
+        const std::string from = f.account("from_account");
+        const Asset withdrawn = f.asset("withdrawn");
+        b.move(Role::Receiver, f.account("to_account"), kLiquid, f.asset("deposited"), in);
+        b.move(Role::Receiver, from, kLiquid, withdrawn, out);
+        b.add(Role::Receiver, from, Component::withdrawn, withdrawn.amount);
+        b.add(Role::Receiver, from, Component::vesting_withdraw_rate, *Decimal::from_units(0, 6), ChangeKind::power_down_step);
+    } else if (type == "delegate_vesting_shares") {
+        const std::string delegator = f.account("delegator");
+        const std::string delegatee = f.account("delegatee");
+        const Asset shares = f.asset("vesting_shares");
+        b.add(Role::Delegator, delegator, Component::delegated_vests, shares.amount, ChangeKind::delegation);
+        b.last().other = delegatee;
+        b.add(Role::Delegatee, delegatee, Component::received_vests, shares.amount, ChangeKind::delegation);
+        b.last().other = delegator;
+    } else if (type == "return_vesting_delegation") {
+        b.add(Role::Owner, f.account("account"), Component::delegated_vests, -f.asset("vesting_shares").amount);
+    } else if (type == "account_create_with_delegation") {
+        const std::string creator = f.account("creator");
+        b.move(Role::Sender, creator, kLiquid, f.asset("fee"), out);
+        b.add(Role::Sender, creator, Component::delegated_vests, f.asset("delegation").amount, ChangeKind::delegation);
+        b.last().other = f.account("new_account_name");
+    } else if (type == "account_create" || type == "claim_account") {
+        // The fee is vested to the new account (account_created) or burnt.
+        b.move(type == "claim_account" ? Role::Owner : Role::Sender, f.account("creator"), kLiquid, f.asset("fee"), out);
+    } else if (type == "account_created") {
+        const std::string account = f.account("new_account_name");
+        b.move(Role::Receiver, account, kLiquid, f.asset("initial_vesting_shares"), in);
+        b.add(Role::Receiver, account, Component::received_vests, f.asset("initial_delegation").amount);
+    } else if (type == "claim_reward_balance") {
+        move_each(Role::Owner, f.account("account"),
+                  {AssetSlot{"reward_hive", "reward_steem"}, AssetSlot{"reward_hbd", "reward_sbd"}, AssetSlot{"reward_vests"}},
+                  kRewards, kLiquid);
+    } else if (type == "author_reward" || type == "comment_benefactor_reward") {
+        const bool author = type == "author_reward";
+        const Role role = author ? Role::Author : Role::Beneficiary;
+        const std::string account = f.account(author ? "author" : "benefactor");
+        const Place& place = reward_place(f, block, forks);
+        for (const AssetSlot slot : {AssetSlot{"hbd_payout", "sbd_payout"}, AssetSlot{"hive_payout", "steem_payout"},
+                                     AssetSlot{"vesting_payout"}, AssetSlot{"reward"}}) {
+            if (auto payout = f.optional_asset_of(slot)) b.move(role, account, place, *payout, in);
+        }
+    } else if (type == "curation_reward") {
+        b.move(Role::Curator, f.account("curator"), reward_place(f, block, forks), f.asset("reward"), in);
+    } else if (type == "interest") {
+        // Paid into savings, or (before HF25, flagged) into the liquid HBD.
+        const bool liquid = f.optional_bool("is_saved_into_hbd_balance").value_or(true);
+        b.move(Role::Owner, f.account("owner"), liquid ? kLiquid : kSavings, f.asset("interest"), in);
+    } else if (type == "limit_order_create" || type == "limit_order_create2") {
+        const Asset sold = f.asset("amount_to_sell");
+        const std::string owner = f.account("owner");
+        b.move(Role::Owner, owner, kLiquid, sold, out);
+        b.move(Role::Owner, owner, kOpenOrders, sold, in);
+    } else if (type == "limit_order_cancelled") {
+        const Asset back = f.asset("amount_back");
+        const std::string seller = f.account("seller");
+        b.move(Role::Owner, seller, kOpenOrders, back, out);
+        b.move(Role::Owner, seller, kLiquid, back, in);
+    } else if (type == "fill_order") {
+        // Each side pays out of its order and receives what the other paid.
+        const Asset current_pays = f.asset("current_pays");
+        const Asset open_pays = f.asset("open_pays");
+        const std::string taker = f.account("current_owner");
+        const std::string maker = f.account("open_owner");
+        b.move(Role::Taker, taker, kOpenOrders, current_pays, out);
+        b.move(Role::Taker, taker, kLiquid, open_pays, in);
+        b.move(Role::Maker, maker, kOpenOrders, open_pays, out);
+        b.move(Role::Maker, maker, kLiquid, current_pays, in);
+    } else if (type == "convert") {
+        const Asset amount = f.asset("amount");
+        const std::string owner = f.account("owner");
+        b.move(Role::Owner, owner, kLiquid, amount, out);
+        b.add(Role::Owner, owner, Component::conversion_pending_amount_hbd, amount.amount);
+        b.count(Role::Owner, owner, Component::conversion_pending_count_hbd, 1);
+    } else if (type == "fill_convert_request") {
+        const std::string owner = f.account("owner");
+        b.add(Role::Owner, owner, Component::conversion_pending_amount_hbd, -f.asset("amount_in").amount);
+        b.count(Role::Owner, owner, Component::conversion_pending_count_hbd, -1);
+        b.move(Role::Owner, owner, kLiquid, f.asset("amount_out"), in);
+    } else if (type == "collateralized_convert") {
+        const Asset collateral = f.asset("amount");
+        const std::string owner = f.account("owner");
+        b.move(Role::Owner, owner, kLiquid, collateral, out);
+        b.add(Role::Owner, owner, Component::conversion_pending_amount_hive, collateral.amount);
+        b.count(Role::Owner, owner, Component::conversion_pending_count_hive, 1);
+    } else if (type == "collateralized_convert_immediate_conversion") {
+        b.move(Role::Owner, f.account("owner"), kLiquid, f.asset("hbd_out"), in);
+    } else if (type == "fill_collateralized_convert_request") {
+        // The collateral used (amount_in) and the excess returned leave the
+        // request; amount_out was paid at once (the immediate conversion).
+        const std::string owner = f.account("owner");
+        const Asset used = f.asset("amount_in");
+        const Asset excess = f.asset("excess_collateral");
+        b.add(Role::Owner, owner, Component::conversion_pending_amount_hive, -used.amount);
+        b.add(Role::Owner, owner, Component::conversion_pending_amount_hive, -excess.amount);
+        b.count(Role::Owner, owner, Component::conversion_pending_count_hive, -1);
+        b.move(Role::Owner, owner, kLiquid, excess, in);
+    } else if (type == "escrow_transfer") {
+        move_each(Role::Sender, f.account("from"), escrow_slots, kLiquid, kEscrow);
+    } else if (type == "escrow_release") {
+        const std::string from = f.account("from");
+        const std::string receiver = f.account("receiver");
+        for (const AssetSlot slot : {AssetSlot{"hbd_amount", "sbd_amount"}, AssetSlot{"hive_amount", "steem_amount"}}) {
+            const Asset amount = f.asset_of(slot);
+            b.move(Role::Sender, from, kEscrow, amount, out);
+            b.move(Role::Receiver, receiver, kLiquid, amount, in);
+        }
+    } else if (type == "escrow_approved") {
+        const Asset fee = f.asset("fee");
+        b.move(Role::Sender, f.account("from"), kEscrow, fee, out);
+        b.move(Role::Receiver, f.account("agent"), kLiquid, fee, in);
+    } else if (type == "escrow_rejected") {
+        move_each(Role::Owner, f.account("from"), escrow_slots, kEscrow, kLiquid);
+    } else if (type == "producer_reward") {
+        b.move(Role::Owner, f.account("producer"), kLiquid, f.asset("vesting_shares"), in);
+    } else if (type == "pow_reward") {
+        b.move(Role::Owner, f.account("worker"), kLiquid, f.asset("reward"), in);
+    } else if (type == "liquidity_reward") {
+        b.move(Role::Owner, f.account("owner"), kLiquid, f.asset("payout"), in);
+    } else if (type == "vesting_shares_split") {
+        const std::string owner = f.account("owner");
+        b.move(Role::Owner, owner, kLiquid, f.asset("vesting_shares_before_split"), out);
+        b.move(Role::Owner, owner, kLiquid, f.asset("vesting_shares_after_split"), in);
+    } else if (type == "proposal_pay") {
+        const Asset payment = f.asset("payment");
+        b.move(Role::Sender, f.account("payer"), kLiquid, payment, out);
+        b.move(Role::Receiver, f.account("receiver"), kLiquid, payment, in);
+    } else if (type == "proposal_fee") {
+        const Asset fee = f.asset("fee");
+        b.move(Role::Sender, f.account("creator"), kLiquid, fee, out);
+        b.move(Role::Receiver, f.account("treasury"), kLiquid, fee, in);
+    } else if (type == "dhf_funding") {
+        b.move(Role::Owner, f.account("treasury"), kLiquid, f.asset("additional_funds"), in);
+    } else if (type == "dhf_conversion") {
+        const std::string treasury = f.account("treasury");
+        b.move(Role::Owner, treasury, kLiquid, f.asset("hive_amount_in"), out);
+        b.move(Role::Owner, treasury, kLiquid, f.asset("hbd_amount_out"), in);
+    } else if (type == "hardfork_hive") {
+        // HF23 empties the account (balances, savings, rewards, VESTS as
+        // HIVE, delegations, power-down, pending requests) into the treasury.
+        const std::string account = f.account("account");
+        const std::string treasury = f.account("treasury");
+        for (const Component component : all_components()) {
+            b.add(Role::Sender, account, component, *Decimal::from_units(0, component_precision(component)), ChangeKind::set);
+        }
+        for (const AssetSlot slot : {AssetSlot{"hbd_transferred", "sbd_transferred"},
+                                     AssetSlot{"hive_transferred", "steem_transferred"},
+                                     AssetSlot{"total_hive_from_vests", "total_steem_from_vests"}}) {
+            b.move(Role::Receiver, treasury, kLiquid, f.asset_of(slot), in);
+        }
+    } else if (type == "hardfork_hive_restore") {
+        const std::string account = f.account("account");
+        const std::string treasury = f.account("treasury");
+        for (const AssetSlot slot : {AssetSlot{"hbd_transferred", "sbd_transferred"}, AssetSlot{"hive_transferred", "steem_transferred"}}) {
+            const Asset amount = f.asset_of(slot);
+            b.move(Role::Sender, treasury, kLiquid, amount, out);
+            b.move(Role::Receiver, account, kLiquid, amount, in);
+        }
+    } else if (type == "consolidate_treasury_balance") {
+        each_asset("total_moved", [&](const Asset& amount) {
+            b.move(Role::Sender, std::string(kObsoleteTreasury), kLiquid, amount, out);
+            b.move(Role::Receiver, std::string(kTreasury), kLiquid, amount, in);
+        });
+    }
+    // clear_null_account_balance: the `null` account is not tracked (see balance_changes).
+    return b.take();
 }
 
 std::vector<WalletEvent> decode_wallet_op(const WalletOpRule& rule, const NodeOperation& op, const OpEnvelope& envelope,
@@ -814,6 +1178,30 @@ Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry
         }
     }
     return events;
+}
+
+Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                   const HardforkSchedule& forks) {
+    if (!event.payload) return make_error("balance changes: the event has no payload");
+    try {
+        const json::Tape tape = tape_of(*event.payload);
+        const View root = tape.root();
+        // The payload is an entry with its envelope, or a bare operation.
+        const View op_value = root.is_object() && root.member("op") ? root.member("op") : root;
+        const NodeOperation op = read_operation(op_value);
+        if (op.type != event.op_type) return make_error("balance changes: the payload is not a " + event.op_type);
+        const OpFields f(op, assets);
+        std::vector<BalanceChange> changes;
+        for (auto& carried : operation_balance_changes(f, event.block_num, forks, assets)) {
+            BalanceChange& change = carried.change;
+            if (carried.carrier != event.role || change.account == kNullAccount) continue;
+            if (change.kind == ChangeKind::add && change.amount.is_zero()) continue;
+            changes.push_back(std::move(change));
+        }
+        return changes;
+    } catch (const DecodeFailure& failure) {
+        return make_error("block " + std::to_string(event.block_num) + " " + event.op_type + ": " + failure.what());
+    }
 }
 
 }  // namespace wallet

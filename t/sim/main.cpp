@@ -20,6 +20,7 @@ Chain (one of):
   --naming current|legacy   field names of current hived or of a Steem-era node (synthetic chain)
   --pathological-every N    block N is huge when N % every == every/2 (default 100000, 0 = never)
   --history-blocks N        synthetic account history covers the latest N blocks (default 20000)
+  --ledger                  synthetic chain kept by a ledger: payable operations, find_accounts/get_accounts
 Head and irreversibility:
   --block-interval-ms MS    one new block per MS (default 3000; 0 = only on command)
   --epoch UNIX_SECONDS      the head advances from this instant (same value for a node pool)
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
             options.fixtures = value();
         } else if (flag == "--synthetic") {
             synthetic_requested = true;
+        } else if (flag == "--ledger") {
+            options.synthetic.ledger = true;
         } else if (flag == "--seed") {
             options.synthetic.seed = number(flag, value());
         } else if (flag == "--length" || flag == "--head") {
@@ -145,6 +148,7 @@ int main(int argc, char** argv) {
         }
     }
     if (synthetic_requested && !options.fixtures.empty()) fail("--synthetic and --fixtures exclude each other");
+    if (options.synthetic.ledger && !options.fixtures.empty()) fail("--ledger applies to the synthetic chain only");
     if (naming_given && !options.fixtures.empty() && options.synthetic.naming == sim::Naming::legacy)
         fail("--naming legacy applies to the synthetic chain only (the real chain is served as current hived)");
     if (options.faults.per_million > 0 && options.faults.kinds.empty()) fail("--fault-rate needs --fault-kinds");

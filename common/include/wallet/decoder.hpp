@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "wallet/asset.hpp"
+#include "wallet/balance_change.hpp"
 #include "wallet/result.hpp"
 #include "wallet/timestamp.hpp"
 #include "wallet/wallet_event.hpp"
@@ -104,5 +105,16 @@ Result<RawEntry> scan_entry(std::string_view entry_text);
 // The events of one block from its located entries (decode_block's list,
 // text as the node sent it, which the events keep as their payload).
 Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets);
+
+// The balance changes one decoded event carries (docs/operations.md,
+// "Balance changes"): every change the event's operation makes to a balance
+// component of the event's account in the event's role, plus those of its
+// counterparty where the operation gives that account no event of its own
+// (a routed fill_vesting_withdraw, a fill_transfer_from_savings to another
+// account). Read from the event's payload by the same field rules as the
+// events (both forms, both namings); zero sums are left out, and so is the
+// `null` account, whose balances hived burns in the block they arrive.
+Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                   const HardforkSchedule& forks);
 
 }  // namespace wallet

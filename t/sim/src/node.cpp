@@ -1,5 +1,7 @@
 #include "node.hpp"
 
+#include "ledger.hpp"
+
 #include "rpc_params.hpp"
 #include "splitmix.hpp"
 
@@ -217,6 +219,9 @@ struct Node::Impl {
     std::optional<RpcError> account_history_nai(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> account_history_condenser(const json_t*, const View&, const CallFault&, JsonWriter&);
     std::optional<RpcError> get_methods(const json_t*, const View&, const CallFault&, JsonWriter&);
+    std::optional<RpcError> find_accounts(const json_t*, const View&, const CallFault&, JsonWriter&);
+    std::optional<RpcError> get_accounts(const json_t*, const View&, const CallFault&, JsonWriter&);
+    std::optional<RpcError> write_accounts(const json_t* names, const View& v, Form form, JsonWriter& out);
     std::optional<RpcError> account_history(const View& v, const std::string& account, std::uint64_t start,
                                             std::uint32_t limit, bool include_reversible,
                                             std::optional<std::uint64_t> filter_low,
@@ -761,6 +766,42 @@ std::optional<RpcError> Node::Impl::account_history_condenser(const json_t* para
     return account_history(v, account, start, limit, false, low, high, Form::legacy, out);
 }
 
+// The accounts named (unknown names skipped, as hived does) with the ledger's
+// balances at the head (--ledger only: without it the chain keeps none).
+std::optional<RpcError> Node::Impl::write_accounts(const json_t* names, const View& v, Form form, JsonWriter& out) {
+    SyntheticLedger* ledger = is_real() ? nullptr : synthetic.ledger();
+    if (ledger == nullptr) return assert_failed("ledger", "account balances are served on the synthetic chain with --ledger");
+    if (!json_is_array(names)) return RpcError{kParseParamsError, "Parse Error:Couldn't parse account names"};
+    const auto balances = ledger->balances_at(synthetic, v.head, [&v](std::uint32_t block) { return v.salt(block); });
+    out.put('[');
+    bool first = true;
+    std::size_t index = 0;
+    const json_t* name = nullptr;
+    json_array_foreach(names, index, name) {
+        const auto found = json_is_string(name) ? account_index.find(json_string_value(name)) : account_index.end();
+        if (found == account_index.end()) continue;
+        if (!first) out.put(',');
+        first = false;
+        write_account(out, synthetic, found->second, balances[found->second], form);
+    }
+    out.put(']');
+    return std::nullopt;
+}
+
+std::optional<RpcError> Node::Impl::find_accounts(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
+    if (auto error = as_object_args(params)) return error;
+    out.raw("{\"accounts\":");
+    if (auto error = write_accounts(json_object_get(params, "accounts"), v, Form::nai, out)) return error;
+    out.put('}');
+    return std::nullopt;
+}
+
+std::optional<RpcError> Node::Impl::get_accounts(const json_t* params, const View& v, const CallFault&, JsonWriter& out) {
+    if (auto error = as_array_args(params)) return error;
+    if (auto error = check_arg_count(params, 1)) return error;
+    return write_accounts(json_array_get(params, 0), v, Form::legacy, out);
+}
+
 struct MethodEntry {
     std::string_view api;
     std::string_view method;
@@ -780,6 +821,8 @@ const std::vector<MethodEntry>& method_table() {
         {"condenser_api", "get_block_header", &I::block_header_condenser},
         {"condenser_api", "get_dynamic_global_properties", &I::global_properties_condenser},
         {"condenser_api", "get_ops_in_block", &I::ops_in_block_condenser},
+        {"condenser_api", "get_accounts", &I::get_accounts},
+        {"database_api", "find_accounts", &I::find_accounts},
         {"database_api", "get_dynamic_global_properties", &I::global_properties_nai},
         {"jsonrpc", "get_methods", &I::get_methods},
     };
@@ -1244,6 +1287,8 @@ wallet::Result<std::unique_ptr<Node>> Node::create(NodeOptions options) {
         node.lib_lag = node.options.lib_lag.value_or(1);
         for (std::uint32_t i = 0; i < node.synthetic.account_count(); ++i)
             node.account_index.emplace(node.synthetic.account(i), i);
+        if (SyntheticLedger* ledger = node.synthetic.ledger())
+            ledger->set_salt_source([&node](std::uint32_t block) { return node.view().salt(block); });
         std::uint32_t window = std::max<std::uint32_t>(node.options.history_blocks, 1);
         node.history.first_block = head > window ? head - window + 1 : 1;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ledger.hpp"
 #include "splitmix.hpp"
 #include "wallet/operation_types.hpp"
 
@@ -166,7 +167,9 @@ std::string make_account_name(Rng& rng) {
 }  // namespace
 
 SyntheticChain::SyntheticChain(SyntheticOptions options)
-    : options_(options), symbols_(options.naming == Naming::legacy ? SymbolTable::steem() : SymbolTable::mainnet()) {
+    : options_(options),
+      ledger_(options.ledger ? std::make_shared<SyntheticLedger>() : nullptr),
+      symbols_(options.naming == Naming::legacy ? SymbolTable::steem() : SymbolTable::mainnet()) {
     Rng rng(hash_of(options_.seed, 0xacc0u));
     std::unordered_set<std::string> taken;
     accounts_.reserve(options_.accounts);
@@ -283,6 +286,14 @@ std::string SyntheticChain::witness_signature(std::uint32_t num, std::uint64_t s
 int SyntheticChain::type_id(Kind kind) const { return kKindTypeIds[static_cast<std::size_t>(kind)]; }
 
 void SyntheticChain::generate(std::uint32_t num, std::uint64_t salt, SynBlock& block) const {
+    if (ledger_) {
+        ledger_->block(*this, num, salt, block);
+    } else {
+        derive(num, salt, block);
+    }
+}
+
+void SyntheticChain::derive(std::uint32_t num, std::uint64_t salt, SynBlock& block) const {
     Rng rng(hash_of(options_.seed, num, salt, 0xb10c));
     block.num = num;
     block.salt = salt;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -101,7 +102,12 @@ struct SyntheticOptions {
     // Block N is pathological (thousands of reward payouts) when N % every == every / 2; 0: never.
     std::uint32_t pathological_every = 100000;
     std::uint32_t accounts = 20000;
+    // Ledger mode (`--ledger`): operations made payable by the chain's ledger
+    // (ledger.hpp), which serves every account's balances at the head.
+    bool ledger = false;
 };
+
+class SyntheticLedger;
 
 class SyntheticChain {
 public:
@@ -109,7 +115,12 @@ public:
 
     const SyntheticOptions& options() const { return options_; }
 
+    // Block `num` as served: derive()'s, made payable by the ledger in ledger mode.
     void generate(std::uint32_t num, std::uint64_t salt, SynBlock& out) const;
+    // Block `num` from (seed, number, salt) alone.
+    void derive(std::uint32_t num, std::uint64_t salt, SynBlock& out) const;
+    // The ledger of ledger mode (nullptr otherwise).
+    SyntheticLedger* ledger() const { return ledger_.get(); }
     bool is_pathological(std::uint32_t num) const;
 
     // Ops present on a node of this naming (Steem-era nodes lack newer virtual ops).
@@ -147,6 +158,7 @@ private:
     char* write_permlink_at(char* p, std::uint64_t r) const;
 
     SyntheticOptions options_;
+    std::shared_ptr<SyntheticLedger> ledger_;
     SymbolTable symbols_;
     std::vector<std::string> accounts_;
     std::vector<JsonWriter::Slot> quoted_accounts_;  // "name", ready to copy

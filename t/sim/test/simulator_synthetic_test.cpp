@@ -7,6 +7,7 @@
 #include <set>
 
 #include "json_writer.hpp"
+#include "served_ops.hpp"
 #include "synthetic_chain.hpp"
 #include "wallet/decoder.hpp"
 
@@ -21,23 +22,7 @@ sim::SyntheticChain chain_with(std::uint64_t seed, sim::Naming naming = sim::Nam
     return sim::SyntheticChain(options);
 }
 
-// The block's ops as the node serves them (emitted ones only), one JSON text per op.
-std::vector<std::string> serve(const sim::SyntheticChain& chain, std::uint32_t num, sim::Form form,
-                               std::uint64_t salt = 0) {
-    sim::SynBlock block;
-    chain.generate(num, salt, block);
-    std::vector<std::string> out;
-    sim::EnvelopePrefix prefix;
-    for (const sim::SynOp& op : block.ops) {
-        if (!chain.emitted(op)) continue;
-        sim::OutputBuffer buffer;
-        sim::JsonWriter writer(buffer);
-        chain.envelope_prefix(block, op.trx_in_block, prefix);
-        chain.write_envelope(writer, block, op, form, prefix);
-        out.push_back(buffer.str());
-    }
-    return out;
-}
+using sim::test::serve;
 
 wallet::JsonPtr parse(const std::string& text) {
     json_error_t error;
