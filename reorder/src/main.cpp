@@ -71,9 +71,10 @@ void print_help() {
                  "  --no-merge        steps only\n"
                  "  --max-steps=N     stop after N transactions, steps and merges (default: until caught up)\n"
                  "  --no-vacuum       leave the VACUUM to autovacuum\n\n"
-                 "Environment: the indexer's database settings (INDEXER_DATABASE_URL, or WALLET_WRITER_PASSWORD\n"
-                 "with DB_BIND_HOST, DB_BIND_PORT, DB_NAME). Exit status 0: caught up (or --max-steps done);\n"
-                 "1: the database failed (run it again); 2: bad arguments or settings.\n";
+                 "Exit status 0: caught up (or --max-steps done); 1: the database failed (run it again);\n"
+                 "2: bad arguments or settings.\n\n"
+                 "Settings: the indexer's (environment variables; every one it reads and validates at start):\n"
+              << wallet::settings_help(wallet::Component::Indexer);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // validation, amount printing, client identity and the token buckets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -327,4 +329,24 @@ TEST(ApiCore, PageStatementPassesTheRememberedAccount) {
     EXPECT_EQ(warm.params[8], "123456789");
     query.op_types = {"transfer"};
     EXPECT_EQ(page_statement(query, RememberedAccount{42, 1}).params.size(), 10U);
+}
+
+// `wallet-db-setup --api-settings` lists settings_read_by(Api): every
+// variable the module's configuration reads must be there.
+TEST(ApiCore, EverySettingTheModuleReadsIsListed) {
+    std::vector<std::string> read;
+    const wallet::EnvLookup recorder = [&read](const std::string& name) -> std::optional<std::string> {
+        read.push_back(name);
+        if (name == "WALLET_API_READER_PASSWORD") return "a-reader-password-of-length";
+        return std::nullopt;
+    };
+    ASSERT_TRUE(wallet::api::load_api_config(recorder, {}).ok());
+    std::vector<std::string> listed;
+    for (const auto& doc : wallet::settings_read_by(wallet::Component::Api)) listed.emplace_back(doc.name);
+    for (const auto& name : read) {
+        EXPECT_NE(std::find(listed.begin(), listed.end(), name), listed.end()) << name << " is read but not listed";
+    }
+    const std::string help = wallet::settings_help(wallet::Component::Api);
+    EXPECT_NE(help.find("WALLET_API_ACCOUNT_CACHE"), std::string::npos) << help;
+    EXPECT_NE(help.find("API_BIND_PORT"), std::string::npos) << help;
 }
