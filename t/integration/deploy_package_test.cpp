@@ -119,6 +119,8 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./usr/share/doc/hive-wallet/copyright", data},
         {"./usr/share/doc/hive-wallet/changelog.gz", data},
         {"./usr/share/doc/hive-wallet/deploy.md", data},
+        {"./usr/share/man/man1/wallet-indexer.1.gz", data},
+        {"./usr/share/man/man1/wallet-db-setup.1.gz", data},
         {"./usr/share/doc/hive-wallet/JSONRPC_ROUTER.md", data},
     };
     for (const auto& [path, mode] : expected) {
