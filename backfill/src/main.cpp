@@ -79,15 +79,8 @@ void print_help() {
                  "  --progress=auto|bar|log|none  live bar on a terminal, log lines otherwise (auto)\n"
                  "  --progress-interval-ms=N    time between progress log lines (default 10000)\n"
                  "  --help, --version\n\n"
-                 "Settings (environment variables):\n";
-    for (const auto& doc : setting_docs()) {
-        const std::string name = doc.name;
-        if (name.rfind("BACKFILL_", 0) == 0 || name.rfind("DB_", 0) == 0 || name == "WALLET_WRITER_PASSWORD" ||
-            name == "INDEXER_DATABASE_URL" || name == "CHAIN_RPC_URL" || name == "CHAIN_RPC_MAX_RESPONSE_BYTES" ||
-            name == "CHAIN_ASSET_TABLE") {
-            std::printf("  %-30s %-18s %s\n", doc.name, doc.default_value, doc.meaning);
-        }
-    }
+                 "Settings (environment variables; every one it reads and validates at start):\n"
+              << settings_help(Component::Backfill);
     std::cout << "\nExit status: 0 every shard of the range is done, 1 the range is not complete (a failure;\n"
                  "the log says which), 2 bad configuration or arguments, or a store that a bulk load refuses\n"
                  "(or, without --bulk, one in an unfinished bulk load), 3 stopped by SIGTERM or SIGINT.\n"

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <utility>
 
 namespace wallet {
@@ -150,6 +154,11 @@ public:
     std::string required_password(const std::string& name) const {
         auto v = raw(name);
         if (!v || v->empty()) throw ConfigError(name + " is required: set a strong password (at least 16 characters)");
+        if (v->rfind(kPlaceholderPrefix, 0) == 0) {
+            // A placeholder is no secret: showing it names the file to edit.
+            throw ConfigError(name + " is still the placeholder \"" + *v +
+                              "\": set a generated password there (docs/deploy.md, \"Secrets\")");
+        }
         if (v->size() < 16) throw ConfigError(name + " is too weak: use at least 16 characters");
         return *v;
     }
@@ -251,6 +260,63 @@ std::string DatabaseSettings::superuser_url(const std::string& database) const {
 }
 
 const std::vector<SettingDoc>& setting_docs() { return kDocs; }
+
+Result<std::map<std::string, std::string>> read_env_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
+    std::map<std::string, std::string> values;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        auto trim = [](std::string text) {
+            const auto begin = text.find_first_not_of(" \t\r");
+            if (begin == std::string::npos) return std::string();
+            return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
+        };
+        line = trim(line);
+        if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+        const auto eq = line.find('=');
+        const std::string key = eq == std::string::npos ? "" : trim(line.substr(0, eq));
+        const bool name_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+            return std::isalnum(c) || c == '_';
+        });
+        if (!name_ok) return make_error(path + " line " + std::to_string(number) + ": expected NAME=VALUE");
+        std::string value = trim(line.substr(eq + 1));
+        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+            value = value.substr(1, value.size() - 2);
+        }
+        values[key] = value;
+    }
+    return values;
+}
+
+std::vector<SettingDoc> settings_read_by(Component component) {
+    // A run of load_settings that records each name it asks for; the required
+    // passwords get distinct valid values so that every later read happens.
+    std::vector<std::string> names;
+    const EnvLookup recorder = [&names](const std::string& name) -> std::optional<std::string> {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        if (name == "DB_PASSWORD" || name == "WALLET_WRITER_PASSWORD" || name == "WALLET_API_READER_PASSWORD") {
+            return "recorded-" + name;
+        }
+        return std::nullopt;
+    };
+    load_settings(recorder, component);
+    // The API module also reads its account cache bound (ngx_module/api/core/api_config.cpp).
+    if (component == Component::Api) names.push_back("WALLET_API_ACCOUNT_CACHE");
+    std::vector<SettingDoc> out;
+    for (const auto& name : names) out.push_back(doc_of(name));
+    return out;
+}
+
+std::string settings_help(Component component) {
+    std::string out;
+    char line[512];
+    for (const auto& doc : settings_read_by(component)) {
+        std::snprintf(line, sizeof line, "  %-32s %-18s %s\n", doc.name, doc.default_value, doc.meaning);
+        out += line;
+    }
+    return out;
+}
 
 Settings load_settings(const EnvLookup& env, Component component) {
     Reader r(env);

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 using wallet::Component;
 using wallet::ConfigError;
@@ -188,4 +192,55 @@ TEST(Config, LoopbackRecognition) {
     EXPECT_FALSE(wallet::is_loopback_host("0.0.0.0"));
     EXPECT_FALSE(wallet::is_loopback_host("128.0.0.1"));
     EXPECT_FALSE(wallet::is_loopback_host("db.example"));
+}
+
+// issue 35: the example files' placeholders cannot pass validation; the error
+// names the variable and, through the placeholder, the file to edit.
+TEST(Config, PlaceholderSecretsAreRefusedNamingVariableAndFile) {
+    auto env = valid_env();
+    env["WALLET_WRITER_PASSWORD"] = "CHANGE-ME-in-/etc/wallet/secrets.env";
+    EXPECT_NE(error_of(env, Component::Indexer)
+                  .find("WALLET_WRITER_PASSWORD is still the placeholder \"CHANGE-ME-in-/etc/wallet/secrets.env\""),
+              std::string::npos)
+        << error_of(env, Component::Indexer);
+}
+
+// The settings files as systemd's EnvironmentFile= reads them.
+TEST(Config, EnvFilesReadLikeSystemdReadsThem) {
+    const std::string path = testing::TempDir() + "/wallet-env-file-test.env";
+    {
+        std::ofstream out(path);
+        out << "# comment\n; another\n\nA=1\n  B = two words  \nC=\"quoted value\"\nD='single'\nA=last\nE=\n";
+    }
+    auto values = wallet::read_env_file(path);
+    ASSERT_TRUE(values.ok()) << values.error();
+    EXPECT_EQ(*values, (std::map<std::string, std::string>{
+                           {"A", "last"}, {"B", "two words"}, {"C", "quoted value"}, {"D", "single"}, {"E", ""}}));
+    {
+        std::ofstream out(path);
+        out << "A=1\nnot a setting\n";
+    }
+    auto bad = wallet::read_env_file(path);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error(), path + " line 2: expected NAME=VALUE");
+    std::remove(path.c_str());
+    auto missing = wallet::read_env_file(path);
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error(), "cannot read " + path + ": No such file or directory");
+}
+
+// --help lists what load_settings reads, for each program.
+TEST(Config, SettingsReadByEachComponentAreTheOnesItsStartReads) {
+    for (auto component : {Component::DatabaseSetup, Component::Indexer, Component::Backfill, Component::Api}) {
+        std::vector<std::string> read;
+        auto env = valid_env();
+        const wallet::EnvLookup recorder = [&](const std::string& name) -> std::optional<std::string> {
+            read.push_back(name);
+            auto it = env.find(name);
+            return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+        };
+        load_settings(recorder, component);
+        const std::string help = wallet::settings_help(component);
+        for (const auto& name : read) EXPECT_NE(help.find("  " + name + " "), std::string::npos) << name;
+    }
 }

@@ -27,14 +27,8 @@ void print_help() {
                  "(GET /health, GET /metrics on INDEXER_HEALTH_ADDR). Stops on SIGTERM or SIGINT.\n\n"
                  "  --write-method=copy|insert  how rows reach the table (default copy: COPY into a\n"
                  "                              staging table, then an idempotent merge)\n\n"
-                 "Settings (environment variables):\n";
-    for (const auto& doc : setting_docs()) {
-        const std::string name = doc.name;
-        if (name.rfind("INDEXER_", 0) == 0 || name.rfind("CHAIN_", 0) == 0 || name.rfind("DB_", 0) == 0 ||
-            name == "WALLET_WRITER_PASSWORD") {
-            std::printf("  %-30s %-18s %s\n", doc.name, doc.default_value, doc.meaning);
-        }
-    }
+                 "Settings (environment variables; every one it reads and validates at start):\n"
+              << settings_help(Component::Indexer);
     std::cout << "\nExit status: 0 stopped by a signal, 2 bad configuration (or a bulk load of the store,\n"
                  "wallet-backfill --bulk, is unfinished), 3 halted by a fork deeper than INDEXER_MAX_FORK_DEPTH.\n";
 }

@@ -5,12 +5,17 @@
 // Directives:
 //   wallet_history_api;              location: serves the JSON-RPC methods
 //   wallet_history_health;           location: GET -> {"ok": true|false}
+//   wallet_history_env_file PATH;    http: a settings file (KEY=VALUE lines, as
+//                                    systemd's EnvironmentFile=); may repeat,
+//                                    a later file wins; wins over the environment
 //   wallet_history_set NAME VALUE;   http: overrides one WALLET_API_* / API_*
-//                                    (or DB_*) variable of the environment
+//                                    (or DB_*) variable of the files and the environment
 //
-// Settings are read from the environment when nginx loads its configuration
-// (so `nginx -t` validates them and names a bad one); conf/nginx/ lists the
-// `env` lines that keep them visible to the worker processes.
+// Settings are read when nginx loads its configuration (so `nginx -t`
+// validates them and names a bad one or an unreadable file). The files are
+// read by the master as it parses the configuration, so `nginx -t` from any
+// shell sees the same secrets as the service; the environment is the
+// fallback (conf/nginx/wallet-history-env.conf's `env` lines keep it).
 #include <signal.h>
 
 #include <algorithm>
@@ -71,6 +76,7 @@ struct WalletHistoryShared {
 
 struct ngx_http_wallet_history_main_conf_t {
     ngx_flag_t used;
+    ngx_array_t* env_files;  // of ngx_str_t, full paths
     ngx_array_t* overrides;  // of ngx_keyval_t
     ngx_shm_zone_t* shm_zone;
     WalletHistoryRuntime* runtime;
@@ -79,6 +85,7 @@ struct ngx_http_wallet_history_main_conf_t {
 static char* ngx_http_wallet_history_api(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 static char* ngx_http_wallet_history_health(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 static char* ngx_http_wallet_history_set(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+static char* ngx_http_wallet_history_env_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 static void* ngx_http_wallet_history_create_main_conf(ngx_conf_t* cf);
 static char* ngx_http_wallet_history_init_main_conf(ngx_conf_t* cf, void* conf);
 static ngx_int_t ngx_http_wallet_history_init_module(ngx_cycle_t* cycle);
@@ -91,6 +98,8 @@ static ngx_command_t ngx_http_wallet_history_commands[] = {
     {ngx_string("wallet_history_health"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, ngx_http_wallet_history_health, 0, 0,
      nullptr},
     {ngx_string("wallet_history_set"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, ngx_http_wallet_history_set,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("wallet_history_env_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_wallet_history_env_file,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
@@ -619,6 +628,17 @@ void destroy_runtime(void* data) { static_cast<WalletHistoryRuntime*>(data)->~Wa
 
 char* load_runtime(ngx_conf_t* cf, ngx_http_wallet_history_main_conf_t* mcf) {
     std::map<std::string, std::string> overrides;
+    if (mcf->env_files != nullptr) {
+        auto* files = static_cast<ngx_str_t*>(mcf->env_files->elts);
+        for (ngx_uint_t i = 0; i < mcf->env_files->nelts; ++i) {
+            auto values = wallet::read_env_file(std::string(reinterpret_cast<char*>(files[i].data), files[i].len));
+            if (!values) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "wallet_history_env_file: %s", values.error().c_str());
+                return static_cast<char*>(NGX_CONF_ERROR);
+            }
+            for (auto& [name, value] : *values) overrides[name] = std::move(value);
+        }
+    }
     if (mcf->overrides != nullptr) {
         auto* kv = static_cast<ngx_keyval_t*>(mcf->overrides->elts);
         for (ngx_uint_t i = 0; i < mcf->overrides->nelts; ++i) {
@@ -692,6 +712,20 @@ static char* ngx_http_wallet_history_set(ngx_conf_t* cf, ngx_command_t*, void* c
     if (kv == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
     kv->key = args[1];
     kv->value = args[2];
+    return NGX_CONF_OK;
+}
+
+static char* ngx_http_wallet_history_env_file(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(conf);
+    ngx_str_t path = static_cast<ngx_str_t*>(cf->args->elts)[1];
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
+    if (mcf->env_files == nullptr) {
+        mcf->env_files = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
+        if (mcf->env_files == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    auto* slot = static_cast<ngx_str_t*>(ngx_array_push(mcf->env_files));
+    if (slot == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    *slot = path;
     return NGX_CONF_OK;
 }
 

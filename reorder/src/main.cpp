@@ -118,9 +118,10 @@ void print_help() {
                  "  --standby-wait-ms=N  after each transaction, wait until the standbys have replayed it,\n"
                  "                    at most N ms (default 60000; 0: no waiting)\n"
                  "  --no-vacuum       leave the VACUUM to autovacuum\n\n"
-                 "Environment: the indexer's database settings (INDEXER_DATABASE_URL, or WALLET_WRITER_PASSWORD\n"
-                 "with DB_BIND_HOST, DB_BIND_PORT, DB_NAME). Exit status 0: caught up (or --max-steps done);\n"
-                 "1: the database failed (run it again); 2: bad arguments or settings.\n";
+                 "Exit status 0: caught up (or --max-steps done); 1: the database failed (run it again);\n"
+                 "2: bad arguments or settings.\n\n"
+                 "Settings: the indexer's (environment variables; every one it reads and validates at start):\n"
+              << wallet::settings_help(wallet::Component::Indexer);
 }
 
 }  // namespace

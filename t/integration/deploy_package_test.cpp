@@ -7,21 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <optional>
 #include <sstream>
 
+#include "deploy_support.hpp"
 #include "harness/harness.hpp"
+#include "wallet/config.hpp"
 
 using namespace harness;
 
 namespace {
 
-fs::path deb_path() {
-    static const std::string arch = [] {
-        auto r = run_command({"dpkg", "--print-architecture"});
-        return r.output.substr(0, r.output.find('\n'));
-    }();
-    return binary_dir() / "deploy" / ("hive-wallet_" + std::string(WALLET_VERSION) + "_" + arch + ".deb");
-}
+fs::path deb_path() { return deploy_test::built_package(); }
 
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;
@@ -43,7 +40,7 @@ public:
     fs::path relocated(const std::string& relative) const {
         std::string text = read_file(dir_.path() / relative);
         text = replace_all(text, "modules/ngx_http_wallet_module.so", (dir_.path() / "usr/lib/nginx/modules/ngx_http_wallet_module.so").string());
-        for (const char* shipped : {"/etc/nginx/wallet-rpc/", "/etc/wallet-rpc/"}) {
+        for (const char* shipped : {"/etc/nginx/wallet-rpc/", "/etc/wallet-rpc/", "/etc/wallet/"}) {
             text = replace_all(text, shipped, (dir_.path() / std::string(shipped).substr(1)).string());
         }
         fs::path copy = dir_.path() / "relocated" / fs::path(relative).filename();
@@ -108,9 +105,9 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./usr/share/nginx/modules-available/mod-http-wallet.conf", data},
         {"./lib/systemd/system/wallet-indexer.service", data},
         {"./lib/systemd/system/wallet-backfill.service", data},
+        {"./lib/systemd/system/wallet-backfill-bulk.service", data},
         {"./lib/systemd/system/wallet-reorder.service", data},
         {"./lib/systemd/system/wallet-reorder.timer", data},
-        {"./lib/systemd/system/nginx.service.d/hive-wallet.conf", data},
         {"./etc/nginx/wallet-rpc/jsonrpc-router.conf", data},
         {"./etc/nginx/wallet-rpc/wallet-history-api.conf", data},
         {"./etc/nginx/wallet-rpc/wallet-history-env.conf", data},
@@ -121,6 +118,10 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./etc/wallet/api.env", secret},
         {"./usr/share/doc/hive-wallet/copyright", data},
         {"./usr/share/doc/hive-wallet/changelog.gz", data},
+        {"./usr/share/doc/hive-wallet/deploy.md", data},
+        {"./usr/share/man/man1/wallet-indexer.1.gz", data},
+        {"./usr/share/man/man1/wallet-db-setup.1.gz", data},
+        {"./usr/share/doc/hive-wallet/JSONRPC_ROUTER.md", data},
     };
     for (const auto& [path, mode] : expected) {
         ASSERT_TRUE(mode_of.contains(path)) << path << " missing from\n" << listing.output;
@@ -175,26 +176,60 @@ TEST(DebianPackage, DependsComeFromTheBinariesAndNameTheNginxAbi) {
     }
     EXPECT_NE(depends.find("adduser"), std::string::npos) << depends;
     EXPECT_EQ(control_field("Package"), "hive-wallet\n");
-    EXPECT_EQ(control_field("Version"), std::string(WALLET_VERSION) + "\n");
+    // The version from git: the project's, then the commits (docs/debian-package.md).
+    const std::string version = control_field("Version");
+    EXPECT_NE(version.find('+'), std::string::npos) << version;
+    EXPECT_NE(deb_path().filename().string().find("_" + version.substr(0, version.size() - 1) + "_"), std::string::npos);
+}
+
+// The secrets file postinst generates, here with fixed values.
+void write_secrets(const ExtractedPackage& root, const std::string& writer, const std::string& reader) {
+    write_file(root / "etc/wallet/secrets.env", "WALLET_WRITER_PASSWORD=" + writer + "\nWALLET_API_READER_PASSWORD=" +
+                                                     reader + "\nWALLET_API_CURSOR_SECRET=a-cursor-key-of-32-characters-xx\n");
+}
+
+// nginx with the package's snippet and includes (paths into the extracted
+// tree) and nothing in its environment: the API reads its settings from the
+// files its configuration names, as `nginx -t` from a plain shell would.
+NginxServer::Options packaged_api_and_router(const ExtractedPackage& root) {
+    NginxServer::Options options;
+    options.load_module = false;  // the package's snippet loads the package's module
+    options.main_config = "include " + root.relocated("usr/share/nginx/modules-available/mod-http-wallet.conf").string() + ";";
+    options.http_config = "include " + root.relocated("etc/nginx/wallet-rpc/wallet-history-api.conf").string() +
+                          ";\nserver {\n    listen 127.0.0.1:{{PORT}};\n    include " +
+                          root.relocated("etc/nginx/wallet-rpc/jsonrpc-router.conf").string() + ";\n}\n";
+    return options;
 }
 
 TEST(DebianPackage, ExtractedModulePassesNginxTWithTheShippedSnippetAndIncludes) {
     ExtractedPackage root;
-    NginxServer::Options options;
-    options.load_module = false;  // the package's snippet loads the package's module
-    options.main_config = "include " + root.relocated("usr/share/nginx/modules-available/mod-http-wallet.conf").string() + ";";
-    options.http_config = "include " + (root / "etc/nginx/wallet-rpc/wallet-history-api.conf").string() +
-                          ";\nserver {\n    listen 127.0.0.1:{{PORT}};\n    include " +
-                          root.relocated("etc/nginx/wallet-rpc/jsonrpc-router.conf").string() + ";\n}\n";
-    // The settings of the shipped /etc/wallet/api.env, as the nginx.service drop-in passes them.
-    for (const auto& line : lines_of(read_file(root / "etc/wallet/api.env"))) {
-        auto eq = line.find('=');
-        if (!line.empty() && line[0] != '#' && eq != std::string::npos) options.env[line.substr(0, eq)] = line.substr(eq + 1);
-    }
-    ASSERT_TRUE(options.env.contains("WALLET_API_READER_PASSWORD"));
-    auto r = NginxServer::test_config(options);
+    write_secrets(root, "a-writer-password-0123456789", "a-reader-password-0123456789");
+    auto r = NginxServer::test_config(packaged_api_and_router(root));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("test is successful"), std::string::npos) << r.output;
+    // The API listens beside hived on a port no Hive service uses.
+    EXPECT_NE(read_file(root / "etc/nginx/wallet-rpc/wallet-history-api.conf").find("listen 127.0.0.1:7730;"),
+              std::string::npos);
+}
+
+// issue 35: `nginx -t` names a missing secrets file, and refuses the
+// examples' placeholder naming the variable and the file to edit.
+TEST(DebianPackage, NginxTNamesAMissingSecretsFileAndRefusesAPlaceholder) {
+    ExtractedPackage root;
+    auto missing = NginxServer::test_config(packaged_api_and_router(root));
+    EXPECT_NE(missing.exit_code, 0) << missing.output;
+    EXPECT_NE(missing.output.find("wallet_history_env_file: cannot read " + (root / "etc/wallet/secrets.env").string() +
+                                  ": No such file or directory"),
+              std::string::npos)
+        << missing.output;
+
+    fs::copy_file(source_dir() / "conf/env/secrets.env.example", root / "etc/wallet/secrets.env");
+    auto placeholder = NginxServer::test_config(packaged_api_and_router(root));
+    EXPECT_NE(placeholder.exit_code, 0) << placeholder.output;
+    EXPECT_NE(placeholder.output.find(
+                  "WALLET_API_READER_PASSWORD is still the placeholder \"CHANGE-ME-in-/etc/wallet/secrets.env\""),
+              std::string::npos)
+        << placeholder.output;
 }
 
 // postinst enables the module on every edge's nginx at once: with no wallet
@@ -212,9 +247,44 @@ TEST(DebianPackage, EnabledModuleAloneKeepsAnUnconfiguredNginxValid) {
 
 TEST(DebianPackage, ProgramsPrintTheirVersion) {
     ExtractedPackage root;
+    const std::string version = control_field("Version");
     for (const char* program : {"wallet-indexer", "wallet-backfill", "wallet-reorder", "wallet-db-setup", "wallet-rpc-proxy"}) {
         auto r = run_command({(root / ("usr/bin/" + std::string(program))).string(), "--version"});
         EXPECT_EQ(r.exit_code, 0) << program << ": " << r.output;
-        EXPECT_EQ(r.output, std::string(program) + " " + WALLET_VERSION + "\n") << program;
+        EXPECT_EQ(r.output, std::string(program) + " " + version) << program;
+    }
+}
+
+// What an operator reads (issue 32): each installed program's --help names
+// every variable its start-up reads (recorded from load_settings here), and
+// `wallet-db-setup --api-settings` every one of the nginx module.
+TEST(DebianPackage, HelpTextsListEverySettingTheProgramsRead) {
+    ExtractedPackage root;
+    auto read_by = [](wallet::Component component) {
+        std::vector<std::string> names;
+        const wallet::EnvLookup recorder = [&names](const std::string& name) -> std::optional<std::string> {
+            names.push_back(name);
+            if (name.find("PASSWORD") != std::string::npos) return "recorded-password-" + name;
+            return std::nullopt;
+        };
+        wallet::load_settings(recorder, component);
+        return names;
+    };
+    const std::vector<std::pair<std::vector<std::string>, wallet::Component>> cases = {
+        {{"wallet-indexer", "--help"}, wallet::Component::Indexer},
+        {{"wallet-backfill", "--help"}, wallet::Component::Backfill},
+        {{"wallet-reorder", "--help"}, wallet::Component::Indexer},
+        {{"wallet-db-setup", "--help"}, wallet::Component::DatabaseSetup},
+        {{"wallet-db-setup", "--api-settings"}, wallet::Component::Api},
+    };
+    for (const auto& [command, component] : cases) {
+        auto r = run_command({(root / ("usr/bin/" + command[0])).string(), command[1]});
+        ASSERT_EQ(r.exit_code, 0) << command[0] << " " << command[1] << ": " << r.output;
+        auto names = read_by(component);
+        if (component == wallet::Component::Api) names.push_back("WALLET_API_ACCOUNT_CACHE");
+        for (const auto& name : names) {
+            EXPECT_NE(r.output.find("\n  " + name + " "), std::string::npos)
+                << command[0] << " " << command[1] << " does not list " << name << ":\n" << r.output;
+        }
     }
 }

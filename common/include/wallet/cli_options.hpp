@@ -10,6 +10,9 @@
 
 namespace wallet {
 
+// The version --version prints (WALLET_PACKAGE_VERSION of the build).
+const char* package_version();
+
 // The positive integer of `arg` when it is `prefix` followed by one (for
 // example "--step-blocks=" and "--step-blocks=100"); nullopt otherwise.
 inline std::optional<std::int64_t> number_option(const std::string& arg, const std::string& prefix) {
@@ -33,7 +36,7 @@ bool answer_help_or_version(const std::string& arg, std::string_view program, Pr
         return true;
     }
     if (arg == "--version") {
-        out << program << ' ' << WALLET_VERSION << '\n';
+        out << program << ' ' << package_version() << '\n';
         return true;
     }
     return false;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "wallet/result.hpp"
+
 namespace wallet {
 
 // Where settings come from: the process environment, or a map in tests.
@@ -126,10 +128,28 @@ struct SettingDoc {
 };
 const std::vector<SettingDoc>& setting_docs();
 
+// The variables a component reads at start (everything load_settings reads
+// for it, plus what only that component reads), in reading order: what its
+// --help lists. Recorded from load_settings itself, so a new setting cannot
+// be missing from a program's help.
+std::vector<SettingDoc> settings_read_by(Component component);
+// settings_read_by as aligned "  NAME  DEFAULT  MEANING" lines, for --help.
+std::string settings_help(Component component);
+
 // postgresql:// URL with percent-encoded credentials.
 std::string make_postgres_url(const std::string& user, const std::string& password,
                               const std::string& host, std::uint16_t port, const std::string& database);
 
 bool is_loopback_host(const std::string& host);
+
+// The KEY=VALUE lines of a settings file as systemd's EnvironmentFile= reads
+// them (blank lines and lines starting with # or ; skipped, whitespace around
+// the key and before the value dropped, one pair of enclosing quotes
+// removed). The error names the file, and the line when it is not KEY=VALUE.
+Result<std::map<std::string, std::string>> read_env_file(const std::string& path);
+
+// The example settings files ship secrets as "CHANGE-ME-in-<file>":
+// required_password refuses such a value, naming the variable and the file.
+inline constexpr const char* kPlaceholderPrefix = "CHANGE-ME";
 
 }  // namespace wallet

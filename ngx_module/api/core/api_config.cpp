@@ -43,6 +43,10 @@ Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::stri
             return make_error(
                 "WALLET_API_CURSOR_SECRET is required when API_DATABASE_URL is set without WALLET_API_READER_PASSWORD");
         }
+        if (explicit_secret && explicit_secret->rfind(kPlaceholderPrefix, 0) == 0) {
+            return make_error("WALLET_API_CURSOR_SECRET is still the placeholder \"" + *explicit_secret +
+                              "\": set a generated key there (docs/deploy.md, \"Secrets\")");
+        }
         if (config.api.cursor_secret.size() < CursorCodec::kMinSecretLength) {
             return make_error("invalid WALLET_API_CURSOR_SECRET: expected at least " +
                               std::to_string(CursorCodec::kMinSecretLength) + " characters");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -399,4 +400,24 @@ TEST(ApiCore, InflightTableTakesTheRequestsOfDeadWorkersOut) {
     EXPECT_EQ(table->total(), 0);
     EXPECT_TRUE(table->try_enter(e, 3));
     EXPECT_EQ(table->total(), 1);
+}
+
+// `wallet-db-setup --api-settings` lists settings_read_by(Api): every
+// variable the module's configuration reads must be there.
+TEST(ApiCore, EverySettingTheModuleReadsIsListed) {
+    std::vector<std::string> read;
+    const wallet::EnvLookup recorder = [&read](const std::string& name) -> std::optional<std::string> {
+        read.push_back(name);
+        if (name == "WALLET_API_READER_PASSWORD") return "a-reader-password-of-length";
+        return std::nullopt;
+    };
+    ASSERT_TRUE(wallet::api::load_api_config(recorder, {}).ok());
+    std::vector<std::string> listed;
+    for (const auto& doc : wallet::settings_read_by(wallet::Component::Api)) listed.emplace_back(doc.name);
+    for (const auto& name : read) {
+        EXPECT_NE(std::find(listed.begin(), listed.end(), name), listed.end()) << name << " is read but not listed";
+    }
+    const std::string help = wallet::settings_help(wallet::Component::Api);
+    EXPECT_NE(help.find("WALLET_API_ACCOUNT_CACHE"), std::string::npos) << help;
+    EXPECT_NE(help.find("API_BIND_PORT"), std::string::npos) << help;
 }
