@@ -22,6 +22,7 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     ngx_flag_t websocket;
     ngx_msec_t ws_idle_timeout;
     ngx_msec_t ws_ping_interval;
+    ngx_uint_t max_client_calls;
     ngx_flag_t ssl_verify;
     ngx_str_t ssl_trusted_certificate;
 };

@@ -265,7 +265,7 @@ void Call::fail(int code, const std::string& message, const std::string& detail)
     std::string path = plan().path.empty() ? std::string("-") : plan().path;
     if (exchange_.quiet()) {
         // A chain-node poll: its poller reports the target's state.
-    } else if (code >= 1000) {
+    } else if (code >= 1000 && code != jsonrpc::code::client_busy) {
         ngx_log_error(NGX_LOG_ERR, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s (%s)",
                       request_id.c_str(), code, path.c_str(), message.c_str(), detail.c_str());
     } else {
@@ -287,10 +287,14 @@ void Call::finish(std::string text) {
 // ---- Exchange -------------------------------------------------------------------------
 
 Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
-                   router::ClientTransport transport)
-    : instance_(instance), log_(log), owner_(owner), transport_(transport), request_id_(Worker::get().next_request_id()) {}
+                   router::ClientTransport transport, std::string_view client)
+    : instance_(instance), log_(log), owner_(owner), transport_(transport), client_(client),
+      request_id_(Worker::get().next_request_id()) {}
 
-Exchange::~Exchange() = default;
+Exchange::~Exchange() {
+    calls_.clear();  // cancels what is still with a target or the cache
+    if (client_calls_ > 0) Worker::get().client_calls().release(client_, client_calls_);
+}
 
 void Exchange::start(std::string_view body) {
     plan_ = router::plan_request(body, instance_.table, instance_.limits);
@@ -302,6 +306,18 @@ void Exchange::start(std::string_view body) {
         done_ = true;
         owner_.exchange_done(*this);  // may destroy this Exchange
         return;
+    }
+    // The client's budget of calls in flight (in this worker): the calls
+    // over it are answered with an error, the others go on.
+    const std::size_t granted = client_.empty() ? plan_.calls.size()
+                                                : Worker::get().client_calls().claim(client_, plan_.calls.size(),
+                                                                                     instance_.max_client_calls);
+    if (!client_.empty()) client_calls_ = granted;
+    for (std::size_t i = granted; i < plan_.calls.size(); ++i) {
+        if (plan_.calls[i].error) continue;
+        plan_.calls[i].error = jsonrpc::ErrorInfo{
+            jsonrpc::code::client_busy, "Too many calls in flight from this client (at most " +
+                                            std::to_string(instance_.max_client_calls) + "); retry after the answers"};
     }
     calls_.reserve(plan_.calls.size());
     for (std::size_t i = 0; i < plan_.calls.size(); ++i) calls_.push_back(std::make_unique<Call>(*this, i));

@@ -125,8 +125,10 @@ protected:
 
 class Exchange {
 public:
+    // `client`: the client's address (wallet::ngx::client_address), empty
+    // for the router's own polls.
     Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
-             router::ClientTransport transport = router::ClientTransport::Http);
+             router::ClientTransport transport = router::ClientTransport::Http, std::string_view client = {});
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -156,6 +158,7 @@ public:
     ngx_log_t* log() const { return log_; }
     const router::RequestPlan& plan() const { return plan_; }
     router::ClientTransport transport() const { return transport_; }
+    const std::string& client() const { return client_; }
     void call_finished();
 
 private:
@@ -163,6 +166,8 @@ private:
     ngx_log_t* log_;
     ExchangeOwner& owner_;
     router::ClientTransport transport_;
+    std::string client_;
+    std::size_t client_calls_ = 0;  // this exchange's share of its client's calls in flight
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed
     std::vector<std::unique_ptr<Call>> calls_;

@@ -6,9 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "api_limits.hpp"
 #include "jsonrpc_error.hpp"
 #include "ngx_http_jsonrpc_router_stream.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_client.hpp"
 #include "router_http.hpp"
 
 namespace jsonrpc_router {
@@ -59,7 +61,20 @@ public:
         request += endpoint_.path;
         request += " HTTP/1.1\r\nHost: ";
         request += endpoint_.host_header;
-        request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ";
+        request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\n";
+        if (const std::string& client = call.exchange().client(); !client.empty()) {
+            // Who the call is for, to the target's own limits: a proxy's
+            // X-Forwarded-For, and the token-proven header an API of this
+            // nginx trusts without any setting (api_limits.hpp).
+            request += "X-Forwarded-For: ";
+            request += client;
+            request += "\r\n";
+            request += wallet::api::kRouterClientHeader;
+            request += ": ";
+            request += wallet::api::router_client_value(wallet::ngx::router_token(), client);
+            request += "\r\n";
+        }
+        request += "Content-Length: ";
         char digits[24];
         request.append(digits, std::to_chars(digits, digits + sizeof digits, body_.size()).ptr);
         request += "\r\n\r\n";

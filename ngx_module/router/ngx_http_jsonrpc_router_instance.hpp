@@ -55,6 +55,7 @@ struct RouterInstance {
     ngx_msec_t keepalive_timeout = 60000;
     std::size_t ws_upstream_connections = 2; // per ws:// target per worker
     std::size_t max_response = 64 << 20;     // upstream body limit
+    std::size_t max_client_calls = 200;      // calls in flight per client address and worker (0 = no limit)
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
     ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to

@@ -11,6 +11,7 @@
 
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_wallet_client.hpp"
 #include "ngx_wallet_connection.hpp"
 #include "ngx_wallet_shared.hpp"
 #include "router_http.hpp"
@@ -180,7 +181,8 @@ private:
     }
 
     void start_exchange(std::string message) {
-        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket));
+        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket,
+                                                       wallet::ngx::client_address(r_)));
         auto it = std::prev(inflight_.end());
         Exchange* exchange = it->get();
         inflight_index_.emplace(exchange, it);

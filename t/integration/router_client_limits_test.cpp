@@ -1,0 +1,164 @@
+// Per-client limits through the router (issues 32 and 33), with the shipped
+// routing file and the limits at their defaults: the API behind the router
+// limits each client on its own (the router tells it who the client is, and
+// no client can forge that), and the router bounds the calls in flight of
+// one client address.
+#include <curl/curl.h>
+
+#include <future>
+
+#include "router_support.hpp"
+#include "support/api_support.hpp"
+
+using namespace router_test;
+
+namespace {
+
+const std::string kWalletCall = R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_methods"})";
+
+std::size_t collect(char* data, std::size_t size, std::size_t count, void* out) {
+    static_cast<std::string*>(out)->append(data, size * count);
+    return size * count;
+}
+
+// A POST sent from the local address `source` (127.0.0.2, 127.0.0.3...: every
+// 127/8 address is this host's). The response body; empty on a transport error.
+std::string post_from(const std::string& source, const std::string& url, const std::string& body,
+                      const std::vector<std::string>& headers = {}) {
+    wallet::CurlPtr curl(curl_easy_init());
+    wallet::CurlSlistPtr list;
+    list.reset(curl_slist_append(list.release(), "Content-Type: application/json"));
+    for (const auto& h : headers) list.reset(curl_slist_append(list.release(), h.c_str()));
+    std::string response;
+    curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl.get(), CURLOPT_INTERFACE, source.c_str());
+    curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, list.get());
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &response);
+    if (curl_easy_perform(curl.get()) != CURLE_OK) return "";
+    return response;
+}
+
+struct Burst {
+    int answered = 0;
+    int limited = 0;
+};
+
+// `n` wallet_history calls one after another from `source`: how many were
+// answered and how many refused by the API's rate limit (a JSON-RPC error).
+Burst burst(const std::string& source, const std::string& url, int n, const std::vector<std::string>& headers = {}) {
+    Burst b;
+    for (int i = 0; i < n; ++i) {
+        std::string body = post_from(source, url, kWalletCall, headers);
+        if (body.find("\"result\"") != std::string::npos) ++b.answered;
+        if (body.find("rate limit exceeded") != std::string::npos) ++b.limited;
+    }
+    return b;
+}
+
+}  // namespace
+
+// The shipped layout: one nginx, the router on the public port and the API on
+// its own, routes.hive.json sending wallet_history.* to the API; the API's
+// limiter at its defaults (10 requests/s, burst 20).
+TEST(RouterClientLimits, EachClientHasItsOwnApiBudgetThroughTheRouter) {
+    api_test::ApiStack stack;
+    const std::uint16_t api_port = harness::free_port();
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json",
+                                   {{"wallet_indexer", "http://127.0.0.1:" + std::to_string(api_port)}}));
+    NginxServer::Options options = nginx_options(
+        router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n") +
+        "server {\n  listen 127.0.0.1:" + std::to_string(api_port) + ";\n  location / { wallet_history_api; }\n}\n");
+    options.env = stack.pg().env();
+    options.env.erase("DB_PASSWORD");
+    NginxServer nginx(options);
+    const std::string router = nginx.url("/");
+    const std::string api = "http://127.0.0.1:" + std::to_string(api_port) + "/";
+
+    // One client spends its burst; another, right after, still has its own.
+    Burst first = burst("127.0.0.2", router, 25);
+    Burst second = burst("127.0.0.3", router, 25);
+    EXPECT_GE(first.answered, 18);
+    EXPECT_GE(first.limited, 1);
+    EXPECT_GE(second.answered, 18) << "the second client shares the first one's budget";
+    EXPECT_GE(second.limited, 1);
+
+    // Headers a client sends to the router name nobody: the router writes its
+    // upstream request itself.
+    const std::vector<std::string> forged = {
+        "X-Forwarded-For: 198.51.100.7",
+        "X-Wallet-Router-Client: 00000000000000000000000000000000 198.51.100.7"};
+    Burst forged_via_router = burst("127.0.0.3", router, 10, forged);
+    EXPECT_LE(forged_via_router.answered, 4);
+    // Sent to the API directly, a router header without the token is ignored.
+    Burst direct = burst("127.0.0.4", api, 25);
+    EXPECT_GE(direct.limited, 1);
+    Burst forged_direct = burst("127.0.0.4", api, 10, forged);
+    EXPECT_LE(forged_direct.answered, 4);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The router's own per-client budget: at most jsonrpc_router_max_client_calls
+// (default 200) calls in flight per client address; the calls over it get a
+// JSON-RPC error at once, other clients are served, and the budget comes back
+// when the answers are out.
+TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
+    Backend node("node", Backend::Options{.slow_ms = 1500});
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n")));
+    const std::string url = nginx.url("/");
+
+    // Five batches of 50 distinct slow calls at once from one address: 250 > 200.
+    std::vector<std::future<std::string>> batches;
+    for (int b = 0; b < 5; ++b) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < 50; ++i) {
+            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
+        }
+        batches.push_back(std::async(std::launch::async, [&url, body = json_list(calls)] {
+            return post_from("127.0.0.2", url, body);
+        }));
+    }
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 200; }, 10s));
+    // Another address meanwhile: served.
+    JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.get_config")));
+    EXPECT_EQ(text_at(other.get(), "result.backend"), "node");
+
+    int answered = 0;
+    int refused = 0;
+    for (auto& f : batches) {
+        JsonPtr batch = parse_json(f.get());
+        ASSERT_TRUE(json_is_array(batch.get()));
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++answered;
+            if (text_at(element, "error.code") == "1700") {
+                ++refused;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));  // the caller's id
+                EXPECT_NE(text_at(element, "error.data"), "<absent>");  // the request id
+            }
+        }
+    }
+    EXPECT_EQ(answered, 200);
+    EXPECT_EQ(refused, 50);
+    // The refused calls never reached the node (its count has the other
+    // client's call and the /stats requests too).
+    EXPECT_LT(node.stats().second, 250);
+
+    // Nothing stays counted: the same client has its whole budget again.
+    std::vector<std::string> calls;
+    for (int i = 0; i < 50; ++i) calls.push_back(rpc("condenser_api.get_config", "[" + std::to_string(i) + "]", "1"));
+    JsonPtr again = parse_json(post_from("127.0.0.2", url, json_list(calls)));
+    for (std::size_t i = 0; i < json_array_size(again.get()); ++i) {
+        EXPECT_EQ(text_at(json_array_get(again.get(), i), "result.backend"), "node");
+    }
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
