@@ -52,9 +52,11 @@ struct RouterInstance {
     std::string cache_prefix = "jsonrpc:";
     std::size_t memory_cache_bytes = 0;      // per-worker layer in front of Redis (0 = off)
     std::size_t keepalive = 32;              // idle upstream connections kept per target
+    std::size_t upstream_connections = 64;   // per http(s):// URL and worker; then calls queue
+    std::size_t upstream_queue = 1024;       // calls waiting per URL and worker; then error 1500
     ngx_msec_t keepalive_timeout = 60000;
     std::size_t ws_upstream_connections = 2; // per ws:// target per worker
-    std::size_t max_response = 64 << 20;     // upstream body limit
+    std::size_t max_response = 16 << 20;     // the answer of one request (all its calls), and so of any target body
     std::size_t max_client_calls = 200;      // calls in flight per client address and worker (0 = no limit)
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;

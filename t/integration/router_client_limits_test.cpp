@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include <future>
+#include <set>
 
 #include "router_support.hpp"
 #include "support/api_support.hpp"
@@ -160,5 +161,111 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
     for (std::size_t i = 0; i < json_array_size(again.get()); ++i) {
         EXPECT_EQ(text_at(json_array_get(again.get(), i), "result.backend"), "node");
     }
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// One request's answer is bounded (jsonrpc_router_max_response, 16 MiB): a
+// batch of 30 answers of 1 MiB each gets the first ones and error 1800 for
+// the rest, and the worker stays well; over WebSocket the same.
+TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
+    Backend node("node");
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n")));
+    std::vector<std::string> calls;
+    for (int i = 0; i < 30; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]", std::to_string(i)));
+    auto count = [](const std::string& text, std::size_t& answered, std::size_t& too_large) {
+        JsonPtr batch = parse_json(text);
+        ASSERT_TRUE(json_is_array(batch.get())) << text.substr(0, 300);
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++answered;
+            if (text_at(element, "error.code") == "1800") {
+                ++too_large;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+            }
+        }
+    };
+    std::size_t answered = 0;
+    std::size_t too_large = 0;
+    std::string body = post_from("127.0.0.2", nginx.url("/"), json_list(calls));
+    EXPECT_LE(body.size(), 16u << 20);
+    count(body, answered, too_large);
+    EXPECT_EQ(answered, 15u);  // 15 answers of a bit over 1 MiB fit in 16 MiB
+    EXPECT_EQ(too_large, 15u);
+
+    WsClient ws(nginx.port());
+    ASSERT_EQ(ws.handshake_status(), 101);
+    answered = too_large = 0;
+    count(ws.call(json_list(calls)), answered, too_large);
+    EXPECT_EQ(answered, 15u);
+    EXPECT_EQ(too_large, 15u);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// A WebSocket client that stops reading is closed after
+// jsonrpc_router_ws_send_timeout (here 1 s instead of 30) with nothing sent,
+// its session and output freed; other clients go on.
+TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
+    Backend node("node");
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json",
+                                                      "    jsonrpc_router_redis off;\n    jsonrpc_router_ws_send_timeout 1s;\n")));
+    WsClient reader(nginx.port());
+    ASSERT_EQ(reader.handshake_status(), 101);
+    // Ask for far more than the socket buffers hold, and never read.
+    std::vector<std::string> calls;
+    for (int i = 0; i < 10; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    for (int m = 0; m < 4; ++m) reader.send_text(json_list(calls));
+    ASSERT_TRUE(harness::wait_until([&] {
+        return read_file(nginx.error_log()).find("WebSocket client read nothing for 1000 ms, closed") != std::string::npos;
+    }, 20s));
+    WsClient other(nginx.port());
+    JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
+    EXPECT_EQ(text_at(answer.get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// Upstream connections per target URL and worker are bounded: calls over
+// jsonrpc_router_upstream_connections wait in a queue, calls over
+// jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
+// and 1024), and the URL is not marked as failing for it.
+TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
+    Backend node("node", Backend::Options{.slow_ms = 1000});
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+    NginxServer nginx(nginx_options(router_http_config(
+        dir.path() / "routes.json",
+        "    jsonrpc_router_redis off;\n    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n")));
+    std::vector<std::string> calls;
+    for (int i = 0; i < 20; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    JsonPtr answers = parse_json(post_from("127.0.0.2", nginx.url("/"), json_list(calls)));
+    std::size_t answered = 0;
+    std::size_t busy = 0;
+    std::set<std::string> connections;  // the backend's numbers of the connections that answered
+    for (std::size_t i = 0; i < json_array_size(answers.get()); ++i) {
+        json_t* element = json_array_get(answers.get(), i);
+        if (json_object_get(element, "result") != nullptr) {
+            ++answered;
+            connections.insert(text_at(element, "result.connection"));
+        }
+        if (text_at(element, "error.code") == "1500") {
+            ++busy;
+            EXPECT_EQ(text_at(element, "error.message"), "Upstream busy: target node");
+        }
+    }
+    // 4 sent and 8 queued, the others refused (one fewer answered when the
+    // router's own chain poll holds a connection at that moment).
+    EXPECT_EQ(answered + busy, 20u);
+    EXPECT_GE(answered, 11u);
+    EXPECT_LE(answered, 12u);
+    EXPECT_LE(connections.size(), 4u);
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
