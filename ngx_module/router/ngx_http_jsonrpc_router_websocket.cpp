@@ -144,11 +144,13 @@ private:
         }
     }
 
-    // Calls in flight on this connection: up to the client's budget (reading
-    // pauses, the client waits) rather than over it (errors).
+    // Calls in flight on this connection stay within the client's budget
+    // even with a full batch more (reading pauses and the client waits,
+    // rather than getting errors).
     bool should_pause() const {
         return inflight_.size() >= kMaxInFlight || out_.size() - out_sent_ > kMaxPendingOutput ||
-               (conf_->max_client_calls > 0 && inflight_calls_ >= conf_->max_client_calls);
+               (conf_->max_client_calls > 0 && inflight_calls_ > 0 &&
+                inflight_calls_ + conf_->max_batch > conf_->max_client_calls);
     }
 
     // Reads what is available and handles every complete frame.

@@ -269,3 +269,22 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
               "node");
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
+
+// Every budget is checked by `nginx -t`; the shipped values pass.
+TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json", read_file(source_dir() / "conf" / "routes.hive.json"));
+    auto check = [&](const std::string& directives) {
+        return NginxServer::test_config(
+            nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
+    };
+    EXPECT_EQ(check("").exit_code, 0);
+    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
+                            "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
+                            "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;"}) {
+        auto result = check(std::string("    ") + bad + "\n");
+        EXPECT_NE(result.exit_code, 0) << bad;
+        const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
+        EXPECT_NE(result.output.find(name), std::string::npos) << result.output;
+    }
+}
