@@ -213,6 +213,12 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
         plan.error = jsonrpc::ErrorInfo{rpc::kParseError, "Parse error: " + doc.error()};
         return plan;
     }
+    // The router would read one of two same-named members (a block_num that
+    // decides how long an answer is cached) and the target maybe the other.
+    if (doc.has_duplicate_keys()) {
+        plan.error = invalid("Invalid Request: an object names a member twice");
+        return plan;
+    }
     if (doc.kind(0) == JsonKind::Array) {
         plan.batch = true;
         std::size_t count = doc.node(0).count;

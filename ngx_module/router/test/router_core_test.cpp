@@ -318,6 +318,20 @@ TEST(RouterRequest, ChainPollReadsHeadAndLastIrreversibleBlock) {
     EXPECT_FALSE(chain_head("not json"));
 }
 
+TEST(RouterRequest, DuplicateMembersAreRefused) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    auto twice = plan_request(
+        R"({"jsonrpc":"2.0","method":"block_api.get_block_header","params":{"block_num":1,"block_num":99999999},"id":1})",
+        t, limits);
+    ASSERT_TRUE(twice.error);
+    EXPECT_EQ(twice.error->code, -32600);
+    EXPECT_EQ(twice.error->message, "Invalid Request: an object names a member twice");
+    auto in_batch = plan_request(R"([{"jsonrpc":"2.0","method":"a.b","id":1,"id":2}])", t, limits);
+    EXPECT_TRUE(in_batch.error);
+    EXPECT_FALSE(plan_request(R"({"jsonrpc":"2.0","method":"a.b","params":{"x":{"k":1},"y":{"k":2}},"id":1})", t, limits).error);
+}
+
 TEST(RouterRequest, DottedAndLegacyFormsNormalizeToOnePath) {
     RoutingTable t = small_table();
     RequestLimits limits;
