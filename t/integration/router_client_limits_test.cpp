@@ -288,3 +288,17 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
         EXPECT_NE(result.output.find(name), std::string::npos) << result.output;
     }
 }
+
+// The public GET / tells each URL's health by its place in the routing file,
+// never its address (that is /metrics', kept to loopback).
+TEST(RouterClientLimits, ThePublicStatusNamesNoBackendAddress) {
+    Backend node("node");
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n")));
+    JsonPtr parsed = parse_json(harness::http_request("GET", nginx.url("/")).body);
+    EXPECT_EQ(text_at(parsed.get(), "status"), "OK");
+    EXPECT_NE(text_at(parsed.get(), "targets.node.0.in"), "<absent>");
+    EXPECT_EQ(harness::http_request("GET", nginx.url("/")).body.find(std::to_string(node.port())), std::string::npos);
+}
