@@ -146,6 +146,7 @@ RedisClient& ResponseCache::redis(const RouterInstance& instance) {
 
 const std::string& ResponseCache::key_of(const Call& call) {
     key_.assign(call.instance().cache_prefix);
+    key_ += call.instance().cache_tags[call.plan().route->target];
     key_ += call.plan().cache_key;
     return key_;
 }

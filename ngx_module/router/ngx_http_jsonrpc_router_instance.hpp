@@ -43,6 +43,7 @@ struct RouterInstance {
     router::RoutingTable table;
     std::vector<std::vector<ngx_addr_t>> target_addrs;  // resolved at configuration time, per target and URL
     std::vector<std::size_t> first_url;     // per target: index of its first URL among all URLs
+    std::vector<std::string> cache_tags;    // per target: router::target_cache_tag
     router::RequestLimits limits;
     ngx_addr_t redis_addr{};                 // sockaddr of Redis (TCP or unix)
     std::string redis_name;                  // for logs

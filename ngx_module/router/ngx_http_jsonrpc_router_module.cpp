@@ -325,6 +325,7 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
             const router::Target& target = instance->table.targets[i];
             instance->probe_routes.push_back(router::Route{router::RoutePattern{}, i, std::nullopt, 0, false, false});
             instance->first_url.push_back(urls);
+            instance->cache_tags.push_back(router::target_cache_tag(target));
             urls += target.urls.size();
             watched = watched || target.chain_node || target.pool();
         }

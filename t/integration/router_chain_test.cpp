@@ -48,7 +48,10 @@ protected:
         return http_post_json(nginx->url(), rpc(method, params, id));
     }
     std::string redis_ttl(std::uint64_t block) const {
-        return redis.command({"TTL", R"(jsonrpc:block_api.get_block_header {"block_num":)" + std::to_string(block) + "}"});
+        std::string key = redis.command(
+            {"KEYS", R"(jsonrpc:node@*:block_api.get_block_header {"block_num":)" + std::to_string(block) + "}"});
+        while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+        return key.empty() ? std::string("-2") : redis.command({"TTL", key});
     }
 
     TempDir dir{"router-chain"};

@@ -166,6 +166,15 @@ std::string sha256_hex(std::string_view data) {
 
 }  // namespace
 
+std::string target_cache_tag(const Target& target) {
+    std::string urls;
+    for (const Endpoint& e : target.urls) {
+        urls += e.url;
+        urls += ' ';
+    }
+    return target.name + "@" + sha256_hex(urls).substr(0, 8) + ":";
+}
+
 std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
     std::string out;
     append_upstream_body(out, upstream_id);

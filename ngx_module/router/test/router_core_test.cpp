@@ -318,6 +318,19 @@ TEST(RouterRequest, ChainPollReadsHeadAndLastIrreversibleBlock) {
     EXPECT_FALSE(chain_head("not json"));
 }
 
+TEST(RouterRequest, CacheTagsNameTheTargetAndItsUrls) {
+    auto table = parse_routing_table(R"({"targets":{"node":"http://a:1","other":"http://b:1"},"routes":{"^":{"target":"node"}}})", "t.json");
+    ASSERT_TRUE(table) << table.error();
+    auto same = parse_routing_table(R"({"targets":{"node":"http://a:1"},"routes":{"^":{"target":"node"}}})", "t.json");
+    auto testnet = parse_routing_table(R"({"targets":{"node":"http://c:1"},"routes":{"^":{"target":"node"}}})", "t.json");
+    const std::string tag = target_cache_tag(table->targets[0]);
+    EXPECT_EQ(tag.rfind("node@", 0), 0u);
+    EXPECT_EQ(tag.size(), std::string("node@12345678:").size());
+    EXPECT_EQ(tag, target_cache_tag(same->targets[0]));
+    EXPECT_NE(tag, target_cache_tag(testnet->targets[0]));
+    EXPECT_NE(tag, target_cache_tag(table->targets[1]));
+}
+
 TEST(RouterRequest, DuplicateMembersAreRefused) {
     RoutingTable t = small_table();
     RequestLimits limits;
