@@ -61,6 +61,21 @@ Burst burst(const std::string& source, const std::string& url, int n, const std:
     return b;
 }
 
+// A router with the shipped routing file and its defaults (plus
+// `directives`), its node a stand-in backend.
+struct ShippedRouter {
+    explicit ShippedRouter(Backend::Options node_options = {}, const std::string& directives = "")
+        : node("node", node_options) {
+        write_file(dir.path() / "routes.json",
+                   routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+        nginx = std::make_unique<NginxServer>(
+            nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
+    }
+    Backend node;
+    TempDir dir{"router-client"};
+    std::unique_ptr<NginxServer> nginx;
+};
+
 }  // namespace
 
 // The shipped layout: one nginx, the router on the public port and the API on
@@ -110,11 +125,9 @@ TEST(RouterClientLimits, EachClientHasItsOwnApiBudgetThroughTheRouter) {
 // JSON-RPC error at once, other clients are served, and the budget comes back
 // when the answers are out.
 TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
-    Backend node("node", Backend::Options{.slow_ms = 1500});
-    TempDir dir("router-client");
-    write_file(dir.path() / "routes.json",
-               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n")));
+    ShippedRouter router(Backend::Options{.slow_ms = 1500});
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
 
     // Five batches of 50 distinct slow calls at once from one address: 250 > 200.
@@ -168,11 +181,8 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
 // batch of 30 answers of 1 MiB each gets the first ones and error 1800 for
 // the rest, and the worker stays well; over WebSocket the same.
 TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
-    Backend node("node");
-    TempDir dir("router-client");
-    write_file(dir.path() / "routes.json",
-               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n")));
+    ShippedRouter router;
+    NginxServer& nginx = *router.nginx;
     std::vector<std::string> calls;
     for (int i = 0; i < 30; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]", std::to_string(i)));
     auto count = [](const std::string& text, std::size_t& answered, std::size_t& too_large) {
@@ -208,18 +218,15 @@ TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
 // jsonrpc_router_ws_send_timeout (here 1 s instead of 30) with nothing sent,
 // its session and output freed; other clients go on.
 TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
-    Backend node("node");
-    TempDir dir("router-client");
-    write_file(dir.path() / "routes.json",
-               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json",
-                                                      "    jsonrpc_router_redis off;\n    jsonrpc_router_ws_send_timeout 1s;\n")));
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_ws_send_timeout 1s;\n");
+    NginxServer& nginx = *router.nginx;
     WsClient reader(nginx.port());
     ASSERT_EQ(reader.handshake_status(), 101);
-    // Ask for far more than the socket buffers hold, and never read.
+    // Ask for 30 MiB, far more than the socket buffers hold (and less than
+    // jsonrpc_router_ws_max_output, 32 MiB, which would close it sooner), and never read.
     std::vector<std::string> calls;
     for (int i = 0; i < 10; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
-    for (int m = 0; m < 4; ++m) reader.send_text(json_list(calls));
+    for (int m = 0; m < 3; ++m) reader.send_text(json_list(calls));
     ASSERT_TRUE(harness::wait_until([&] {
         return read_file(nginx.error_log()).find("WebSocket client read nothing for 1000 ms, closed") != std::string::npos;
     }, 20s));
@@ -234,13 +241,8 @@ TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
 // jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
 // and 1024), and the URL is not marked as failing for it.
 TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
-    Backend node("node", Backend::Options{.slow_ms = 1000});
-    TempDir dir("router-client");
-    write_file(dir.path() / "routes.json",
-               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-    NginxServer nginx(nginx_options(router_http_config(
-        dir.path() / "routes.json",
-        "    jsonrpc_router_redis off;\n    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n")));
+    ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n");
+    NginxServer& nginx = *router.nginx;
     std::vector<std::string> calls;
     for (int i = 0; i < 20; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
     JsonPtr answers = parse_json(post_from("127.0.0.2", nginx.url("/"), json_list(calls)));
@@ -292,11 +294,9 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
 // The public GET / tells each URL's health by its place in the routing file,
 // never its address (that is /metrics', kept to loopback).
 TEST(RouterClientLimits, ThePublicStatusNamesNoBackendAddress) {
-    Backend node("node");
-    TempDir dir("router-client");
-    write_file(dir.path() / "routes.json",
-               routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-    NginxServer nginx(nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n")));
+    ShippedRouter router;
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
     JsonPtr parsed = parse_json(harness::http_request("GET", nginx.url("/")).body);
     EXPECT_EQ(text_at(parsed.get(), "status"), "OK");
     EXPECT_NE(text_at(parsed.get(), "targets.node.0.in"), "<absent>");
