@@ -39,6 +39,7 @@
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_wallet_history_pg.hpp"
+#include "ngx_wallet_client.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_metrics.hpp"
 #include "ngx_wallet_nginx.hpp"
@@ -489,10 +490,15 @@ bool rate_limited(ngx_http_request_t* r, ngx_http_wallet_history_main_conf_t* mc
     const auto& settings = mcf->runtime->config.api;
     WalletHistoryShared* shared = shared_state(mcf);
     if (settings.rate_rps <= 0 || shared == nullptr) return false;
-    const std::string peer(reinterpret_cast<const char*>(r->connection->addr_text.data), r->connection->addr_text.len);
-    const std::string identity =
-        api::client_identity(peer, settings.trust_proxy ? wallet::ngx::request_header(r, "X-Forwarded-For") : "",
-                             settings.trust_proxy, settings.trusted_proxy_hops);
+    // A call the router of this nginx forwards is its client's; any other
+    // request is its peer's (or a trusted proxy's X-Forwarded-For entry).
+    std::string identity = api::router_client(wallet::ngx::request_header(r, api::kRouterClientHeader),
+                                              wallet::ngx::router_token());
+    if (identity.empty()) {
+        identity = api::client_identity(wallet::ngx::client_address(r),
+                                        settings.trust_proxy ? wallet::ngx::request_header(r, "X-Forwarded-For") : "",
+                                        settings.trust_proxy, settings.trusted_proxy_hops);
+    }
     auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
     api::RateLimitTable table(shared + 1, shared->slots);
     ngx_shmtx_lock(&shpool->mutex);
@@ -687,6 +693,10 @@ char* load_runtime(ngx_conf_t* cf, ngx_http_wallet_history_main_conf_t* mcf) {
 }  // namespace
 
 static char* ngx_http_wallet_history_api(ngx_conf_t* cf, ngx_command_t*, void*) {
+    if (!wallet::ngx::make_router_token()) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "wallet_history_api: no random bytes for the router token");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
     return mark_used(cf, ngx_http_wallet_history_handler);
 }
 

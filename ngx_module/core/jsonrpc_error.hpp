@@ -13,6 +13,9 @@ inline constexpr int upstream_timeout = 1000;
 inline constexpr int bad_upstream_response = 1100;
 inline constexpr int upstream_unavailable = 1500;
 inline constexpr int batch_too_large = 1600;
+// The router's per-client and per-response budgets (JSONRPC_ROUTER.md).
+inline constexpr int client_busy = 1700;
+inline constexpr int response_too_large = 1800;
 }  // namespace code
 
 struct ErrorInfo {

@@ -146,6 +146,7 @@ RedisClient& ResponseCache::redis(const RouterInstance& instance) {
 
 const std::string& ResponseCache::key_of(const Call& call) {
     key_.assign(call.instance().cache_prefix);
+    key_ += call.instance().cache_tags[call.plan().route->target];
     key_ += call.plan().cache_key;
     return key_;
 }
@@ -182,9 +183,13 @@ void ResponseCache::trip(Call& call) {
 void ResponseCache::store(const Call& call, std::string_view result, std::int64_t lifetime) {
     const RouterInstance& instance = call.instance();
     const std::string& key = key_of(call);
-    // The stored value carries its expiry (0: none), so that a worker's
-    // memory copy of an entry read from Redis never outlives the Redis entry.
-    std::int64_t expires = lifetime == 0 ? 0 : wall_clock_ms() + lifetime * 1000;
+    // A final result never changes, but its key is the client's choice (any
+    // old block): a day bounds what clients can pile up in Redis.
+    constexpr std::int64_t kFinalLifetime = 86400;
+    if (lifetime == 0) lifetime = kFinalLifetime;
+    // The stored value carries its expiry, so that a worker's memory copy of
+    // an entry read from Redis never outlives the Redis entry.
+    std::int64_t expires = wall_clock_ms() + lifetime * 1000;
     std::string value = std::to_string(expires);
     value += ' ';
     value += result;

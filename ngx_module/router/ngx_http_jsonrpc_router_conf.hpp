@@ -22,6 +22,12 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     ngx_flag_t websocket;
     ngx_msec_t ws_idle_timeout;
     ngx_msec_t ws_ping_interval;
+    ngx_uint_t max_client_calls;
+    ngx_uint_t upstream_connections;
+    ngx_uint_t upstream_queue;
+    size_t max_response;
+    size_t ws_max_output;
+    ngx_msec_t ws_send_timeout;
     ngx_flag_t ssl_verify;
     ngx_str_t ssl_trusted_certificate;
 };

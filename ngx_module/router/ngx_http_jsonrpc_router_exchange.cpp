@@ -16,6 +16,20 @@
 
 namespace jsonrpc_router {
 
+namespace {
+
+// Client text as logged (a method name, a message naming it): printable
+// ASCII only (no CR/LF to forge log lines), at most `max` bytes.
+std::string loggable(std::string_view text, std::size_t max = 100) {
+    if (text.empty()) return "-";
+    std::string out;
+    for (char c : text.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+    if (text.size() > max) out += "...";
+    return out;
+}
+
+}  // namespace
+
 using wallet::ngx::post_event;
 using wallet::ngx::unpost_event;
 
@@ -122,7 +136,7 @@ bool Call::fail_over(const char* what) {
     if (!other) return false;
     failed_over_ = true;
     ngx_log_error(NGX_LOG_WARN, log(), 0, "jsonrpc_router: request_id=%s method=%s: %s failed (%s), retried on %s",
-                  exchange_.request_id().c_str(), plan().path.c_str(), target.urls[url].url.c_str(), what,
+                  exchange_.request_id().c_str(), loggable(plan().path).c_str(), target.urls[url].url.c_str(), what,
                   target.urls[*other].url.c_str());
     url = *other;
     retried = false;
@@ -180,10 +194,27 @@ void Call::fail_internal() {
     fail(wallet::jsonrpc::kInternalError, "Internal error", "exception");
 }
 
+void Call::busy_later(std::string reason) {
+    deferred_busy_ = true;
+    fail_later(jsonrpc::code::upstream_unavailable, std::move(reason));
+}
+
 void Call::on_timer(ngx_event_t* ev) {
     auto* call = static_cast<Call*>(ev->data);
     if (call->done_) return;
     WALLET_FAULT_POINT("router.call_timer");
+    if (std::exchange(call->deferred_busy_, false)) {
+        call->deferred_code_ = 0;
+        if (call->timer_.timer_set) ngx_del_timer(&call->timer_);
+        call->upstream_ended(router::UpstreamError::Unavailable);
+        const router::Target& target = call->exchange_.instance().table.targets[call->plan().route->target];
+        MissOutcome outcome;
+        outcome.code = jsonrpc::code::upstream_unavailable;
+        outcome.message = "Upstream busy: target " + target.name;
+        outcome.detail = call->deferred_reason_;
+        call->answer(outcome);
+        return;
+    }
     if (call->deferred_code_ != 0) {
         int code = call->deferred_code_;
         call->deferred_code_ = 0;
@@ -244,7 +275,9 @@ void Call::take_reply(int status, std::string body) {
     const std::size_t target_index = plan().route->target;
     UrlHealth* health = instance.url_health(target_index, url);
     if (!exchange_.quiet()) record_health(health, instance.table.targets[target_index], url, true);
-    if (reply.cacheable && !plan().cache_key.empty()) {
+    // Only a 2xx answer is stored: a proxy's or an overloaded node's error
+    // page may still carry a `result`.
+    if (reply.cacheable && status >= 200 && status < 300 && !plan().cache_key.empty()) {
         // Final only at or below the LIB of the node that answered.
         std::uint64_t lib = health != nullptr ? health->lib.load(std::memory_order_relaxed) : 0;
         if (auto lifetime = router::cache_lifetime(plan(), reply.result, lib)) {
@@ -286,15 +319,15 @@ void Call::answer(const MissOutcome& outcome) {
 
 void Call::fail(int code, const std::string& message, const std::string& detail) {
     const RequestId& request_id = exchange_.request_id();
-    std::string path = plan().path.empty() ? std::string("-") : plan().path;
+    const std::string path = loggable(plan().path);
     if (exchange_.quiet()) {
         // A chain-node poll: its poller reports the target's state.
-    } else if (code >= 1000) {
+    } else if (code >= 1000 && code != jsonrpc::code::client_busy) {
         ngx_log_error(NGX_LOG_ERR, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s (%s)",
-                      request_id.c_str(), code, path.c_str(), message.c_str(), detail.c_str());
+                      request_id.c_str(), code, path.c_str(), loggable(message, 300).c_str(), detail.c_str());
     } else {
         ngx_log_error(NGX_LOG_INFO, log(), 0, "jsonrpc_router: request_id=%s code=%d method=%s: %s", request_id.c_str(),
-                      code, path.c_str(), message.c_str());
+                      code, path.c_str(), loggable(message, 300).c_str());
     }
     if (code != jsonrpc::code::upstream_timeout && code < 1000) cache_status = "BYPASS";
     finish(wallet::jsonrpc::error_response(plan().id, code, message, request_id));
@@ -303,6 +336,18 @@ void Call::fail(int code, const std::string& message, const std::string& detail)
 void Call::finish(std::string text) {
     if (timer_.timer_set) ngx_del_timer(&timer_);
     unpost_event(&timer_);
+    if (!exchange_.charge_response(text.size())) {
+        // Many large answers in one request (a batch of 50 big cached
+        // results): each call over the budget gets a small error instead.
+        ngx_log_error(NGX_LOG_INFO, log(), 0, "jsonrpc_router: request_id=%s code=%d: answer of %uz bytes over the budget",
+                      exchange_.request_id().c_str(), jsonrpc::code::response_too_large, text.size());
+        text = wallet::jsonrpc::error_response(
+            plan().id, jsonrpc::code::response_too_large,
+            "Response too large: the answers of one request may hold " + std::to_string(instance().max_response) +
+                " bytes",
+            exchange_.request_id());
+        cache_status = "BYPASS";
+    }
     response = std::move(text);
     done_ = true;
     exchange_.call_finished();  // may destroy this Call: nothing after it
@@ -311,10 +356,14 @@ void Call::finish(std::string text) {
 // ---- Exchange -------------------------------------------------------------------------
 
 Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
-                   router::ClientTransport transport)
-    : instance_(instance), log_(log), owner_(owner), transport_(transport), request_id_(Worker::get().next_request_id()) {}
+                   router::ClientTransport transport, std::string_view client)
+    : instance_(instance), log_(log), owner_(owner), transport_(transport), client_(client),
+      request_id_(Worker::get().next_request_id()) {}
 
-Exchange::~Exchange() = default;
+Exchange::~Exchange() {
+    calls_.clear();  // cancels what is still with a target or the cache
+    if (client_calls_ > 0) Worker::get().client_calls().release(client_, client_calls_);
+}
 
 void Exchange::start(std::string_view body) {
     WALLET_FAULT_POINT("router.exchange_start");
@@ -327,6 +376,18 @@ void Exchange::start(std::string_view body) {
         done_ = true;
         owner_.exchange_done(*this);  // may destroy this Exchange
         return;
+    }
+    // The client's budget of calls in flight (in this worker): the calls
+    // over it are answered with an error, the others go on.
+    const std::size_t granted = client_.empty() ? plan_.calls.size()
+                                                : Worker::get().client_calls().claim(client_, plan_.calls.size(),
+                                                                                     instance_.max_client_calls);
+    if (!client_.empty()) client_calls_ = granted;
+    for (std::size_t i = granted; i < plan_.calls.size(); ++i) {
+        if (plan_.calls[i].error) continue;
+        plan_.calls[i].error = jsonrpc::ErrorInfo{
+            jsonrpc::code::client_busy, "Too many calls in flight from this client (at most " +
+                                            std::to_string(instance_.max_client_calls) + "); retry after the answers"};
     }
     calls_.reserve(plan_.calls.size());
     for (std::size_t i = 0; i < plan_.calls.size(); ++i) calls_.push_back(std::make_unique<Call>(*this, i));
@@ -357,12 +418,18 @@ void Exchange::call_finished() {
     }
 }
 
+bool Exchange::charge_response(std::size_t bytes) {
+    if (response_bytes_ + bytes > instance_.max_response) return false;
+    response_bytes_ += bytes;
+    return true;
+}
+
 std::string Exchange::take_response() {
     if (!whole_error_.empty()) return std::move(whole_error_);
     if (!plan_.batch) return calls_.empty() ? std::string() : std::move(calls_[0]->response);
     std::vector<std::string> parts;
     parts.reserve(calls_.size());
-    for (const auto& call : calls_) parts.push_back(call->response);
+    for (const auto& call : calls_) parts.push_back(std::move(call->response));
     return router::render_batch(parts);
 }
 

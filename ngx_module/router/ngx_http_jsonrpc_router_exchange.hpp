@@ -64,6 +64,9 @@ public:
     void upstream_failed(int code, const std::string& reason);
     // A failure found inside submit(): reported from the event loop.
     void fail_later(int code, std::string reason);
+    // The transport has no room for the call (its connections and queue are
+    // full): answered 1500 from the event loop, not counted against the URL's health.
+    void busy_later(std::string reason);
     // Cache lookup outcome: the stored value, or a miss (source None).
     void cache_answered(CacheSource source, std::string_view stored);
     // The answer of a coalesced miss (the group's upstream reply or failure).
@@ -114,6 +117,7 @@ private:
     bool done_ = false;
     bool failed_over_ = false;
     int deferred_code_ = 0;
+    bool deferred_busy_ = false;
     std::string deferred_reason_;
     std::uint64_t upstream_sent_us_ = 0;  // the attempt in flight (0: none)
 };
@@ -129,8 +133,10 @@ protected:
 
 class Exchange {
 public:
+    // `client`: the client's address (wallet::ngx::client_address), empty
+    // for the router's own polls.
     Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
-             router::ClientTransport transport = router::ClientTransport::Http);
+             router::ClientTransport transport = router::ClientTransport::Http, std::string_view client = {});
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -160,6 +166,9 @@ public:
     ngx_log_t* log() const { return log_; }
     const router::RequestPlan& plan() const { return plan_; }
     router::ClientTransport transport() const { return transport_; }
+    const std::string& client() const { return client_; }
+    // Takes `bytes` of the request's answer budget (jsonrpc_router_max_response); false when they do not fit.
+    bool charge_response(std::size_t bytes);
     void call_finished();
 
 private:
@@ -167,6 +176,9 @@ private:
     ngx_log_t* log_;
     ExchangeOwner& owner_;
     router::ClientTransport transport_;
+    std::string client_;
+    std::size_t client_calls_ = 0;  // this exchange's share of its client's calls in flight
+    std::size_t response_bytes_ = 0;  // of the answers kept so far
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed
     std::vector<std::unique_ptr<Call>> calls_;

@@ -170,9 +170,9 @@ std::string health_status(const RouterInstance& instance) {
         for (std::size_t u = 0; u < target.urls.size(); ++u) {
             const UrlHealth& h = *instance.url_health(t, u);
             if (u > 0) out += ',';
-            out += R"({"url":)";
-            wallet::json::append_quoted(out, target.urls[u].url);
-            out += R"(,"in":)" + std::string(h.down.load() == 0 ? "true" : "false") +
+            // Public: URLs by their place in the routing file only (their
+            // addresses are for /metrics, kept to loopback).
+            out += R"({"in":)" + std::string(h.down.load() == 0 ? "true" : "false") +
                    R"(,"failures":)" + std::to_string(h.failures.load()) +
                    R"(,"head_block_number":)" + std::to_string(h.head.load()) +
                    R"(,"last_irreversible_block_num":)" + std::to_string(h.lib.load()) + "}";

@@ -1,14 +1,17 @@
 #include "ngx_http_jsonrpc_router_http_upstream.hpp"
 
 #include <charconv>
+#include <deque>
 #include <list>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "api_limits.hpp"
 #include "jsonrpc_error.hpp"
 #include "ngx_http_jsonrpc_router_stream.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_client.hpp"
 #include "router_http.hpp"
 
 namespace jsonrpc_router {
@@ -47,8 +50,78 @@ public:
           addr_(instance.target_addrs[target][url]) {}
     ~HttpUpstream() override = default;
 
+    // At most jsonrpc_router_upstream_connections connections to the URL;
+    // then calls wait in a queue (their own timeout runs), and past
+    // jsonrpc_router_upstream_queue of them a call fails at once (1500).
     void submit(Call& call) override {
         call.upstream = this;
+        if (idle_.empty() && conns_.size() >= instance_.upstream_connections) {
+            if (queue_.size() >= instance_.upstream_queue) {
+                call.upstream = nullptr;
+                call.busy_later(std::to_string(conns_.size()) + " connections, " + std::to_string(queue_.size()) +
+                                " calls waiting");
+                return;
+            }
+            call.upstream_link = nullptr;
+            queue_.push_back(&call);
+            return;
+        }
+        send(call);
+    }
+
+    void cancel(Call& call) override {
+        auto* conn = static_cast<HttpConn*>(call.upstream_link);
+        call.upstream = nullptr;
+        call.upstream_link = nullptr;
+        if (conn == nullptr) {
+            std::erase(queue_, &call);  // still waiting for a connection
+            return;
+        }
+        conn->drop_call();
+        destroy(conn);  // an unfinished exchange leaves the connection unusable
+    }
+
+    void release(HttpConn* conn) {
+        if (idle_.size() >= instance_.keepalive) {
+            destroy(conn);
+            return;
+        }
+        conn->park(instance_.keepalive_timeout);
+        idle_.push_back(conn);
+        pump();
+    }
+
+    void destroy(HttpConn* conn) {
+        for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+            if (*it == conn) {
+                idle_.erase(it);
+                break;
+            }
+        }
+        conns_.erase(conn->self);
+        pump();
+    }
+
+private:
+    // Sends waiting calls while a connection is free or may be opened.
+    void pump() {
+        if (pumping_) return;
+        pumping_ = true;
+        while (!queue_.empty() && (!idle_.empty() || conns_.size() < instance_.upstream_connections)) {
+            Call* call = queue_.front();
+            queue_.pop_front();
+            send(*call);
+        }
+        pumping_ = false;
+    }
+
+    void send(Call& call) {
+        const bool pumping = std::exchange(pumping_, true);  // no queue work from inside
+        send_now(call);
+        pumping_ = pumping;
+    }
+
+    void send_now(Call& call) {
         call.upstream_id = Worker::get().next_upstream_id();
         // Built in buffers that keep their memory from one request to the next.
         body_.clear();
@@ -59,12 +132,28 @@ public:
         request += endpoint_.path;
         request += " HTTP/1.1\r\nHost: ";
         request += endpoint_.host_header;
-        request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ";
+        request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\n";
+        if (const std::string& client = call.exchange().client(); !client.empty()) {
+            // Who the call is for, to the target's own limits: a proxy's
+            // X-Forwarded-For, and the token-proven header an API of this
+            // nginx trusts without any setting (api_limits.hpp).
+            request += "X-Forwarded-For: ";
+            request += client;
+            request += "\r\n";
+            request += wallet::api::kRouterClientHeader;
+            request += ": ";
+            request += wallet::api::router_client_value(wallet::ngx::router_token(), client);
+            request += "\r\n";
+        }
+        request += "Content-Length: ";
         char digits[24];
         request.append(digits, std::to_chars(digits, digits + sizeof digits, body_.size()).ptr);
         request += "\r\n\r\n";
         request += body_;
-        while (!idle_.empty()) {
+        // A write goes on a fresh connection: a kept-alive one the target
+        // closed meanwhile could not be retried (the write may have arrived).
+        const bool write = router::is_write(call.plan().path);
+        while (!write && !idle_.empty()) {
             HttpConn* conn = idle_.back();
             idle_.pop_back();
             if (conn->is_open()) {
@@ -87,41 +176,14 @@ public:
         conn->start(call, request, false);
     }
 
-    void cancel(Call& call) override {
-        auto* conn = static_cast<HttpConn*>(call.upstream_link);
-        call.upstream = nullptr;
-        call.upstream_link = nullptr;
-        if (conn == nullptr) return;
-        conn->drop_call();
-        destroy(conn);  // an unfinished exchange leaves the connection unusable
-    }
-
-    void release(HttpConn* conn) {
-        if (idle_.size() >= instance_.keepalive) {
-            destroy(conn);
-            return;
-        }
-        conn->park(instance_.keepalive_timeout);
-        idle_.push_back(conn);
-    }
-
-    void destroy(HttpConn* conn) {
-        for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-            if (*it == conn) {
-                idle_.erase(it);
-                break;
-            }
-        }
-        conns_.erase(conn->self);
-    }
-
-private:
     const RouterInstance& instance_;
     const router::Target& target_;
     const router::Endpoint& endpoint_;
     const ngx_addr_t& addr_;
     std::list<std::unique_ptr<HttpConn>> conns_;
     std::vector<HttpConn*> idle_;
+    std::deque<Call*> queue_;  // calls waiting for a connection
+    bool pumping_ = false;
     std::string body_;     // the request being built (scratch)
     std::string request_;
 };
@@ -183,8 +245,9 @@ bool HttpConn::on_closed(bool during_connect, const char* what) {
     call_ = nullptr;
     call->upstream = nullptr;
     call->upstream_link = nullptr;
-    // A kept-alive connection the target closed meanwhile: one fresh try.
-    if (reused_ && !got_bytes_ && !call->retried) {
+    // A kept-alive connection the target closed meanwhile: one fresh try
+    // (never a write's: writes are not sent on reused connections).
+    if (reused_ && !got_bytes_ && !call->retried && !router::is_write(call->plan().path)) {
         call->retried = true;
         HttpUpstream& upstream = upstream_;
         upstream.destroy(this);

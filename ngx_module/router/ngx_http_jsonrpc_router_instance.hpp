@@ -43,6 +43,7 @@ struct RouterInstance {
     router::RoutingTable table;
     std::vector<std::vector<ngx_addr_t>> target_addrs;  // resolved at configuration time, per target and URL
     std::vector<std::size_t> first_url;     // per target: index of its first URL among all URLs
+    std::vector<std::string> cache_tags;    // per target: router::target_cache_tag
     router::RequestLimits limits;
     ngx_addr_t redis_addr{};                 // sockaddr of Redis (TCP or unix)
     std::string redis_name;                  // for logs
@@ -52,9 +53,12 @@ struct RouterInstance {
     std::string cache_prefix = "jsonrpc:";
     std::size_t memory_cache_bytes = 0;      // per-worker layer in front of Redis (0 = off)
     std::size_t keepalive = 32;              // idle upstream connections kept per target
+    std::size_t upstream_connections = 64;   // per http(s):// URL and worker; then calls queue
+    std::size_t upstream_queue = 1024;       // calls waiting per URL and worker; then error 1500
     ngx_msec_t keepalive_timeout = 60000;
     std::size_t ws_upstream_connections = 2; // per ws:// target per worker
-    std::size_t max_response = 64 << 20;     // upstream body limit
+    std::size_t max_response = 16 << 20;     // the answer of one request (all its calls), and so of any target body
+    std::size_t max_client_calls = 200;      // calls in flight per client address and worker (0 = no limit)
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
     ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to

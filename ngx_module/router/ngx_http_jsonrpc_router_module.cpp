@@ -21,6 +21,7 @@
 #include "ngx_http_jsonrpc_router_health.hpp"
 #include "ngx_http_jsonrpc_router_metrics.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_client.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
 
@@ -72,6 +73,18 @@ static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
                    offsetof(LocConf, ws_idle_timeout)),
     location_field(ngx_string("jsonrpc_router_ws_ping_interval"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
                    offsetof(LocConf, ws_ping_interval)),
+    location_field(ngx_string("jsonrpc_router_max_client_calls"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, max_client_calls)),
+    location_field(ngx_string("jsonrpc_router_upstream_connections"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, upstream_connections)),
+    location_field(ngx_string("jsonrpc_router_upstream_queue"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, upstream_queue)),
+    location_field(ngx_string("jsonrpc_router_max_response"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, max_response)),
+    location_field(ngx_string("jsonrpc_router_ws_max_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, ws_max_output)),
+    location_field(ngx_string("jsonrpc_router_ws_send_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+                   offsetof(LocConf, ws_send_timeout)),
     location_field(ngx_string("jsonrpc_router_ssl_verify"), NGX_CONF_FLAG, ngx_conf_set_flag_slot, offsetof(LocConf, ssl_verify)),
     location_field(ngx_string("jsonrpc_router_ssl_trusted_certificate"), NGX_CONF_TAKE1, ngx_conf_set_str_slot,
                    offsetof(LocConf, ssl_trusted_certificate)),
@@ -190,6 +203,12 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     conf->websocket = NGX_CONF_UNSET;
     conf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
     conf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
+    conf->max_client_calls = NGX_CONF_UNSET_UINT;
+    conf->max_response = NGX_CONF_UNSET_SIZE;
+    conf->upstream_connections = NGX_CONF_UNSET_UINT;
+    conf->upstream_queue = NGX_CONF_UNSET_UINT;
+    conf->ws_max_output = NGX_CONF_UNSET_SIZE;
+    conf->ws_send_timeout = NGX_CONF_UNSET_MSEC;
     conf->ssl_verify = NGX_CONF_UNSET;
     return conf;
 }
@@ -281,6 +300,10 @@ static bool add_metrics_zone(ngx_conf_t* cf, RouterInstance& instance) {
 static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* conf_ptr) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(conf_ptr);
     if (conf->instance != nullptr) return const_cast<char*>("is duplicate");
+    if (!wallet::ngx::make_router_token()) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "jsonrpc_router: no random bytes for the client token");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
     ngx_str_t* value = static_cast<ngx_str_t*>(cf->args->elts);
     conf->routes_file = value[1];
     if (ngx_conf_full_name(cf->cycle, &conf->routes_file, 1) != NGX_OK) return static_cast<char*>(NGX_CONF_ERROR);
@@ -301,6 +324,7 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
             const router::Target& target = instance->table.targets[i];
             instance->probe_routes.push_back(router::Route{router::RoutePattern{}, i, std::nullopt, 0, false, false});
             instance->first_url.push_back(urls);
+            instance->cache_tags.push_back(router::target_cache_tag(target));
             urls += target.urls.size();
             watched = watched || target.chain_node || target.pool();
         }
@@ -402,6 +426,29 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_value(conf->websocket, prev->websocket, 1);
     ngx_conf_merge_msec_value(conf->ws_idle_timeout, prev->ws_idle_timeout, 120000);
     ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval, 30000);
+    ngx_conf_merge_uint_value(conf->max_client_calls, prev->max_client_calls, 200);
+    ngx_conf_merge_size_value(conf->max_response, prev->max_response, 16 * 1024 * 1024);
+    ngx_conf_merge_size_value(conf->ws_max_output, prev->ws_max_output, 32 * 1024 * 1024);
+    ngx_conf_merge_msec_value(conf->ws_send_timeout, prev->ws_send_timeout, 30000);
+    ngx_conf_merge_uint_value(conf->upstream_connections, prev->upstream_connections, 64);
+    ngx_conf_merge_uint_value(conf->upstream_queue, prev->upstream_queue, 1024);
+    if (conf->upstream_connections == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_upstream_connections must be above 0");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->max_response < 64 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_max_response must be at least 64k");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->ws_max_output < conf->max_response) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jsonrpc_router_ws_max_output must be at least jsonrpc_router_max_response (one answer)");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->ws_send_timeout == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_ws_send_timeout must be above 0");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
     ngx_conf_merge_value(conf->ssl_verify, prev->ssl_verify, 1);
     ngx_conf_merge_str_value(conf->ssl_trusted_certificate, prev->ssl_trusted_certificate, "");
     if (conf->instance == nullptr) return NGX_CONF_OK;
@@ -414,6 +461,10 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         instance.keepalive = conf->keepalive;
         instance.keepalive_timeout = conf->keepalive_timeout;
         instance.ws_upstream_connections = conf->ws_connections;
+        instance.max_client_calls = conf->max_client_calls;
+        instance.max_response = conf->max_response;
+        instance.upstream_connections = conf->upstream_connections;
+        instance.upstream_queue = conf->upstream_queue;
         instance.redis_timeout = conf->redis_timeout;
         std::string redis(wallet::ngx::to_view(conf->redis));
         instance.redis_enabled = redis != "off";

@@ -7,6 +7,7 @@
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_wallet_client.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
 
@@ -18,7 +19,8 @@ namespace {
 
 class HttpJob final : public ExchangeOwner {
 public:
-    HttpJob(ngx_http_request_t* r, const RouterInstance& instance) : r_(r), exchange_(instance, r->connection->log, *this) {}
+    HttpJob(ngx_http_request_t* r, const RouterInstance& instance)
+        : r_(r), exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, wallet::ngx::client_address(r)) {}
 
     void start(std::string_view body) {
         started = true;

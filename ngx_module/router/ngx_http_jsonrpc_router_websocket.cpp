@@ -4,6 +4,7 @@
 // routed and cached exactly like a POST body; several may be in flight and
 // each answer is one text frame. Ping/pong, close, a maximum message size and
 // an idle timeout apply.
+#include <algorithm>
 #include <list>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_wallet_client.hpp"
 #include "ngx_wallet_connection.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_shared.hpp"
@@ -28,23 +30,28 @@ namespace {
 
 constexpr std::size_t kMaxInFlight = 256;          // messages per connection before reading pauses
 constexpr std::size_t kMaxPendingOutput = 16 << 20;  // bytes queued to the client before reading pauses
+// Past jsonrpc_router_ws_max_output queued bytes, or with nothing sent for
+// jsonrpc_router_ws_send_timeout, the client is not reading: the connection
+// is closed (a Close frame could not reach it either).
 
 class Session final : public ExchangeOwner {
 public:
     Session(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf)
         : r_(r), c_(r->connection), conf_(conf), decoder_(ws::Decoder::Role::Server, conf->max_body) {
-        for (ngx_event_t* ev : {&idle_timer_, &ping_timer_}) {
+        for (ngx_event_t* ev : {&idle_timer_, &ping_timer_, &send_timer_}) {
             ev->data = this;
             ev->log = c_->log;
             ev->cancelable = 1;  // a graceful shutdown does not wait for them
         }
         idle_timer_.handler = guarded<"jsonrpc_router: WebSocket idle timer", on_idle, fail_event>;
         ping_timer_.handler = guarded<"jsonrpc_router: WebSocket ping timer", on_ping, fail_event>;
+        send_timer_.handler = guarded<"jsonrpc_router: WebSocket send timeout", on_send_timeout, fail_event>;
     }
 
     ~Session() {
         if (idle_timer_.timer_set) ngx_del_timer(&idle_timer_);
         if (ping_timer_.timer_set) ngx_del_timer(&ping_timer_);
+        if (send_timer_.timer_set) ngx_del_timer(&send_timer_);
         unpost_event(&write_posted_);
     }
 
@@ -75,6 +82,13 @@ public:
         } catch (...) {
             closing_ = true;
         }
+        if (out_.size() - out_sent_ > conf_->ws_max_output) {
+            ngx_log_error(NGX_LOG_INFO, c_->log, 0, "jsonrpc_router: WebSocket client not reading: %uz bytes queued, closed",
+                          out_.size() - out_sent_);
+            closing_ = true;
+            drop_ = true;  // terminated from the posted write, once this call stack has unwound
+        }
+        if (&exchange != starting_) inflight_calls_ -= std::min(inflight_calls_, exchange.plan().calls.size());
         auto it = inflight_index_.find(&exchange);
         if (it != inflight_index_.end()) {
             // Destroyed once the call stack that completed it has unwound.
@@ -109,10 +123,21 @@ private:
         if (s->flush()) s->after_write_checks();
     }
 
+    static void on_send_timeout(ngx_event_t* ev) {
+        auto* s = static_cast<Session*>(ev->data);
+        ngx_log_error(NGX_LOG_INFO, s->c_->log, 0, "jsonrpc_router: WebSocket client read nothing for %M ms, closed",
+                      s->conf_->ws_send_timeout);
+        s->terminate();
+    }
+
     static Session* session(ngx_http_request_t* r);
 
     void after_write() {
         finished_.clear();
+        if (drop_) {
+            terminate();
+            return;
+        }
         if (!flush()) return;
         after_write_checks();
     }
@@ -128,7 +153,14 @@ private:
         }
     }
 
-    bool should_pause() const { return inflight_.size() >= kMaxInFlight || out_.size() - out_sent_ > kMaxPendingOutput; }
+    // Calls in flight on this connection stay within the client's budget
+    // even with a full batch more (reading pauses and the client waits,
+    // rather than getting errors).
+    bool should_pause() const {
+        return inflight_.size() >= kMaxInFlight || out_.size() - out_sent_ > kMaxPendingOutput ||
+               (conf_->max_client_calls > 0 && inflight_calls_ > 0 &&
+                inflight_calls_ + conf_->max_batch > conf_->max_client_calls);
+    }
 
     // Reads what is available and handles every complete frame.
     void process() {
@@ -189,11 +221,15 @@ private:
     }
 
     void start_exchange(std::string message) {
-        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket));
+        inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket,
+                                                       wallet::ngx::client_address(r_)));
         auto it = std::prev(inflight_.end());
         Exchange* exchange = it->get();
         inflight_index_.emplace(exchange, it);
+        starting_ = exchange;
         exchange->start(message);  // may finish at once (cache hit, error)
+        starting_ = nullptr;
+        if (!exchange->done()) inflight_calls_ += exchange->plan().calls.size();
     }
 
     void close_with(std::uint16_t code, const std::string& reason) {
@@ -205,6 +241,7 @@ private:
 
     // False when the connection failed (and the session is gone).
     bool flush() {
+        bool progress = false;
         while (out_sent_ < out_.size()) {
             ssize_t n = c_->send(c_, reinterpret_cast<u_char*>(out_.data() + out_sent_), out_.size() - out_sent_);
             if (n == NGX_ERROR) {
@@ -216,10 +253,13 @@ private:
                     terminate();
                     return false;
                 }
+                if (progress || !send_timer_.timer_set) ngx_add_timer(&send_timer_, conf_->ws_send_timeout);
                 return true;
             }
             out_sent_ += static_cast<std::size_t>(n);
+            progress = true;
         }
+        if (send_timer_.timer_set) ngx_del_timer(&send_timer_);
         out_.clear();
         out_sent_ = 0;
         return true;
@@ -243,6 +283,10 @@ private:
     ngx_event_t idle_timer_{};
     ngx_event_t ping_timer_{};
     ngx_event_t write_posted_{};
+    ngx_event_t send_timer_{};
+    Exchange* starting_ = nullptr;   // the exchange being started (its synchronous end is not counted down)
+    std::size_t inflight_calls_ = 0;  // calls of the exchanges in flight
+    bool drop_ = false;               // the client reads too little: close without a Close frame
     bool closing_ = false;
     bool paused_ = false;
 };

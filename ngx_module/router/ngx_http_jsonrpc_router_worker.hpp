@@ -15,6 +15,20 @@
 
 namespace jsonrpc_router {
 
+// Calls in flight per client address in this worker (claimed by an
+// Exchange when it starts, released when it ends: a worker that dies takes
+// its counts with it).
+class ClientCalls {
+public:
+    // Claims up to `wanted` calls under `limit` (0 = no limit); how many it got.
+    std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit);
+    void release(const std::string& client, std::size_t count);
+    std::size_t clients() const { return in_flight_.size(); }
+
+private:
+    std::unordered_map<std::string, std::size_t> in_flight_;
+};
+
 class Worker {
 public:
     static Worker& get();
@@ -24,6 +38,7 @@ public:
     Upstream& upstream(const RouterInstance& instance, std::size_t target, std::size_t url);
     ResponseCache& cache() { return cache_; }
     PoolHealth& pools() { return pools_; }
+    ClientCalls& client_calls() { return client_calls_; }
     std::uint64_t next_upstream_id() { return ++upstream_ids_; }
     RequestId next_request_id();
 
@@ -32,6 +47,7 @@ private:
     ~Worker();
     friend struct std::default_delete<Worker>;
 
+    ClientCalls client_calls_;
     std::unordered_map<const RouterInstance*, std::vector<std::unique_ptr<Upstream>>> upstreams_;
     ResponseCache cache_;
     // Destroyed first (declared last): the polls' calls still use the upstreams.

@@ -9,6 +9,7 @@
 //   ...garbage... answers a body that is not JSON
 //   ...fail...    answers a JSON-RPC error
 //   ...drop...    closes the connection without an answer
+//   ...big...     answers a result padded to --big-bytes (1 MiB)
 // GET /stats answers {"connections":K,"requests":N}.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@ struct Options {
     int port = 0;
     std::string unix_path;
     int slow_ms = 2000;
+    long big_bytes = 1 << 20;
 };
 
 struct Connection {
@@ -140,6 +142,9 @@ Answer answer(std::string_view request, std::uint64_t connection_number) {
     } else if (effective.find("fail") != std::string::npos) {
         a.body = R"({"jsonrpc":"2.0","error":{"code":-32003,"message":"failed by )" + options.name + R"("},"id":)" +
                  id_text + "}";
+    } else if (effective.find("big") != std::string::npos) {
+        a.body = R"({"jsonrpc":"2.0","result":{"backend":)" + wallet::json::quoted(options.name) + R"(,"padding":")" +
+                 std::string(static_cast<std::size_t>(options.big_bytes), 'x') + R"("},"id":)" + id_text + "}";
     } else {
         a.body = R"({"jsonrpc":"2.0","result":{"backend":)" + wallet::json::quoted(options.name) + R"(,"method":)" +
                  method_text + R"(,"params":)" + params_text + R"(,"served":)" + std::to_string(request_count) +
@@ -306,6 +311,7 @@ int main(int argc, char** argv) {
         else if (key == "--port") options.port = std::atoi(value.c_str());
         else if (key == "--unix") options.unix_path = value;
         else if (key == "--slow-ms") options.slow_ms = std::atoi(value.c_str());
+        else if (key == "--big-bytes") options.big_bytes = std::atol(value.c_str());
     }
     signal(SIGPIPE, SIG_IGN);
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);

@@ -53,6 +53,25 @@ std::string client_identity(std::string_view peer_address, std::string_view forw
     return std::string(chosen);
 }
 
+std::string router_client_value(std::string_view token, std::string_view address) {
+    std::string value;
+    value.reserve(token.size() + 1 + address.size());
+    value += token;
+    value += ' ';
+    value += address;
+    return value;
+}
+
+std::string router_client(std::string_view header, std::string_view token) {
+    if (token.empty() || header.size() <= token.size() || header[token.size()] != ' ') return {};
+    unsigned char difference = 0;
+    for (std::size_t i = 0; i < token.size(); ++i) difference |= static_cast<unsigned char>(header[i] ^ token[i]);
+    if (difference != 0) return {};
+    std::string_view address = header.substr(token.size() + 1);
+    if (address != "unix:" && !is_ip_address(address)) return {};
+    return std::string(address);
+}
+
 bool RateLimitTable::allow(std::string_view identity, std::uint64_t now_ms, std::int64_t rate, std::int64_t burst) {
     if (rate <= 0 || count_ == 0) return true;
     const std::uint64_t high = fnv1a(identity, 14695981039346656037ULL) | 1;  // never 0: 0 marks a free slot

@@ -19,6 +19,21 @@ namespace wallet::api {
 std::string client_identity(std::string_view peer_address, std::string_view forwarded_for, bool trust_proxy,
                             std::int64_t trusted_hops);
 
+// The JSON-RPC router of the same nginx names the client it forwards a call
+// for in this header: "<token> <address>", the token being a secret made
+// once by the nginx master (wallet::ngx::router_token). A client cannot
+// forge it: the router writes its upstream requests itself, and the API
+// ignores a value whose token does not match.
+inline constexpr std::string_view kRouterClientHeader = "X-Wallet-Router-Client";
+
+// The header's value for `address`.
+std::string router_client_value(std::string_view token, std::string_view address);
+
+// The address of a router client header carrying `token`; empty when the
+// header is absent, its token differs (compared in constant time), or its
+// address is neither an IP address nor "unix:" (a router on a unix socket).
+std::string router_client(std::string_view header, std::string_view token);
+
 class RateLimitTable {
 public:
     struct Slot {

@@ -246,6 +246,18 @@ TEST(ApiCore, ClientIdentityReadsTrustedHopsFromTheRight) {
     EXPECT_EQ(client_identity("127.0.0.1", "2001:db8::1, 10.0.0.1", true, 2), "2001:db8::1");
 }
 
+TEST(ApiCore, RouterClientHeaderNeedsTheToken) {
+    const std::string token = "0123456789abcdef0123456789abcdef";
+    EXPECT_EQ(router_client(router_client_value(token, "127.0.0.2"), token), "127.0.0.2");
+    EXPECT_EQ(router_client(router_client_value(token, "2001:db8::1"), token), "2001:db8::1");
+    EXPECT_EQ(router_client(router_client_value(token, "unix:"), token), "unix:");
+    EXPECT_EQ(router_client(router_client_value("0123456789abcdef0123456789abcdee", "127.0.0.2"), token), "");
+    EXPECT_EQ(router_client("127.0.0.2", token), "");
+    EXPECT_EQ(router_client(router_client_value(token, "not-an-address"), token), "");
+    EXPECT_EQ(router_client(router_client_value(token, ""), token), "");
+    EXPECT_EQ(router_client(router_client_value("", "127.0.0.2"), ""), "");  // no token: never trusted
+}
+
 TEST(ApiCore, TokenBucketsRefillAtTheRate) {
     std::vector<unsigned char> memory(RateLimitTable::bytes_for(64), 0);
     RateLimitTable table(memory.data(), 64);

@@ -166,6 +166,15 @@ std::string sha256_hex(std::string_view data) {
 
 }  // namespace
 
+std::string target_cache_tag(const Target& target) {
+    std::string urls;
+    for (const Endpoint& e : target.urls) {
+        urls += e.url;
+        urls += ' ';
+    }
+    return target.name + "@" + sha256_hex(urls).substr(0, 8) + ":";
+}
+
 std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
     std::string out;
     append_upstream_body(out, upstream_id);
@@ -211,6 +220,12 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
     }
     if (status != JsonParseStatus::Ok) {
         plan.error = jsonrpc::ErrorInfo{rpc::kParseError, "Parse error: " + doc.error()};
+        return plan;
+    }
+    // The router would read one of two same-named members (a block_num that
+    // decides how long an answer is cached) and the target maybe the other.
+    if (doc.has_duplicate_keys()) {
+        plan.error = invalid("Invalid Request: an object names a member twice");
         return plan;
     }
     if (doc.kind(0) == JsonKind::Array) {

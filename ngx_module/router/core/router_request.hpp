@@ -54,6 +54,10 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
 // The cache key of api.method + params (canonical form: compact, object keys
 // sorted); long params are hashed.
 std::string cache_key(std::string_view path, std::string_view canonical_params);
+// What a target's cache keys start with: "<name>@<8 hex of its URLs' hash>:",
+// so that two routing tables (two chains) in one Redis never share an entry,
+// while every nginx with the same target does.
+std::string target_cache_tag(const Target& target);
 
 struct UpstreamReply {
     bool valid = false;       // false: not a JSON-RPC response (-> 1100)

@@ -318,6 +318,33 @@ TEST(RouterRequest, ChainPollReadsHeadAndLastIrreversibleBlock) {
     EXPECT_FALSE(chain_head("not json"));
 }
 
+TEST(RouterRequest, CacheTagsNameTheTargetAndItsUrls) {
+    auto table = parse_routing_table(R"({"targets":{"node":"http://a:1","other":"http://b:1"},"routes":{"^":{"target":"node"}}})", "t.json");
+    ASSERT_TRUE(table) << table.error();
+    auto same = parse_routing_table(R"({"targets":{"node":"http://a:1"},"routes":{"^":{"target":"node"}}})", "t.json");
+    auto testnet = parse_routing_table(R"({"targets":{"node":"http://c:1"},"routes":{"^":{"target":"node"}}})", "t.json");
+    const std::string tag = target_cache_tag(table->targets[0]);
+    EXPECT_EQ(tag.rfind("node@", 0), 0u);
+    EXPECT_EQ(tag.size(), std::string("node@12345678:").size());
+    EXPECT_EQ(tag, target_cache_tag(same->targets[0]));
+    EXPECT_NE(tag, target_cache_tag(testnet->targets[0]));
+    EXPECT_NE(tag, target_cache_tag(table->targets[1]));
+}
+
+TEST(RouterRequest, DuplicateMembersAreRefused) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    auto twice = plan_request(
+        R"({"jsonrpc":"2.0","method":"block_api.get_block_header","params":{"block_num":1,"block_num":99999999},"id":1})",
+        t, limits);
+    ASSERT_TRUE(twice.error);
+    EXPECT_EQ(twice.error->code, -32600);
+    EXPECT_EQ(twice.error->message, "Invalid Request: an object names a member twice");
+    auto in_batch = plan_request(R"([{"jsonrpc":"2.0","method":"a.b","id":1,"id":2}])", t, limits);
+    EXPECT_TRUE(in_batch.error);
+    EXPECT_FALSE(plan_request(R"({"jsonrpc":"2.0","method":"a.b","params":{"x":{"k":1},"y":{"k":2}},"id":1})", t, limits).error);
+}
+
 TEST(RouterRequest, DottedAndLegacyFormsNormalizeToOnePath) {
     RoutingTable t = small_table();
     RequestLimits limits;

@@ -1,0 +1,304 @@
+// Per-client limits through the router (issues 32 and 33), with the shipped
+// routing file and the limits at their defaults: the API behind the router
+// limits each client on its own (the router tells it who the client is, and
+// no client can forge that), and the router bounds the calls in flight of
+// one client address.
+#include <curl/curl.h>
+
+#include <future>
+#include <set>
+
+#include "router_support.hpp"
+#include "support/api_support.hpp"
+
+using namespace router_test;
+
+namespace {
+
+const std::string kWalletCall = R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_methods"})";
+
+std::size_t collect(char* data, std::size_t size, std::size_t count, void* out) {
+    static_cast<std::string*>(out)->append(data, size * count);
+    return size * count;
+}
+
+// A POST sent from the local address `source` (127.0.0.2, 127.0.0.3...: every
+// 127/8 address is this host's). The response body; empty on a transport error.
+std::string post_from(const std::string& source, const std::string& url, const std::string& body,
+                      const std::vector<std::string>& headers = {}) {
+    wallet::CurlPtr curl(curl_easy_init());
+    wallet::CurlSlistPtr list;
+    list.reset(curl_slist_append(list.release(), "Content-Type: application/json"));
+    for (const auto& h : headers) list.reset(curl_slist_append(list.release(), h.c_str()));
+    std::string response;
+    curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl.get(), CURLOPT_INTERFACE, source.c_str());
+    curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, list.get());
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &response);
+    if (curl_easy_perform(curl.get()) != CURLE_OK) return "";
+    return response;
+}
+
+struct Burst {
+    int answered = 0;
+    int limited = 0;
+};
+
+// `n` wallet_history calls one after another from `source`: how many were
+// answered and how many refused by the API's rate limit (a JSON-RPC error).
+Burst burst(const std::string& source, const std::string& url, int n, const std::vector<std::string>& headers = {}) {
+    Burst b;
+    for (int i = 0; i < n; ++i) {
+        std::string body = post_from(source, url, kWalletCall, headers);
+        if (body.find("\"result\"") != std::string::npos) ++b.answered;
+        if (body.find("rate limit exceeded") != std::string::npos) ++b.limited;
+    }
+    return b;
+}
+
+// A router with the shipped routing file and its defaults (plus
+// `directives`), its node a stand-in backend.
+struct ShippedRouter {
+    explicit ShippedRouter(Backend::Options node_options = {}, const std::string& directives = "")
+        : node("node", node_options) {
+        write_file(dir.path() / "routes.json",
+                   routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
+        nginx = std::make_unique<NginxServer>(
+            nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
+    }
+    Backend node;
+    TempDir dir{"router-client"};
+    std::unique_ptr<NginxServer> nginx;
+};
+
+}  // namespace
+
+// The shipped layout: one nginx, the router on the public port and the API on
+// its own, routes.hive.json sending wallet_history.* to the API; the API's
+// limiter at its defaults (10 requests/s, burst 20).
+TEST(RouterClientLimits, EachClientHasItsOwnApiBudgetThroughTheRouter) {
+    api_test::ApiStack stack;
+    const std::uint16_t api_port = harness::free_port();
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json",
+               routes_with_targets(source_dir() / "conf" / "routes.hive.json",
+                                   {{"wallet_indexer", "http://127.0.0.1:" + std::to_string(api_port)}}));
+    NginxServer::Options options = nginx_options(
+        router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n") +
+        "server {\n  listen 127.0.0.1:" + std::to_string(api_port) + ";\n  location / { wallet_history_api; }\n}\n");
+    options.env = stack.pg().env();
+    options.env.erase("DB_PASSWORD");
+    NginxServer nginx(options);
+    const std::string router = nginx.url("/");
+    const std::string api = "http://127.0.0.1:" + std::to_string(api_port) + "/";
+
+    // One client spends its burst; another, right after, still has its own.
+    Burst first = burst("127.0.0.2", router, 25);
+    Burst second = burst("127.0.0.3", router, 25);
+    EXPECT_GE(first.answered, 18);
+    EXPECT_GE(first.limited, 1);
+    EXPECT_GE(second.answered, 18) << "the second client shares the first one's budget";
+    EXPECT_GE(second.limited, 1);
+
+    // Headers a client sends to the router name nobody: the router writes its
+    // upstream request itself.
+    const std::vector<std::string> forged = {
+        "X-Forwarded-For: 198.51.100.7",
+        "X-Wallet-Router-Client: 00000000000000000000000000000000 198.51.100.7"};
+    Burst forged_via_router = burst("127.0.0.3", router, 10, forged);
+    EXPECT_LE(forged_via_router.answered, 4);
+    // Sent to the API directly, a router header without the token is ignored.
+    Burst direct = burst("127.0.0.4", api, 25);
+    EXPECT_GE(direct.limited, 1);
+    Burst forged_direct = burst("127.0.0.4", api, 10, forged);
+    EXPECT_LE(forged_direct.answered, 4);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The router's own per-client budget: at most jsonrpc_router_max_client_calls
+// (default 200) calls in flight per client address; the calls over it get a
+// JSON-RPC error at once, other clients are served, and the budget comes back
+// when the answers are out.
+TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
+    ShippedRouter router(Backend::Options{.slow_ms = 1500});
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+
+    // Five batches of 50 distinct slow calls at once from one address: 250 > 200.
+    std::vector<std::future<std::string>> batches;
+    for (int b = 0; b < 5; ++b) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < 50; ++i) {
+            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
+        }
+        batches.push_back(std::async(std::launch::async, [&url, body = json_list(calls)] {
+            return post_from("127.0.0.2", url, body);
+        }));
+    }
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 200; }, 10s));
+    // Another address meanwhile: served.
+    JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.get_config")));
+    EXPECT_EQ(text_at(other.get(), "result.backend"), "node");
+
+    int answered = 0;
+    int refused = 0;
+    for (auto& f : batches) {
+        JsonPtr batch = parse_json(f.get());
+        ASSERT_TRUE(json_is_array(batch.get()));
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++answered;
+            if (text_at(element, "error.code") == "1700") {
+                ++refused;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));  // the caller's id
+                EXPECT_NE(text_at(element, "error.data"), "<absent>");  // the request id
+            }
+        }
+    }
+    EXPECT_EQ(answered, 200);
+    EXPECT_EQ(refused, 50);
+    // The refused calls never reached the node (its count has the other
+    // client's call and the /stats requests too).
+    EXPECT_LT(node.stats().second, 250);
+
+    // Nothing stays counted: the same client has its whole budget again.
+    std::vector<std::string> calls;
+    for (int i = 0; i < 50; ++i) calls.push_back(rpc("condenser_api.get_config", "[" + std::to_string(i) + "]", "1"));
+    JsonPtr again = parse_json(post_from("127.0.0.2", url, json_list(calls)));
+    for (std::size_t i = 0; i < json_array_size(again.get()); ++i) {
+        EXPECT_EQ(text_at(json_array_get(again.get(), i), "result.backend"), "node");
+    }
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// One request's answer is bounded (jsonrpc_router_max_response, 16 MiB): a
+// batch of 30 answers of 1 MiB each gets the first ones and error 1800 for
+// the rest, and the worker stays well; over WebSocket the same.
+TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
+    ShippedRouter router;
+    NginxServer& nginx = *router.nginx;
+    std::vector<std::string> calls;
+    for (int i = 0; i < 30; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]", std::to_string(i)));
+    auto count = [](const std::string& text, std::size_t& answered, std::size_t& too_large) {
+        JsonPtr batch = parse_json(text);
+        ASSERT_TRUE(json_is_array(batch.get())) << text.substr(0, 300);
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++answered;
+            if (text_at(element, "error.code") == "1800") {
+                ++too_large;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+            }
+        }
+    };
+    std::size_t answered = 0;
+    std::size_t too_large = 0;
+    std::string body = post_from("127.0.0.2", nginx.url("/"), json_list(calls));
+    EXPECT_LE(body.size(), 16u << 20);
+    count(body, answered, too_large);
+    EXPECT_EQ(answered, 15u);  // 15 answers of a bit over 1 MiB fit in 16 MiB
+    EXPECT_EQ(too_large, 15u);
+
+    WsClient ws(nginx.port());
+    ASSERT_EQ(ws.handshake_status(), 101);
+    answered = too_large = 0;
+    count(ws.call(json_list(calls)), answered, too_large);
+    EXPECT_EQ(answered, 15u);
+    EXPECT_EQ(too_large, 15u);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// A WebSocket client that stops reading is closed after
+// jsonrpc_router_ws_send_timeout (here 1 s instead of 30) with nothing sent,
+// its session and output freed; other clients go on.
+TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_ws_send_timeout 1s;\n");
+    NginxServer& nginx = *router.nginx;
+    WsClient reader(nginx.port());
+    ASSERT_EQ(reader.handshake_status(), 101);
+    // Ask for 30 MiB, far more than the socket buffers hold (and less than
+    // jsonrpc_router_ws_max_output, 32 MiB, which would close it sooner), and never read.
+    std::vector<std::string> calls;
+    for (int i = 0; i < 10; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    for (int m = 0; m < 3; ++m) reader.send_text(json_list(calls));
+    ASSERT_TRUE(harness::wait_until([&] {
+        return read_file(nginx.error_log()).find("WebSocket client read nothing for 1000 ms, closed") != std::string::npos;
+    }, 20s));
+    WsClient other(nginx.port());
+    JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
+    EXPECT_EQ(text_at(answer.get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// Upstream connections per target URL and worker are bounded: calls over
+// jsonrpc_router_upstream_connections wait in a queue, calls over
+// jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
+// and 1024), and the URL is not marked as failing for it.
+TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
+    ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n");
+    NginxServer& nginx = *router.nginx;
+    std::vector<std::string> calls;
+    for (int i = 0; i < 20; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    JsonPtr answers = parse_json(post_from("127.0.0.2", nginx.url("/"), json_list(calls)));
+    std::size_t answered = 0;
+    std::size_t busy = 0;
+    std::set<std::string> connections;  // the backend's numbers of the connections that answered
+    for (std::size_t i = 0; i < json_array_size(answers.get()); ++i) {
+        json_t* element = json_array_get(answers.get(), i);
+        if (json_object_get(element, "result") != nullptr) {
+            ++answered;
+            connections.insert(text_at(element, "result.connection"));
+        }
+        if (text_at(element, "error.code") == "1500") {
+            ++busy;
+            EXPECT_EQ(text_at(element, "error.message"), "Upstream busy: target node");
+        }
+    }
+    // 4 sent and 8 queued, the others refused (one fewer answered when the
+    // router's own chain poll holds a connection at that moment).
+    EXPECT_EQ(answered + busy, 20u);
+    EXPECT_GE(answered, 11u);
+    EXPECT_LE(answered, 12u);
+    EXPECT_LE(connections.size(), 4u);
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// Every budget is checked by `nginx -t`; the shipped values pass.
+TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json", read_file(source_dir() / "conf" / "routes.hive.json"));
+    auto check = [&](const std::string& directives) {
+        return NginxServer::test_config(
+            nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
+    };
+    EXPECT_EQ(check("").exit_code, 0);
+    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
+                            "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
+                            "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;"}) {
+        auto result = check(std::string("    ") + bad + "\n");
+        EXPECT_NE(result.exit_code, 0) << bad;
+        const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
+        EXPECT_NE(result.output.find(name), std::string::npos) << result.output;
+    }
+}
+
+// The public GET / tells each URL's health by its place in the routing file,
+// never its address (that is /metrics', kept to loopback).
+TEST(RouterClientLimits, ThePublicStatusNamesNoBackendAddress) {
+    ShippedRouter router;
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    JsonPtr parsed = parse_json(harness::http_request("GET", nginx.url("/")).body);
+    EXPECT_EQ(text_at(parsed.get(), "status"), "OK");
+    EXPECT_NE(text_at(parsed.get(), "targets.node.0.in"), "<absent>");
+    EXPECT_EQ(harness::http_request("GET", nginx.url("/")).body.find(std::to_string(node.port())), std::string::npos);
+}
