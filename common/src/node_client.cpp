@@ -281,6 +281,11 @@ struct NodeClient::Impl {
     std::uint64_t next_id = 1;
     std::mt19937_64 random{std::random_device{}()};
     int batch_limit = 1000;
+    // The largest batch the node has not refused; a limit cut after timeouts
+    // grows back towards it, doubling after every kGrowAfter good batches.
+    int batch_ceiling = 1000;
+    int good_batches = 0;
+    static constexpr int kGrowAfter = 20;
     // Set by with_retries when a batch must be cut smaller (refused or timed out).
     bool cut_batch = false;
     int batch_in_flight = 1;
@@ -403,6 +408,10 @@ struct NodeClient::Impl {
             Attempt<T> outcome = attempt_once();
             if (outcome.value) {
                 last_failure = NodeFailure::None;
+                if (batch_in_flight > 1 && batch_limit < batch_ceiling && ++good_batches >= kGrowAfter) {
+                    batch_limit = std::min(batch_ceiling, batch_limit * 2);
+                    good_batches = 0;
+                }
                 return std::move(*outcome.value);
             }
             last_failure = outcome.failure;
@@ -413,6 +422,8 @@ struct NodeClient::Impl {
             if (refused || (outcome.failure == NodeFailure::Timeout && batch_in_flight > 1)) {
                 const int named = outcome.batch_refused.value_or(0);
                 batch_limit = std::max(1, named > 0 && named < batch_in_flight ? named : batch_in_flight / 2);
+                if (refused) batch_ceiling = batch_limit;
+                good_batches = 0;
                 cut_batch = true;
                 return make_error(what + ": " + last_message + "; batches cut to " + std::to_string(batch_limit));
             }
@@ -647,6 +658,7 @@ Result<NodeClient> NodeClient::create(NodeClientOptions options) {
     if (options.max_batch < 1) return make_error("node client: max_batch must be at least 1");
     impl->options = std::move(options);
     impl->batch_limit = impl->options.max_batch;
+    impl->batch_ceiling = impl->options.max_batch;
     impl->curl.reset(curl_easy_init());
     if (!impl->curl) return make_error("libcurl: cannot create a handle");
     impl->headers.reset(curl_slist_append(nullptr, "Content-Type: application/json"));
