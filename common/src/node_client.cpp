@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -270,6 +271,32 @@ ScannedResponse scan_response(json::Scanner& s, std::string_view text, OpsForm f
     return response;
 }
 
+// A node's Retry-After, shared by every client of the process that talks to
+// it: a proxy limits by address, not by connection.
+class NodeTurns {
+public:
+    static std::chrono::steady_clock::time_point not_before(const std::string& url) {
+        std::lock_guard lock(mutex());
+        auto it = turns().find(url);
+        return it == turns().end() ? std::chrono::steady_clock::time_point{} : it->second;
+    }
+    static void defer(const std::string& url, std::chrono::steady_clock::time_point until) {
+        std::lock_guard lock(mutex());
+        auto& turn = turns()[url];
+        turn = std::max(turn, until);
+    }
+
+private:
+    static std::mutex& mutex() {
+        static std::mutex m;
+        return m;
+    }
+    static std::map<std::string, std::chrono::steady_clock::time_point>& turns() {
+        static std::map<std::string, std::chrono::steady_clock::time_point> t;
+        return t;
+    }
+};
+
 }  // namespace
 
 struct NodeClient::Impl {
@@ -299,6 +326,7 @@ struct NodeClient::Impl {
 
     bool wait_turn() {
         const auto now = std::chrono::steady_clock::now();
+        not_before = std::max(not_before, NodeTurns::not_before(options.url));
         const auto turn = std::max(not_before, last_sent + pace);
         if (turn > now && !interruptible_sleep(std::chrono::ceil<std::chrono::milliseconds>(turn - now), options.stop)) return false;
         last_sent = std::chrono::steady_clock::now();
@@ -309,6 +337,7 @@ struct NodeClient::Impl {
         pace = std::clamp(pace * 2, std::chrono::milliseconds(50), std::chrono::milliseconds(5000));
         const auto wait = retry_after_seconds > 0 ? std::chrono::milliseconds(retry_after_seconds * 1000) : pace;
         not_before = std::max(not_before, std::chrono::steady_clock::now() + wait);
+        NodeTurns::defer(options.url, not_before);
     }
 
     // One HTTP POST of a JSON body; the answer's text.
