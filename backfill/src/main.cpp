@@ -279,6 +279,7 @@ int main(int argc, char** argv) {
     pool_options.urls = b.rpc_urls;
     pool_options.timeout = milliseconds(b.rpc_timeout_ms);
     pool_options.max_response_bytes = settings.chain.max_response_bytes;
+    pool_options.every_block_rewarded = settings.chain.every_block_rewarded;
     pool_options.give_up_after = args->give_up_after;
     NodePool pool(pool_options);
 
@@ -291,16 +292,17 @@ int main(int argc, char** argv) {
             log_error(client.error());
             return kExitConfiguration;
         }
-        auto head = client.value().get_dynamic_global_properties();
-        if (!head) {
-            log_error("cannot learn the last irreversible block: " + head.error());
+        // Each node's own: the highest; ranges above a lagging node's go to the others.
+        auto lib = client.value().highest_lib();
+        if (!lib) {
+            log_error("cannot learn the last irreversible block: " + lib.error());
             return stop.stop_requested() ? kExitStopped : kExitIncomplete;
         }
-        if (!head->last_irreversible) {
-            log_error("the node reports no last irreversible block: set BACKFILL_END_BLOCK or wait for the node");
+        if (*lib == 0) {
+            log_error("the nodes report no last irreversible block: set BACKFILL_END_BLOCK or wait for the nodes");
             return kExitIncomplete;
         }
-        range.last = *head->last_irreversible;
+        range.last = *lib;
         if (range.last < range.first) {
             log_error("BACKFILL_START_BLOCK " + std::to_string(range.first) + " is above the last irreversible block " +
                       std::to_string(range.last));

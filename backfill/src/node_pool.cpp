@@ -42,7 +42,8 @@ void NodePool::report_success(std::size_t node, std::uint64_t blocks) {
     last_success_ = Clock::now();
 }
 
-std::optional<std::uint64_t> NodePool::report_failure(std::size_t node, NodeFailure kind, const std::string& message) {
+std::optional<std::uint64_t> NodePool::report_failure(std::size_t node, NodeFailure kind, const std::string& message,
+                                                      Clock::time_point not_before) {
     std::lock_guard lock(mutex_);
     auto& state = nodes_[node];
     last_error_ = state.health.url + ": " + message;
@@ -56,10 +57,27 @@ std::optional<std::uint64_t> NodePool::report_failure(std::size_t node, NodeFail
     for (int i = 0; i < state.consecutive_failures && avoid < options_.max_avoid; ++i) avoid *= 2;
     ++state.consecutive_failures;
     const auto now = Clock::now();
-    state.avoid_until = std::max(state.avoid_until, now + std::min(avoid, options_.max_avoid));
+    state.avoid_until = std::max({state.avoid_until, now + std::min(avoid, options_.max_avoid), not_before});
     if (now - state.last_logged < options_.log_interval) return std::nullopt;
     state.last_logged = now;
     return std::exchange(state.unlogged_failures, 0);
+}
+
+std::optional<std::int64_t> NodePool::known_lib(std::size_t node) const {
+    std::lock_guard lock(mutex_);
+    return nodes_[node].lib;
+}
+
+bool NodePool::lib_recent(std::size_t node) const {
+    constexpr std::chrono::seconds kLibRecent{3};  // one block interval
+    std::lock_guard lock(mutex_);
+    return Clock::now() - nodes_[node].lib_checked < kLibRecent;
+}
+
+void NodePool::record_lib(std::size_t node, std::int64_t lib) {
+    std::lock_guard lock(mutex_);
+    nodes_[node].lib = lib;
+    nodes_[node].lib_checked = Clock::now();
 }
 
 std::string NodePool::last_error() const {
@@ -87,6 +105,7 @@ Result<PoolClient> PoolClient::create(NodePool& pool, std::size_t first_node, st
         options.timeout = pool.options().timeout;
         options.max_response_bytes = pool.options().max_response_bytes;
         options.max_attempts = 1;  // the pool retries, on another node
+        options.every_block_rewarded = pool.options().every_block_rewarded;
         options.stop = stop;
         auto client = NodeClient::create(std::move(options));
         if (!client) return make_error(client.error());
@@ -100,6 +119,7 @@ PoolClient::PoolClient(NodePool& pool, std::vector<NodeClient> clients, std::siz
 
 template <typename T, typename Call>
 Result<T> PoolClient::on_some_node(const std::string& what, Call call) {
+    std::size_t passed = 0;  // nodes in a row that cannot serve the request yet
     for (;;) {
         if (stop_.stop_requested()) return make_error(what + ": stopped");
         if (NodePool::Clock::now() - pool_->last_success() > pool_->options().give_up_after) {
@@ -115,14 +135,24 @@ Result<T> PoolClient::on_some_node(const std::string& what, Call call) {
         const std::size_t node = *pick.node;
         next_node_ = (node + 1) % clients_.size();  // the next request goes to the next node
         NodeClient& client = clients_[node];
-        auto [result, blocks] = call(client);
+        auto outcome = call(node, client);
+        if (!outcome) {
+            if (++passed >= clients_.size()) {
+                // No node has these blocks yet: wait for one to catch up.
+                passed = 0;
+                interruptible_sleep(std::chrono::milliseconds(1000), stop_);
+            }
+            continue;
+        }
+        passed = 0;
+        auto& [result, blocks] = *outcome;
         if (result) {
             pool_->report_success(node, blocks);
             return result;
         }
         const NodeFailure kind = client.last_failure();
         if (kind == NodeFailure::Stopped || stop_.stop_requested()) return make_error(what + ": stopped");
-        if (auto failures = pool_->report_failure(node, kind, result.error())) {
+        if (auto failures = pool_->report_failure(node, kind, result.error(), client.not_before())) {
             log_warning("node " + loggable_url(client_url(node)) + " failed " + std::to_string(*failures) +
                         " request(s), avoiding it for a while; last: " + result.error());
         }
@@ -134,10 +164,22 @@ std::string PoolClient::client_url(std::size_t node) const { return pool_->optio
 
 Result<std::vector<BlockOps>> PoolClient::get_ops_in_blocks(std::int64_t first, std::int64_t last) {
     const std::string what = "get_ops_in_block " + std::to_string(first) + ".." + std::to_string(last);
+    using Outcome = std::optional<std::pair<Result<std::vector<BlockOps>>, std::uint64_t>>;
     for (std::size_t oversized = 0;; ++oversized) {
         NodeFailure failure = NodeFailure::None;
-        auto blocks = on_some_node<std::vector<BlockOps>>(what, [&](NodeClient& client) {
-            auto answer = client.get_ops_in_blocks(first, last, OpsForm::Condenser);
+        auto blocks = on_some_node<std::vector<BlockOps>>(what, [&](std::size_t node, NodeClient& client) -> Outcome {
+            auto lib = pool_->known_lib(node);
+            if ((!lib || *lib < last) && !pool_->lib_recent(node)) {
+                auto head = client.get_dynamic_global_properties();
+                if (!head) {
+                    failure = client.last_failure();
+                    return std::pair(Result<std::vector<BlockOps>>(make_error(head.error())), std::uint64_t{0});
+                }
+                lib = head->last_irreversible.value_or(0);
+                pool_->record_lib(node, *lib);
+            }
+            if (!lib || *lib < last) return std::nullopt;  // not irreversible on this node yet
+            auto answer = client.get_ops_in_blocks(first, last, OpsForm::Condenser, *lib);
             failure = answer ? NodeFailure::None : client.last_failure();
             return std::pair(std::move(answer), static_cast<std::uint64_t>(last - first + 1));
         });
@@ -158,10 +200,26 @@ Result<std::vector<BlockOps>> PoolClient::get_ops_in_blocks(std::int64_t first, 
     }
 }
 
-Result<ChainHead> PoolClient::get_dynamic_global_properties() {
-    return on_some_node<ChainHead>("get_dynamic_global_properties", [](NodeClient& client) {
-        return std::pair(client.get_dynamic_global_properties(), std::uint64_t{0});
-    });
+Result<std::int64_t> PoolClient::highest_lib() {
+    const auto started = NodePool::Clock::now();
+    for (;;) {
+        std::optional<std::int64_t> highest;
+        std::string errors;
+        for (std::size_t node = 0; node < clients_.size(); ++node) {
+            auto head = clients_[node].get_dynamic_global_properties();
+            if (!head) {
+                errors += (errors.empty() ? "" : "; ") + loggable_url(client_url(node)) + ": " + head.error();
+                continue;
+            }
+            const std::int64_t lib = head->last_irreversible.value_or(0);
+            pool_->record_lib(node, lib);
+            highest = std::max(highest.value_or(0), lib);
+        }
+        if (highest) return *highest;
+        if (stop_.stop_requested()) return make_error("stopped");
+        if (NodePool::Clock::now() - started > pool_->options().give_up_after) return make_error("no node answered: " + errors);
+        interruptible_sleep(std::chrono::milliseconds(1000), stop_);
+    }
 }
 
 }  // namespace wallet::backfill

@@ -58,6 +58,9 @@ const std::vector<SettingDoc> kDocs = {
     {"CHAIN_RPC_TIMEOUT_MS", "10000", "Per-request timeout against the node."},
     {"CHAIN_RPC_MAX_RESPONSE_BYTES", "67108864", "Largest node response accepted."},
     {"CHAIN_ASSET_TABLE", "mainnet", "NAI symbol table: mainnet, testnet, or NAI=SYMBOL:PRECISION,..."},
+    {"CHAIN_EVERY_BLOCK_REWARDED", "true",
+     "Every block after the first producer_reward carries one (mainnet): a node's empty answer for such a block is refused "
+     "as not indexed yet. false only for a chain with truly empty blocks."},
     {"INDEXER_START_BLOCK", "0", "First block to index on a fresh database; 0 means genesis."},
     {"INDEXER_TRAIL_BLOCKS", "2", "Blocks to stay behind the target."},
     {"INDEXER_TARGET_IRREVERSIBLE", "true", "Index only up to the last irreversible block."},
@@ -372,6 +375,7 @@ Settings load_settings(const EnvLookup& env, Component component) {
     s.chain.rpc_timeout_ms = r.integer("CHAIN_RPC_TIMEOUT_MS", 10000, 1, 3'600'000);
     s.chain.max_response_bytes = r.integer("CHAIN_RPC_MAX_RESPONSE_BYTES", 64LL << 20, 1024, 1LL << 32);
     s.chain.asset_table = r.text("CHAIN_ASSET_TABLE", "mainnet");
+    s.chain.every_block_rewarded = r.boolean("CHAIN_EVERY_BLOCK_REWARDED", true);
     if (s.chain.asset_table.empty()) Reader::fail("CHAIN_ASSET_TABLE", "mainnet, testnet or NAI=SYMBOL:PRECISION,...", "");
 
     // Indexer.

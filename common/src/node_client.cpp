@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -43,14 +44,50 @@ struct Attempt {
     std::optional<T> value;
     NodeFailure failure = NodeFailure::None;
     std::string message;
+    // The node refused the batch for its size; the limit it named (0: none).
+    std::optional<int> batch_refused;
 
-    static Attempt ok(T v) { return Attempt{std::move(v), NodeFailure::None, {}}; }
-    static Attempt fail(NodeFailure kind, std::string why) { return Attempt{std::nullopt, kind, std::move(why)}; }
+    static Attempt ok(T v) { return Attempt{std::move(v), NodeFailure::None, {}, {}}; }
+    static Attempt fail(NodeFailure kind, std::string why) { return Attempt{std::nullopt, kind, std::move(why), {}}; }
 };
 
 template <typename T, typename U>
 Attempt<T> forward_failure(const Attempt<U>& failed) {
-    return Attempt<T>::fail(failed.failure, failed.message);
+    Attempt<T> forwarded = Attempt<T>::fail(failed.failure, failed.message);
+    forwarded.batch_refused = failed.batch_refused;
+    return forwarded;
+}
+
+// The number that follows `marker` in `text`.
+std::optional<int> number_after(std::string_view text, std::string_view marker) {
+    const auto at = text.find(marker);
+    if (at == std::string_view::npos) return std::nullopt;
+    int value = 0;
+    bool digits = false;
+    for (std::size_t i = at + marker.size(); i < text.size() && text[i] >= '0' && text[i] <= '9' && value < 1000000; ++i) {
+        value = value * 10 + (text[i] - '0');
+        digits = true;
+    }
+    return digits ? std::optional<int>(value) : std::nullopt;
+}
+
+// A proxy's refusal of a batch for its size, and the limit it names (0 when
+// it names none): Drone "Batch size too large, maximum allowed is 100." (HTTP
+// 500), jussi 1600 "JSONRPC batch size of 101 exceeds 50", proxyd -32014
+// "too many RPC calls in batch request".
+std::optional<int> batch_refusal(std::string_view text) {
+    if (text.find("Batch size too large") != std::string_view::npos) return number_after(text, "maximum allowed is ").value_or(0);
+    if (text.find("batch size of") != std::string_view::npos) return number_after(text, " exceeds ").value_or(0);
+    if (text.find("too many RPC calls in batch") != std::string_view::npos) return 0;
+    return std::nullopt;
+}
+
+// The start of an error body, on one line, for log messages.
+std::string body_excerpt(std::string_view body) {
+    std::string text;
+    for (const char c : body.substr(0, 300)) text += (c == '\r' || c == '\n' || c == '\t') ? ' ' : c;
+    if (body.size() > 300) text += "...";
+    return text;
 }
 
 struct ReceiveState {
@@ -234,27 +271,31 @@ ScannedResponse scan_response(json::Scanner& s, std::string_view text, OpsForm f
     return response;
 }
 
-struct Header {
-    std::string previous;
-    Timestamp time;
-};
-
-// A block_api.get_block_header result: nullopt for an unknown block ({}).
-Attempt<std::optional<Header>> header_of(const json_t* result, std::int64_t block_num) {
-    const json_t* header = json_object_get(result, "header");
-    if (!json_is_object(result)) return Attempt<std::optional<Header>>::fail(NodeFailure::Malformed, "header result is not an object");
-    if (header == nullptr || json_is_null(header)) return Attempt<std::optional<Header>>::ok(std::nullopt);
-    const auto previous = json::string_view_of(json_object_get(header, "previous"));
-    const auto time_text = json::string_view_of(json_object_get(header, "timestamp"));
-    if (!previous || !time_text) return Attempt<std::optional<Header>>::fail(NodeFailure::Malformed, "header lacks previous or timestamp");
-    if (!is_block_id_of(*previous, block_num - 1)) {
-        return Attempt<std::optional<Header>>::fail(NodeFailure::WrongAnswer,
-                                                    "header of block " + std::to_string(block_num) + " is not that block's");
+// A node's Retry-After, shared by every client of the process that talks to
+// it: a proxy limits by address, not by connection.
+class NodeTurns {
+public:
+    static std::chrono::steady_clock::time_point not_before(const std::string& url) {
+        std::lock_guard lock(mutex());
+        auto it = turns().find(url);
+        return it == turns().end() ? std::chrono::steady_clock::time_point{} : it->second;
     }
-    auto time = Timestamp::parse(*time_text);
-    if (!time) return Attempt<std::optional<Header>>::fail(NodeFailure::Malformed, "header timestamp: " + time.error());
-    return Attempt<std::optional<Header>>::ok(Header{std::string(*previous), *time});
-}
+    static void defer(const std::string& url, std::chrono::steady_clock::time_point until) {
+        std::lock_guard lock(mutex());
+        auto& turn = turns()[url];
+        turn = std::max(turn, until);
+    }
+
+private:
+    static std::mutex& mutex() {
+        static std::mutex m;
+        return m;
+    }
+    static std::map<std::string, std::chrono::steady_clock::time_point>& turns() {
+        static std::map<std::string, std::chrono::steady_clock::time_point> t;
+        return t;
+    }
+};
 
 }  // namespace
 
@@ -266,9 +307,42 @@ struct NodeClient::Impl {
     NodeFailure last_failure = NodeFailure::None;
     std::uint64_t next_id = 1;
     std::mt19937_64 random{std::random_device{}()};
+    int batch_limit = 1000;
+    // The largest batch the node has not refused; a limit cut after timeouts
+    // grows back towards it, doubling after every kGrowAfter good batches.
+    int batch_ceiling = 1000;
+    int good_batches = 0;
+    static constexpr int kGrowAfter = 20;
+    // Set by with_retries when a batch must be cut smaller (refused or timed out).
+    bool cut_batch = false;
+    int batch_in_flight = 1;
+    // Pacing after HTTP 429: no request before not_before, and at least
+    // `pace` between requests, doubled by every 429 and eased by successes.
+    std::chrono::steady_clock::time_point not_before{};
+    std::chrono::steady_clock::time_point last_sent{};
+    std::chrono::milliseconds pace{0};
+    // The first block seen with a producer_reward (every_block_rewarded).
+    std::optional<std::int64_t> first_rewarded;
+
+    bool wait_turn() {
+        const auto now = std::chrono::steady_clock::now();
+        not_before = std::max(not_before, NodeTurns::not_before(options.url));
+        const auto turn = std::max(not_before, last_sent + pace);
+        if (turn > now && !interruptible_sleep(std::chrono::ceil<std::chrono::milliseconds>(turn - now), options.stop)) return false;
+        last_sent = std::chrono::steady_clock::now();
+        return true;
+    }
+
+    void throttled(long retry_after_seconds) {
+        pace = std::clamp(pace * 2, std::chrono::milliseconds(50), std::chrono::milliseconds(5000));
+        const auto wait = retry_after_seconds > 0 ? std::chrono::milliseconds(retry_after_seconds * 1000) : pace;
+        not_before = std::max(not_before, std::chrono::steady_clock::now() + wait);
+        NodeTurns::defer(options.url, not_before);
+    }
 
     // One HTTP POST of a JSON body; the answer's text.
     Attempt<std::string> post_text(const std::string& body) {
+        if (!wait_turn()) return Attempt<std::string>::fail(NodeFailure::Stopped, "stopped");
         ++stats.attempts;
         std::string received;
         ReceiveState state{&received, static_cast<std::size_t>(options.max_response_bytes)};
@@ -294,7 +368,20 @@ struct NodeClient::Impl {
         }
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        if (status != 200) return Attempt<std::string>::fail(NodeFailure::HttpStatus, "HTTP status " + std::to_string(status));
+        if (status == 429) {
+            curl_off_t retry_after = 0;
+            curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after);
+            throttled(static_cast<long>(retry_after));
+            return Attempt<std::string>::fail(NodeFailure::HttpStatus, "HTTP status 429 (rate limited; Retry-After " +
+                                                                           std::to_string(retry_after) + " s): " + body_excerpt(received));
+        }
+        if (status != 200) {
+            auto failed = Attempt<std::string>::fail(NodeFailure::HttpStatus,
+                                                     "HTTP status " + std::to_string(status) + ": " + body_excerpt(received));
+            failed.batch_refused = batch_refusal(received);
+            return failed;
+        }
+        pace = pace * 15 / 16;
         return Attempt<std::string>::ok(std::move(received));
     }
 
@@ -315,51 +402,16 @@ struct NodeClient::Impl {
         return result_of(answer.value->get(), id);
     }
 
-    // A JSON-RPC batch: the results in request order.
-    Attempt<std::vector<JsonPtr>> batch(const std::vector<std::pair<std::string, JsonPtr>>& calls) {
-        JsonPtr requests = json_own(json_array());
-        const std::uint64_t first_id = next_id;
-        for (const auto& [method, params] : calls) json_array_append_new(requests.get(), request_object(method, params.get(), next_id++).release());
-        auto answer = post(json::dump_compact(requests.get()));
-        if (!answer.value) return forward_failure<std::vector<JsonPtr>>(answer);
-        json_t* responses = answer.value->get();
-        if (json_is_object(responses)) {
-            // A whole-batch error answer.
-            auto single = result_of(responses, first_id);
-            return Attempt<std::vector<JsonPtr>>::fail(single.value ? NodeFailure::Malformed : single.failure,
-                                                       single.value ? "batch answered with one object" : single.message);
-        }
-        if (!json_is_array(responses) || json_array_size(responses) != calls.size()) {
-            return Attempt<std::vector<JsonPtr>>::fail(NodeFailure::WrongAnswer, "batch answer does not match the request count");
-        }
-        // Answers may come in any order: placed by id.
-        std::vector<JsonPtr> results(calls.size());
-        for (std::size_t i = 0; i < calls.size(); ++i) {
-            json_t* response = json_array_get(responses, i);
-            auto id = json::to_int64(json_object_get(response, "id"));
-            if (!id || *id < static_cast<std::int64_t>(first_id) || *id >= static_cast<std::int64_t>(first_id + calls.size())) {
-                if (const json_t* error = json_object_get(response, "error"); error != nullptr && !json_is_null(error)) {
-                    return Attempt<std::vector<JsonPtr>>::fail(NodeFailure::RpcError, rpc_error_text(error));
-                }
-                return Attempt<std::vector<JsonPtr>>::fail(NodeFailure::WrongAnswer, "batch answer with an unknown id");
-            }
-            const auto slot = static_cast<std::size_t>(static_cast<std::uint64_t>(*id) - first_id);
-            if (results[slot]) return Attempt<std::vector<JsonPtr>>::fail(NodeFailure::WrongAnswer, "batch answer id repeated");
-            auto result = result_of(response, static_cast<std::uint64_t>(*id));
-            if (!result.value) return forward_failure<std::vector<JsonPtr>>(result);
-            results[slot] = std::move(*result.value);
-        }
-        return Attempt<std::vector<JsonPtr>>::ok(std::move(results));
-    }
-
     // A batch answered with one object: a whole-batch error.
     template <typename T>
     Attempt<T> whole_batch_failure(const std::string& text, std::uint64_t first_id) {
         auto parsed = json::parse(text);
         if (!parsed) return Attempt<T>::fail(NodeFailure::Malformed, parsed.error());
         auto single = result_of(parsed->get(), first_id);
-        return Attempt<T>::fail(single.value ? NodeFailure::Malformed : single.failure,
-                                single.value ? "batch answered with one object" : single.message);
+        auto failed = Attempt<T>::fail(single.value ? NodeFailure::Malformed : single.failure,
+                                       single.value ? "batch answered with one object" : single.message);
+        if (!single.value) failed.batch_refused = batch_refusal(single.message);
+        return failed;
     }
 
     std::chrono::milliseconds backoff(int attempt) {
@@ -371,22 +423,39 @@ struct NodeClient::Impl {
         return std::chrono::milliseconds(base.count() - base.count() / 2 + jitter(random));
     }
 
-    // Runs an attempt until it succeeds, attempts run out, or stop is requested.
+    // Runs an attempt until it succeeds, attempts run out, or stop is
+    // requested. A batch refused for its size, or of several items timing out,
+    // returns at once with cut_batch set and batch_limit lowered: the caller
+    // cuts it smaller.
     template <typename T>
     Result<T> with_retries(const std::string& what, const std::function<Attempt<T>()>& attempt_once) {
         ++stats.calls;
+        cut_batch = false;
         std::string last_message;
         for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
             if (options.stop.stop_requested()) break;
             Attempt<T> outcome = attempt_once();
             if (outcome.value) {
                 last_failure = NodeFailure::None;
+                if (batch_in_flight > 1 && batch_limit < batch_ceiling && ++good_batches >= kGrowAfter) {
+                    batch_limit = std::min(batch_ceiling, batch_limit * 2);
+                    good_batches = 0;
+                }
                 return std::move(*outcome.value);
             }
             last_failure = outcome.failure;
             ++stats.failures[static_cast<int>(outcome.failure)];
             last_message = outcome.message;
             if (outcome.failure == NodeFailure::Stopped) break;
+            const bool refused = outcome.batch_refused && batch_in_flight > 1;
+            if (refused || (outcome.failure == NodeFailure::Timeout && batch_in_flight > 1)) {
+                const int named = outcome.batch_refused.value_or(0);
+                batch_limit = std::max(1, named > 0 && named < batch_in_flight ? named : batch_in_flight / 2);
+                if (refused) batch_ceiling = batch_limit;
+                good_batches = 0;
+                cut_batch = true;
+                return make_error(what + ": " + last_message + "; batches cut to " + std::to_string(batch_limit));
+            }
             if (attempt < options.max_attempts && !interruptible_sleep(backoff(attempt), options.stop)) break;
         }
         ++stats.failed_calls;
@@ -397,7 +466,10 @@ struct NodeClient::Impl {
         return make_error(what + " failed after " + std::to_string(options.max_attempts) + " attempts: " + last_message);
     }
 
-    Attempt<std::vector<BlockOps>> ops_attempt(std::int64_t first, std::int64_t last, OpsForm form) {
+    // get_ops_in_block for [first, last] in one batch; with `known_to`, an
+    // empty answer is accepted only as get_ops_in_blocks documents.
+    Attempt<std::vector<BlockOps>> ops_attempt(std::int64_t first, std::int64_t last, OpsForm form,
+                                               std::optional<std::int64_t> known_to) {
         JsonPtr requests = json_own(json_array());
         const std::uint64_t first_id = next_id;
         for (std::int64_t n = first; n <= last; ++n) {
@@ -455,50 +527,124 @@ struct NodeClient::Impl {
             }
             blocks[slot] = BlockOps{block_num, std::move(response.entries), text};
         }
+        if (options.every_block_rewarded) {
+            for (const auto& block : blocks) {
+                if (first_rewarded && *first_rewarded <= block.block_num) break;
+                const bool rewarded = std::any_of(block.entries.begin(), block.entries.end(),
+                                                  [](const RawEntry& entry) { return entry.type == "producer_reward"; });
+                if (rewarded) first_rewarded = block.block_num;
+            }
+        }
+        for (const auto& block : blocks) {
+            if (!known_to || !block.entries.empty()) continue;
+            const std::string what = "node answered no operations for block " + std::to_string(block.block_num);
+            if (block.block_num > *known_to) {
+                return Attempt<std::vector<BlockOps>>::fail(NodeFailure::WrongAnswer,
+                                                            what + ", above the block it reported (" + std::to_string(*known_to) + ")");
+            }
+            if (first_rewarded && *first_rewarded < block.block_num) {
+                return Attempt<std::vector<BlockOps>>::fail(
+                    NodeFailure::WrongAnswer, what + " although every block after " + std::to_string(*first_rewarded) +
+                                                  " carries a producer_reward: not indexed there yet");
+            }
+        }
         return Attempt<std::vector<BlockOps>>::ok(std::move(blocks));
     }
 
+    // block_api.get_block_range for [first, last]: each block's id,
+    // `previous` and time, scanned without parsing the transactions.
     Attempt<BlockRefRange> refs_attempt(std::int64_t first, std::int64_t last) {
-        std::vector<std::pair<std::string, JsonPtr>> calls;
-        for (std::int64_t n = first; n <= last + 1; ++n) {
-            calls.emplace_back("block_api.get_block_header", json_own(json_pack("{s:I}", "block_num", static_cast<json_int_t>(n))));
-        }
-        auto answers = batch(calls);
-        if (!answers.value) return forward_failure<BlockRefRange>(answers);
-        std::vector<Header> block_headers;
-        std::optional<Header> after_last;
-        for (std::size_t i = 0; i < answers.value->size(); ++i) {
-            const std::int64_t n = first + static_cast<std::int64_t>(i);
-            auto header = header_of((*answers.value)[i].get(), n);
-            if (!header.value) return forward_failure<BlockRefRange>(header);
-            if (n == last + 1) {
-                after_last = std::move(*header.value);
-            } else if (!*header.value) {
-                return Attempt<BlockRefRange>::fail(NodeFailure::WrongAnswer, "node has no block " + std::to_string(n));
-            } else {
-                block_headers.push_back(std::move(**header.value));
-            }
-        }
-        if (block_headers.empty()) return Attempt<BlockRefRange>::fail(NodeFailure::WrongAnswer, "no headers");
+        const std::uint64_t id = next_id++;
+        JsonPtr params = json_own(json_pack("{s:I, s:I}", "starting_block_num", static_cast<json_int_t>(first), "count",
+                                            static_cast<json_int_t>(last - first + 1)));
+        auto answer = post_text(json::dump_compact(request_object("block_api.get_block_range", params.get(), id).get()));
+        if (!answer.value) return forward_failure<BlockRefRange>(answer);
+        const std::string& text = *answer.value;
+        json::Scanner s(text);
         BlockRefRange range;
-        range.parent_id = block_headers.front().previous;
-        for (std::size_t i = 0; i < block_headers.size(); ++i) {
-            const std::int64_t n = first + static_cast<std::int64_t>(i);
-            range.blocks.push_back(BlockRef{n, i + 1 < block_headers.size() ? block_headers[i + 1].previous : std::string(), block_headers[i].time});
-        }
-        if (after_last) {
-            range.blocks.back().id = after_last->previous;
-        } else {
-            // `last` is the head: its own id from the block itself.
-            auto answer = single("block_api.get_block_range",
-                                 json_own(json_pack("{s:I, s:i}", "starting_block_num", static_cast<json_int_t>(last), "count", 1)));
-            if (!answer.value) return forward_failure<BlockRefRange>(answer);
-            const json_t* block = json_array_get(json_object_get(answer.value->get(), "blocks"), 0);
-            const auto id = json::string_view_of(json_object_get(block, "block_id"));
-            if (!id || !is_block_id_of(*id, last)) {
-                return Attempt<BlockRefRange>::fail(NodeFailure::WrongAnswer, "no id for block " + std::to_string(last));
+        std::optional<std::int64_t> answered_id;
+        std::string_view error;
+        bool has_result = false;
+        std::string problem;
+        auto scan_block = [&](std::int64_t n) {
+            std::string_view block_id, previous, timestamp;
+            std::vector<std::string> transactions;
+            if (!s.expect('{') || s.consume('}')) return;
+            do {
+                std::string_view key;
+                if (!s.read_string(key) || !s.expect(':')) return;
+                if (key == "block_id") {
+                    s.read_string(block_id);
+                } else if (key == "previous") {
+                    s.read_string(previous);
+                } else if (key == "timestamp") {
+                    s.read_string(timestamp);
+                } else if (key == "transaction_ids") {
+                    if (s.expect('[') && !s.consume(']')) {
+                        do {
+                            std::string_view transaction;
+                            if (s.read_string(transaction)) transactions.emplace_back(transaction);
+                        } while (!s.failed() && s.consume(','));
+                        s.expect(']');
+                    }
+                } else {
+                    s.next_value();
+                }
+            } while (!s.failed() && s.consume(','));
+            if (!s.expect('}') || !problem.empty()) return;
+            auto time = Timestamp::parse(timestamp);
+            if (!is_block_id_of(block_id, n) || !is_block_id_of(previous, n - 1) || !time) {
+                problem = "block " + std::to_string(n) + " of the range is not that block's, or lacks its id or time";
+                return;
             }
-            range.blocks.back().id = std::string(*id);
+            if (n == first) range.parent_id = std::string(previous);
+            else if (range.blocks.back().id != previous) problem = "block " + std::to_string(n) + " does not follow its predecessor";
+            range.blocks.push_back(BlockRef{n, std::string(block_id), *time});
+            range.transaction_ids.push_back(std::move(transactions));
+        };
+        if (s.expect('{') && !s.consume('}')) {
+            do {
+                std::string_view key;
+                if (!s.read_string(key) || !s.expect(':')) break;
+                if (key == "id") {
+                    if (auto number = json::integer_value(s.next_value())) answered_id = *number;
+                } else if (key == "error") {
+                    const std::string_view value = s.next_value();
+                    if (value != "null") error = value;
+                } else if (key == "result" && s.expect('{') && !s.consume('}')) {
+                    has_result = true;
+                    do {
+                        std::string_view member;
+                        if (!s.read_string(member) || !s.expect(':')) break;
+                        if (member == "blocks" && s.expect('[') && !s.consume(']')) {
+                            do {
+                                scan_block(first + static_cast<std::int64_t>(range.blocks.size()));
+                            } while (!s.failed() && s.consume(','));
+                            s.expect(']');
+                        } else if (member != "blocks") {
+                            s.next_value();
+                        }
+                    } while (!s.failed() && s.consume(','));
+                    s.expect('}');
+                } else {
+                    s.next_value();
+                }
+            } while (!s.failed() && s.consume(','));
+            s.expect('}');
+        }
+        if (s.failed()) return Attempt<BlockRefRange>::fail(NodeFailure::Malformed, s.error());
+        if (!error.empty()) {
+            auto parsed = json::parse(error);
+            return Attempt<BlockRefRange>::fail(NodeFailure::RpcError, parsed ? rpc_error_text(parsed->get()) : "JSON-RPC error");
+        }
+        if (!answered_id || static_cast<std::uint64_t>(*answered_id) != id) {
+            return Attempt<BlockRefRange>::fail(NodeFailure::WrongAnswer, "response id does not match the request");
+        }
+        if (!has_result) return Attempt<BlockRefRange>::fail(NodeFailure::Malformed, "response has no result");
+        if (!problem.empty()) return Attempt<BlockRefRange>::fail(NodeFailure::WrongAnswer, problem);
+        if (range.blocks.size() != static_cast<std::size_t>(last - first + 1)) {
+            return Attempt<BlockRefRange>::fail(NodeFailure::WrongAnswer,
+                                                "node has no block " + std::to_string(first + static_cast<std::int64_t>(range.blocks.size())));
         }
         return Attempt<BlockRefRange>::ok(std::move(range));
     }
@@ -538,7 +684,10 @@ Result<NodeClient> NodeClient::create(NodeClientOptions options) {
     if (global != CURLE_OK) return make_error("libcurl initialisation failed");
     if (options.max_attempts < 1) return make_error("node client: max_attempts must be at least 1");
     auto impl = std::make_unique<Impl>();
+    if (options.max_batch < 1) return make_error("node client: max_batch must be at least 1");
     impl->options = std::move(options);
+    impl->batch_limit = impl->options.max_batch;
+    impl->batch_ceiling = impl->options.max_batch;
     impl->curl.reset(curl_easy_init());
     if (!impl->curl) return make_error("libcurl: cannot create a handle");
     impl->headers.reset(curl_slist_append(nullptr, "Content-Type: application/json"));
@@ -552,6 +701,7 @@ Result<NodeClient> NodeClient::create(NodeClientOptions options) {
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(impl->options.timeout.count()));
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // whatever compression the node offers
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "hive-wallet/" WALLET_VERSION);  // operators of public nodes see who asks
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(impl->options.max_response_bytes));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, receive);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -563,28 +713,86 @@ Result<ChainHead> NodeClient::get_dynamic_global_properties() {
     return impl_->with_retries<ChainHead>("get_dynamic_global_properties", [this] { return impl_->head_attempt(); });
 }
 
-Result<std::vector<BlockOps>> NodeClient::get_ops_in_blocks(std::int64_t first, std::int64_t last, OpsForm form) {
+Result<std::vector<BlockOps>> NodeClient::get_ops_in_blocks(std::int64_t first, std::int64_t last, OpsForm form,
+                                                         std::optional<std::int64_t> known_to) {
     if (first < 1 || last < first) return make_error("get_ops_in_block: empty block range");
-    const std::string what = "get_ops_in_block " + std::to_string(first) + ".." + std::to_string(last);
-    auto blocks = impl_->with_retries<std::vector<BlockOps>>(what, [&] { return impl_->ops_attempt(first, last, form); });
-    if (!blocks || form != OpsForm::Condenser) return blocks;
-    // The condenser form answers [] for blocks it deems reversible: an empty
-    // block is asked again in the form that shows reversible blocks too.
-    for (auto& block : blocks.value()) {
-        if (!block.entries.empty()) continue;
-        const std::int64_t n = block.block_num;
-        auto again = impl_->with_retries<std::vector<BlockOps>>(
-            "get_ops_in_block " + std::to_string(n), [&] { return impl_->ops_attempt(n, n, OpsForm::AccountHistory); });
-        if (!again) return make_error(again.error());
-        block = std::move(again.value().front());
+    Impl& impl = *impl_;
+    if (!known_to) {
+        auto head = get_dynamic_global_properties();
+        if (!head) return make_error(head.error());
+        known_to = form == OpsForm::Condenser ? head->last_irreversible.value_or(0) : head->head_block;
+    }
+    // [from, to] in batches the node accepts, appended to `blocks`.
+    auto read = [&](std::int64_t from, std::int64_t to, OpsForm asked, std::optional<std::int64_t> checked,
+                    std::vector<BlockOps>& blocks) -> Result<bool> {
+        while (from <= to) {
+            const std::int64_t upto = std::min(to, from + impl.batch_limit - 1);
+            impl.batch_in_flight = static_cast<int>(upto - from + 1);
+            auto chunk = impl.with_retries<std::vector<BlockOps>>(
+                "get_ops_in_block " + std::to_string(from) + ".." + std::to_string(upto),
+                [&] { return impl.ops_attempt(from, upto, asked, checked); });
+            impl.batch_in_flight = 1;
+            if (!chunk && impl.cut_batch) continue;
+            if (!chunk) return make_error(chunk.error());
+            for (auto& block : chunk.value()) blocks.push_back(std::move(block));
+            from = upto + 1;
+        }
+        return true;
+    };
+    std::vector<BlockOps> blocks;
+    blocks.reserve(static_cast<std::size_t>(last - first + 1));
+    // The condenser form's [] is checked below, in the other form.
+    if (auto done = read(first, last, form, form == OpsForm::Condenser ? std::nullopt : known_to, blocks); !done) {
+        return make_error(done.error());
+    }
+    if (form != OpsForm::Condenser) return blocks;
+    // The condenser form answers [] for blocks it deems reversible: each run
+    // of empty blocks is asked again in the form that shows reversible blocks too.
+    for (std::size_t i = 0; i < blocks.size();) {
+        if (!blocks[i].entries.empty()) {
+            ++i;
+            continue;
+        }
+        std::size_t end = i;
+        while (end < blocks.size() && blocks[end].entries.empty()) ++end;
+        std::vector<BlockOps> again;
+        if (auto done = read(blocks[i].block_num, blocks[end - 1].block_num, OpsForm::AccountHistory, known_to, again); !done) {
+            return make_error(done.error());
+        }
+        for (auto& block : again) blocks[i++] = std::move(block);
     }
     return blocks;
 }
 
 Result<BlockRefRange> NodeClient::get_block_refs(std::int64_t first, std::int64_t last) {
-    if (first < 1 || last < first) return make_error("get_block_header: empty block range");
-    const std::string what = "block ids " + std::to_string(first) + ".." + std::to_string(last);
-    return impl_->with_retries<BlockRefRange>(what, [&] { return impl_->refs_attempt(first, last); });
+    if (first < 1 || last < first) return make_error("get_block_range: empty block range");
+    constexpr std::int64_t kMaxBlockRange = 1000;  // hived's limit of block_api.get_block_range
+    Impl& impl = *impl_;
+    BlockRefRange range;
+    std::int64_t count = std::min<std::int64_t>(kMaxBlockRange, last - first + 1);
+    for (std::int64_t from = first; from <= last;) {
+        const std::int64_t to = std::min(last, from + count - 1);
+        impl.batch_in_flight = static_cast<int>(to - from + 1);
+        auto chunk = impl.with_retries<BlockRefRange>("block ids " + std::to_string(from) + ".." + std::to_string(to),
+                                                      [&] { return impl.refs_attempt(from, to); });
+        impl.batch_in_flight = 1;
+        if (!chunk && to > from && (impl.cut_batch || impl.last_failure == NodeFailure::Oversized)) {
+            // Whole blocks: a range too large or too slow for one answer is read in halves.
+            count = std::max<std::int64_t>(1, (to - from + 1) / 2);
+            continue;
+        }
+        if (!chunk) return chunk;
+        if (range.blocks.empty()) {
+            range.parent_id = std::move(chunk->parent_id);
+        } else if (chunk->parent_id != range.blocks.back().id) {
+            return make_error("block ids " + std::to_string(first) + ".." + std::to_string(last) + ": block " +
+                              std::to_string(from) + " does not follow its predecessor");
+        }
+        for (auto& block : chunk->blocks) range.blocks.push_back(std::move(block));
+        for (auto& ids : chunk->transaction_ids) range.transaction_ids.push_back(std::move(ids));
+        from = to + 1;
+    }
+    return range;
 }
 
 Result<JsonPtr> NodeClient::call(const std::string& method, JsonPtr params) {
@@ -593,5 +801,7 @@ Result<JsonPtr> NodeClient::call(const std::string& method, JsonPtr params) {
 
 const NodeClientStats& NodeClient::stats() const noexcept { return impl_->stats; }
 NodeFailure NodeClient::last_failure() const noexcept { return impl_->last_failure; }
+int NodeClient::batch_limit() const noexcept { return impl_->batch_limit; }
+std::chrono::steady_clock::time_point NodeClient::not_before() const noexcept { return impl_->not_before; }
 
 }  // namespace wallet

@@ -6,6 +6,7 @@
 
 #include "wallet/bulk_load.hpp"
 #include "wallet/decoder.hpp"
+#include "wallet/json_scan.hpp"
 #include "wallet/log.hpp"
 #include "wallet/loggable_url.hpp"
 
@@ -32,6 +33,7 @@ Result<TailIndexer> TailIndexer::create(TailOptions options, Liveness& liveness,
     node.url = options.settings.chain.rpc_url;
     node.timeout = milliseconds(options.settings.chain.rpc_timeout_ms);
     node.max_response_bytes = options.settings.chain.max_response_bytes;
+    node.every_block_rewarded = options.settings.chain.every_block_rewarded;
     node.stop = stop;
     auto client = NodeClient::create(node);
     if (!client) return make_error(client.error());
@@ -198,26 +200,53 @@ bool TailIndexer::ensure_store() {
 // The operations of [first, last]; a range whose answer exceeds
 // CHAIN_RPC_MAX_RESPONSE_BYTES (a pathological payout block among ordinary
 // ones) is read in halves, down to single blocks.
-Result<std::vector<BlockOps>> fetch_ops(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form) {
-    auto blocks = node.get_ops_in_blocks(first, last, form);
+Result<std::vector<BlockOps>> fetch_ops(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form,
+                                        std::int64_t known_to) {
+    auto blocks = node.get_ops_in_blocks(first, last, form, known_to);
     if (blocks || first == last || node.last_failure() != NodeFailure::Oversized) return blocks;
     const std::int64_t middle = first + (last - first) / 2;
     log_info("the answer for blocks " + std::to_string(first) + ".." + std::to_string(last) +
              " exceeds CHAIN_RPC_MAX_RESPONSE_BYTES; reading them in halves");
-    auto lower = fetch_ops(node, first, middle, form);
+    auto lower = fetch_ops(node, first, middle, form, known_to);
     if (!lower) return lower;
-    auto upper = fetch_ops(node, middle + 1, last, form);
+    auto upper = fetch_ops(node, middle + 1, last, form, known_to);
     if (!upper) return upper;
     for (auto& block : upper.value()) lower.value().push_back(std::move(block));
     return lower;
 }
 
+// The first operation of `block` whose transaction id is not the id the
+// block lists at its trx_in_block: operations of another fork's block (as a
+// proxy's cache may still hold them); nullopt when all match.
+std::optional<std::string> foreign_operation(const BlockOps& block, const std::vector<std::string>& transaction_ids) {
+    for (const RawEntry& entry : block.entries) {
+        json::Scanner s(entry.text);
+        std::optional<std::int64_t> trx_in_block;
+        std::string_view trx_id;
+        if (!s.expect('{') || s.consume('}')) continue;
+        do {
+            std::string_view key;
+            if (!s.read_string(key) || !s.expect(':')) break;
+            if (key == "trx_in_block") {
+                if (auto number = json::integer_value(s.next_value())) trx_in_block = *number;
+            } else if (key == "trx_id") {
+                s.read_string(trx_id);
+            } else {
+                s.next_value();
+            }
+        } while (!s.failed() && s.consume(','));
+        if (!trx_in_block || *trx_in_block < 0 || *trx_in_block >= static_cast<std::int64_t>(transaction_ids.size())) continue;
+        if (transaction_ids[static_cast<std::size_t>(*trx_in_block)] != trx_id) return std::string(trx_id);
+    }
+    return std::nullopt;
+}
+
 FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form, bool reversible,
-                         const AssetTable& assets) {
+                         std::int64_t known_to, const AssetTable& assets) {
     FetchOutcome outcome;
     auto refs = node.get_block_refs(first, last);
     if (!refs) return outcome.fail("node", "node: " + refs.error());
-    auto blocks = fetch_ops(node, first, last, form);
+    auto blocks = fetch_ops(node, first, last, form, known_to);
     if (!blocks) return outcome.fail("node", "node: " + blocks.error());
     if (reversible) {
         // Reversible blocks may have been replaced while their operations were read.
@@ -226,6 +255,14 @@ FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last
         if (again->parent_id != refs->parent_id || again->blocks != refs->blocks) {
             return outcome.fail("chain_moving", "blocks " + std::to_string(first) + ".." + std::to_string(last) +
                                                     " changed while being read; reading them again");
+        }
+        // The ids come from calls no cache shares; the operations may not.
+        for (std::size_t i = 0; i < blocks->size() && i < refs->transaction_ids.size(); ++i) {
+            if (auto foreign = foreign_operation((*blocks)[i], refs->transaction_ids[i])) {
+                return outcome.fail("chain_moving", "block " + std::to_string((*blocks)[i].block_num) +
+                                                        ": an operation of transaction " + *foreign +
+                                                        ", not in the block (another fork's, cached); reading it again");
+            }
         }
     }
     FetchedRange range{first, last, std::move(refs).value(), {}};
@@ -240,7 +277,7 @@ FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last
     return outcome;
 }
 
-void TailIndexer::start_prefetch(std::int64_t first, std::int64_t last) {
+void TailIndexer::start_prefetch(std::int64_t first, std::int64_t last, std::int64_t known_to) {
     discard_prefetch();
     if (stop_.stop_requested()) return;
     prefetch_first_ = first;
@@ -248,8 +285,8 @@ void TailIndexer::start_prefetch(std::int64_t first, std::int64_t last) {
     NodeClient* node = &prefetch_node_;
     const AssetTable* assets = &options_.assets;
     const OpsForm form = ops_form();
-    prefetch_ = std::async(std::launch::async, [node, assets, form, first, last] {
-        FetchOutcome outcome = fetch_range(*node, first, last, form, /*reversible=*/false, *assets);
+    prefetch_ = std::async(std::launch::async, [node, assets, form, first, last, known_to] {
+        FetchOutcome outcome = fetch_range(*node, first, last, form, /*reversible=*/false, known_to, *assets);
         outcome.stats = node->stats();
         return outcome;
     });
@@ -261,6 +298,11 @@ void TailIndexer::discard_prefetch() {
 }
 
 bool TailIndexer::prefetched(std::int64_t first) const { return prefetch_.valid() && prefetch_first_ == first; }
+
+std::int64_t TailIndexer::known_to(const ChainHead& head) const {
+    // The highest block the node itself vouches for in the form asked.
+    return ops_form() == OpsForm::Condenser ? head.last_irreversible.value_or(0) : head.head_block;
+}
 
 OpsForm TailIndexer::ops_form() const {
     return options_.settings.indexer.target_irreversible ? OpsForm::Condenser : OpsForm::AccountHistory;
@@ -276,7 +318,7 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
         prefetch_stats_ = fetched.stats;
     } else {
         discard_prefetch();
-        fetched = fetch_range(node_, first, last, ops_form(), last > lib, options_.assets);
+        fetched = fetch_range(node_, first, last, ops_form(), last > lib, known_to(head), options_.assets);
     }
     if (!fetched.range) {
         if (stop_.stop_requested()) return Step::Retry;
@@ -307,7 +349,7 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     // blocks, which no fork can change before they are committed.
     const std::int64_t target = target_of(head);
     const std::int64_t next_last = std::min({target, lib, last + s.max_batch_blocks});
-    if (!fork_point && next_last > last) start_prefetch(last + 1, next_last);
+    if (!fork_point && next_last > last) start_prefetch(last + 1, next_last, known_to(head));
 
     EventStore::Batch batch;
     batch.events = std::move(range.events);

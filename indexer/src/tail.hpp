@@ -57,8 +57,9 @@ struct FetchOutcome {
 
 // Reads ids and operations of [first, last] and decodes them. `reversible`
 // re-reads the ids afterwards to catch a fork that happened meanwhile.
+// `known_to`: the highest block the node reported (NodeClient::get_ops_in_blocks).
 FetchOutcome fetch_range(NodeClient& node, std::int64_t first, std::int64_t last, OpsForm form, bool reversible,
-                         const AssetTable& assets);
+                         std::int64_t known_to, const AssetTable& assets);
 
 class TailIndexer {
 public:
@@ -84,9 +85,10 @@ private:
     Step reconcile_fork(const ChainHead& head);
     std::int64_t target_of(const ChainHead& head) const;
     OpsForm ops_form() const;
+    std::int64_t known_to(const ChainHead& head) const;
     // Reading ahead: the next range is fetched and decoded on another thread
     // (with its own connection) while the current batch is committed.
-    void start_prefetch(std::int64_t first, std::int64_t last);
+    void start_prefetch(std::int64_t first, std::int64_t last, std::int64_t known_to);
     void discard_prefetch();
     bool prefetched(std::int64_t first) const;
     NodeClientStats combined_node_stats() const;

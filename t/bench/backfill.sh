@@ -18,6 +18,12 @@
 # PostgreSQL in each phase (the machine's two cores are shared by the
 # simulator, the loader and the database) and the load average at the end.
 #
+# Then 4. the backfill of BENCH_PROXY_BLOCKS (default 20,000) with the shipped
+# batch and shard settings over a pool of BENCH_SIMS simulators behind each
+# proxy personality (t/sim/README.md: none, drone, jussi, caddy) and over a
+# mixed pool (drone, jussi and a node 3,000 blocks behind whose history lags
+# 1,000 more), each into a fresh database: `<personality>_blocks_per_s=`.
+#
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS, BENCH_WORKERS
 # (default 6), BENCH_SIMS (default 1), BENCH_BATCH (100), BENCH_SHARD (10000),
 # BENCH_WRITE_METHOD (the loader's default when unset).
@@ -31,6 +37,7 @@ sims=${BENCH_SIMS:-1}
 batch=${BENCH_BATCH:-100}
 shard=${BENCH_SHARD:-10000}
 method=${BENCH_WRITE_METHOD:-}
+proxy_blocks=${BENCH_PROXY_BLOCKS:-20000}
 backfill=$build/backfill/wallet-backfill
 fetch=$build/t/bench/sim_bench_client
 sim=$build/t/sim/hive-node-sim
@@ -139,10 +146,42 @@ copy_rows_per_s=$(rate "$copied" "$start" "$end")
 copy_seconds=$(python3 -c "print(round($end - $start, 1))")
 log "COPY from files: $copied event rows (and their accounts and blocks) in $copy_seconds s"
 
+# ---- 4. behind each proxy personality ----------------------------------------------
+start_sim() {  # port, then extra simulator arguments; appends the URL to $pool
+  local port=$1
+  shift
+  "$sim" --synthetic --seed 3 --length $((blocks + 1)) --block-interval-ms 0 --port "$port" "$@" >"$work/sim-$port.log" 2>&1 &
+  pids+=($!)
+  pool_pids+=($!)
+  pool="${pool:+$pool,}http://127.0.0.1:$port/"
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+}
+proxy_rates=""
+for proxy in none drone jussi caddy mixed; do
+  pool=""
+  pool_pids=()
+  if [ "$proxy" = mixed ]; then
+    start_sim "$(free_port)" --proxy drone
+    start_sim "$(free_port)" --proxy jussi
+    start_sim "$(free_port)" --head-offset -3000 --history-lag 1000
+  else
+    for i in $(seq "$sims"); do start_sim "$(free_port)" --proxy "$proxy"; done
+  fi
+  DB_NAME=proxy_$proxy "$setup" >/dev/null 2>&1
+  start=$(now)
+  env -u BACKFILL_BATCH_SIZE -u BACKFILL_SHARD_SIZE DB_PASSWORD= DB_NAME=proxy_$proxy BACKFILL_RPC_URLS="$pool" \
+    BACKFILL_END_BLOCK="$proxy_blocks" "$backfill" --progress=log --progress-interval-ms=15000 \
+    2>"$work/backfill-$proxy.log" || { cat "$work/backfill-$proxy.log" >&2; exit 1; }
+  end=$(now)
+  log "behind $proxy: $proxy_blocks blocks in $(python3 -c "print(round($end - $start, 1))") s"
+  proxy_rates+=" ${proxy}_blocks_per_s=$(rate "$proxy_blocks" "$start" "$end")"
+  for pid in "${pool_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+done
+
 read -r ratio limit rows_per_block <<<"$(python3 -c "
 rows_per_block = $rows / $blocks
 copy_blocks = $copy_rows_per_s / rows_per_block
 limit = min($sim_blocks_per_s, copy_blocks)
 print(round($blocks_per_s / limit, 2), 'node' if $sim_blocks_per_s <= copy_blocks else 'database', round(rows_per_block, 1))")"
 echo "RESULT backfill blocks_per_s=$blocks_per_s rows_per_s=$rows_per_s sim_blocks_per_s=$sim_blocks_per_s copy_rows_per_s=$copy_rows_per_s ratio=$ratio \
-limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds backfill_cpu_s=$backfill_cpu backfill_pg_cpu_s=$pg_backfill_cpu copy_pg_cpu_s=$pg_copy_cpu load_average=\"$(cut -d' ' -f1-3 /proc/loadavg)\" workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default}"
+limit=$limit rows_per_block=$rows_per_block blocks=$blocks rows=$rows backfill_seconds=$backfill_seconds copy_seconds=$copy_seconds backfill_cpu_s=$backfill_cpu backfill_pg_cpu_s=$pg_backfill_cpu copy_pg_cpu_s=$pg_copy_cpu load_average=\"$(cut -d' ' -f1-3 /proc/loadavg)\" workers=$workers batch=$batch shard=$shard sims=$sims write_method=${method:-default} proxy_blocks=$proxy_blocks$proxy_rates"

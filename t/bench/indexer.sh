@@ -5,6 +5,9 @@
 # the simulator's own serving rate for the same blocks, measured in this run.
 # A second, shorter pass measures the other write method (multi-row INSERT
 # ... ON CONFLICT DO NOTHING) against the default (COPY, merge on conflict).
+# Then one pass of BENCH_PROXY_BLOCKS (default 20,000) behind each proxy
+# personality of the simulator (t/sim/README.md): none (bare hived, a new
+# connection per request), drone, jussi, caddy, with the shipped defaults.
 #
 #   t/bench/run indexer            (BENCH_BLOCKS=N to change the length)
 #
@@ -15,6 +18,7 @@ set -euo pipefail
 build=${WALLET_BUILD_DIR:?set by t/bench/run}
 blocks=${BENCH_BLOCKS:-100000}
 compare_blocks=${BENCH_COMPARE_BLOCKS:-20000}
+proxy_blocks=${BENCH_PROXY_BLOCKS:-20000}
 sim=$build/t/sim/hive-node-sim
 indexer=$build/indexer/wallet-indexer
 client=$build/t/bench/sim_bench_client
@@ -64,9 +68,10 @@ sim_blocks_per_s_2=$(sed -n 's/.* blocks_per_s=\([0-9]*\).*/\1/p' <<<"$sim_alone
 echo "simulator alone: $sim_alone" >&2
 
 # ---- one indexing pass: fresh database, until the checkpoint reaches $2 ----
+# ($4, $5: another simulator's URL and pid.)
 # Prints: seconds rows indexer_cpu backend_cpu sim_cpu [seconds_at_compare_point]
 index_pass() {
-  local database=$1 until=$2 method=$3
+  local database=$1 until=$2 method=$3 url=${4:-$url} sim_pid=${5:-$sim_pid}
   env "${pg_env[@]}" DB_NAME="$database" "$setup" >"$work/setup-$database.log" 2>&1
   local sim_cpu0 start
   sim_cpu0=$(cpu_seconds "$sim_pid")
@@ -102,10 +107,25 @@ echo "indexer (COPY): $blocks blocks, $rows rows in $seconds s" >&2
 read -r insert_seconds insert_rows _ _ _ _ < <(index_pass insert_run "$compare_blocks" insert)
 echo "indexer (INSERT): $compare_blocks blocks, $insert_rows rows in $insert_seconds s" >&2
 
+# ---- behind each proxy personality, the same chain --------------------------
+proxy_rates=""
+for proxy in none drone jussi caddy; do
+  port=$(free_port)
+  "$sim" --synthetic --seed 1 --length $((blocks + 3)) --block-interval-ms 0 --proxy "$proxy" --port "$port" \
+    >"$work/sim-$proxy.log" 2>&1 &
+  proxy_sim=$!
+  pids+=($proxy_sim)
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+  read -r proxy_seconds _ _ _ _ _ < <(index_pass "proxy_$proxy" "$proxy_blocks" copy "http://127.0.0.1:$port" "$proxy_sim")
+  echo "indexer behind $proxy: $proxy_blocks blocks in $proxy_seconds s" >&2
+  proxy_rates+=" ${proxy}_first${proxy_blocks}_blocks_per_s=$(ratio "$proxy_blocks" "$proxy_seconds")"
+  kill "$proxy_sim"
+done
+
 echo "RESULT indexer blocks_per_s=$blocks_per_s rows_per_s=$rows_per_s sim_blocks_per_s=$sim_blocks_per_s" \
   "sim_blocks_per_s_2conn=$sim_blocks_per_s_2 blocks=$blocks rows=$rows seconds=$seconds" \
   "rows_per_block=$(python3 -c "print(f'{$rows / $blocks:.1f}')")" \
   "indexer_cpu_s=$indexer_cpu pg_backend_cpu_s=$backend_cpu sim_cpu_s=$sim_cpu" \
   "copy_first${compare_blocks}_blocks_per_s=$(ratio "$compare_blocks" "$copy_compare_seconds")" \
   "insert_first${compare_blocks}_blocks_per_s=$(ratio "$compare_blocks" "$insert_seconds")" \
-  "batch_blocks=100 cores=$(nproc) load_avg=$(cut -d' ' -f1 /proc/loadavg) pg_fsync=off"
+  "batch_blocks=100$proxy_rates cores=$(nproc) load_avg=$(cut -d' ' -f1 /proc/loadavg) pg_fsync=off"

@@ -166,6 +166,8 @@ TEST(RouterClients, DhiveOverHttpAndWsOverWebSocketGetTheChainsAndTheWalletApisA
     indexer_env.erase("DB_PASSWORD");
     indexer_env["INDEXER_START_BLOCK"] = std::to_string(kWalletBlock - 9);
     indexer_env["INDEXER_MAX_BATCH_BLOCKS"] = "20";
+    // The real-data chain serves only the recorded operations: blocks without a producer_reward.
+    indexer_env["CHAIN_EVERY_BLOCK_REWARDED"] = "false";
     indexer_test::IndexerDaemon indexer(indexer_env, health_port);
     indexer.start();
     ASSERT_TRUE(indexer_test::wait_for_checkpoint(pg, "wallet", kWalletBlock)) << indexer.log();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ Head and irreversibility:
   --epoch UNIX_SECONDS      the head advances from this instant (same value for a node pool)
   --lib-lag N               last irreversible block = head - N (real default 20, synthetic 1)
   --no-irreversible         report no last irreversible block (0)
+Pool member (with --epoch, the members share a head):
+  --head-offset N           this node's head = the shared head + N (negative: lagging)
+  --history-lag N           get_ops_in_block answers an empty list for the latest N blocks (HAfAH behind hived)
+Proxy in front (README.md, "Proxy personalities"):
+  --proxy KIND              none (bare hived: Connection: close), drone, jussi, caddy (rate limit + Drone)
+  --batch-limit N           largest batch accepted (drone 100, jussi 50)
+  --rate-limit N            requests per window per client address (caddy 600)
+  --rate-window-ms MS       the rate limit's window (default 60000)
+  --call-latency-ms MS      the backend's time per call (serial items add up; jussi's run at once)
 Faults on a share of JSON-RPC requests (deterministic):
   --fault-rate R            share in [0, 1]
   --fault-kinds a,b,...     delay,hang,http_500,http_503,rpc_error,truncated,malformed,oversized,wrong_block
@@ -74,6 +84,10 @@ int main(int argc, char** argv) {
     server_options.host = "127.0.0.1";
     bool synthetic_requested = false;
     bool naming_given = false;
+    std::optional<std::size_t> batch_limit;
+    std::optional<std::uint32_t> rate_limit;
+    std::optional<std::chrono::milliseconds> rate_window;
+    std::optional<std::chrono::milliseconds> call_latency;
 
     std::vector<std::string> args(argv + 1, argv + argc);
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -110,6 +124,27 @@ int main(int argc, char** argv) {
             options.epoch = std::chrono::system_clock::time_point(std::chrono::seconds(number(flag, value())));
         } else if (flag == "--lib-lag") {
             options.lib_lag = static_cast<std::uint32_t>(number(flag, value()));
+        } else if (flag == "--head-offset") {
+            std::string text = value();
+            const bool negative = !text.empty() && text[0] == '-';
+            const auto magnitude = static_cast<std::int64_t>(number(flag, negative ? text.substr(1) : text));
+            options.head_offset = negative ? -magnitude : magnitude;
+        } else if (flag == "--history-lag") {
+            options.history_lag = static_cast<std::uint32_t>(number(flag, value()));
+        } else if (flag == "--proxy") {
+            std::string name = value();
+            auto kind = sim::parse_proxy_kind(name);
+            if (!kind) fail("--proxy is none, drone, jussi or caddy");
+            options.proxy = sim::ProxyOptions::of(*kind);
+        } else if (flag == "--batch-limit") {
+            batch_limit = number(flag, value());
+        } else if (flag == "--rate-limit") {
+            rate_limit = static_cast<std::uint32_t>(number(flag, value()));
+        } else if (flag == "--rate-window-ms") {
+            rate_window = std::chrono::milliseconds(number(flag, value()));
+            if (rate_window->count() == 0) fail("--rate-window-ms must be at least 1");
+        } else if (flag == "--call-latency-ms") {
+            call_latency = std::chrono::milliseconds(number(flag, value()));
         } else if (flag == "--no-irreversible") {
             options.irreversible = false;
         } else if (flag == "--fault-rate") {
@@ -147,6 +182,11 @@ int main(int argc, char** argv) {
             fail("unknown option " + flag);
         }
     }
+    // Explicit numbers override the personality's (given in any order).
+    if (batch_limit) options.proxy.batch_limit = *batch_limit;
+    if (rate_limit) options.proxy.rate_limit = *rate_limit;
+    if (rate_window) options.proxy.rate_window = *rate_window;
+    if (call_latency) options.proxy.call_latency = *call_latency;
     if (synthetic_requested && !options.fixtures.empty()) fail("--synthetic and --fixtures exclude each other");
     if (options.synthetic.ledger && !options.fixtures.empty()) fail("--ledger applies to the synthetic chain only");
     if (naming_given && !options.fixtures.empty() && options.synthetic.naming == sim::Naming::legacy)

@@ -3,6 +3,14 @@
 // a per-request timeout, a response size cap, validation of every answer
 // against its request, and retries with exponential backoff and jitter.
 //
+// Behind a public node's proxy (t/sim/README.md, "Proxy personalities"):
+// batches are cut to the largest size the node accepts, learned from its
+// refusals (Drone: HTTP 500 "Batch size too large, maximum allowed is 100";
+// jussi: error 1600 "... exceeds 50") and halved after a timeout (Drone runs
+// batch items one after another); HTTP 429 is honoured: no request goes to
+// the node before its Retry-After has passed. Error bodies end up in the
+// failure messages.
+//
 // Every retryable failure (timeout, transport error, HTTP error status,
 // JSON-RPC error, malformed or truncated JSON, oversized response, an answer
 // for the wrong block or id) is retried up to `max_attempts` times; after
@@ -36,6 +44,11 @@ struct NodeClientOptions {
     std::chrono::milliseconds initial_backoff{100};
     std::chrono::milliseconds max_backoff{5000};
     std::stop_token stop;                           // aborts transfers and backoff sleeps
+    int max_batch = 1000;                           // items per JSON-RPC batch before any refusal
+    // Every block after the first one with a producer_reward carries one
+    // (mainnet, the synthetic chain): an empty answer for such a block means
+    // the node has not indexed it yet and is refused (CHAIN_EVERY_BLOCK_REWARDED).
+    bool every_block_rewarded = true;
 };
 
 // How get_ops_in_block is asked: the condenser form (legacy assets; never
@@ -70,6 +83,9 @@ struct BlockOps {
 struct BlockRefRange {
     std::string parent_id;
     std::vector<BlockRef> blocks;
+    // Per block, its transactions' ids in order: what the operations read in
+    // another call must match (a proxy's cache may hold another fork's).
+    std::vector<std::vector<std::string>> transaction_ids;
 };
 
 class NodeClient {
@@ -83,15 +99,22 @@ public:
     Result<ChainHead> get_dynamic_global_properties();
 
     // get_ops_in_block(only_virtual=false) for every block of [first, last],
-    // in one JSON-RPC batch. Every entry must carry its requested block
-    // number. In the condenser form an empty list (which is also what a node
-    // answers for a block it does not consider irreversible yet) is checked
-    // once more with account_history_api and include_reversible=true.
-    Result<std::vector<BlockOps>> get_ops_in_blocks(std::int64_t first, std::int64_t last, OpsForm form);
+    // in as few JSON-RPC batches as the node accepts. Every entry must carry
+    // its requested block number. In the condenser form an empty list (which
+    // is also what a node answers for a block it does not consider
+    // irreversible yet) is checked once more with account_history_api and
+    // include_reversible=true. An empty list is taken as an empty block only
+    // for a block at or below `known_to`, the highest block this node itself
+    // reported (its head, or its last irreversible block for the condenser
+    // form), and never for a block after a producer_reward (see
+    // every_block_rewarded): hived and HAfAH answer [] for blocks they do not
+    // have yet.
+    // Without `known_to` the node is asked for it first.
+    Result<std::vector<BlockOps>> get_ops_in_blocks(std::int64_t first, std::int64_t last, OpsForm form,
+                                                    std::optional<std::int64_t> known_to = std::nullopt);
 
-    // block_api.get_block_header for [first, last + 1] in one batch: the id of
-    // block N is the `previous` of header N+1. When last is the head, its id
-    // comes from block_api.get_block_range.
+    // Ids and times of [first, last] from block_api.get_block_range (whole
+    // blocks, ids included; a call no proxy caches), up to 1000 blocks a call.
     Result<BlockRefRange> get_block_refs(std::int64_t first, std::int64_t last);
 
     // One JSON-RPC call with validation of the envelope only; the result.
@@ -100,6 +123,10 @@ public:
     const NodeClientStats& stats() const noexcept;
     // The kind of the last failed attempt of the last call (None after a success).
     NodeFailure last_failure() const noexcept;
+    // The largest batch the node accepts, as learned so far.
+    int batch_limit() const noexcept;
+    // When the node, having answered 429, may be asked again (past: now).
+    std::chrono::steady_clock::time_point not_before() const noexcept;
 
     struct Impl;
 

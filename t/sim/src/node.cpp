@@ -127,6 +127,11 @@ struct Node::Impl {
 
     std::atomic<std::uint64_t> rpc_requests{0};
     std::atomic<std::uint64_t> faults_injected{0};
+    // The proxy in front (options.proxy).
+    AnswerCache answer_cache;
+    RateLimiter rate_limiter;
+    std::atomic<std::uint64_t> batches_refused{0};
+    std::atomic<std::uint32_t> history_lag{0};
     std::condition_variable_any delay_wake;
     std::mutex delay_mutex;
 
@@ -227,6 +232,16 @@ struct Node::Impl {
                                             std::optional<std::uint64_t> filter_low,
                                             std::optional<std::uint64_t> filter_high, Form form, JsonWriter& out);
     std::uint32_t served_block(const View& v, std::uint32_t block, const CallFault& fault) const;
+    // The last block the account-history backend (HAfAH) has.
+    std::uint32_t history_head(const View& v) const {
+        const std::uint32_t lag = history_lag.load();
+        return v.head > lag ? v.head - lag : 0;
+    }
+    // Drone's cache key and time to live of a call; nullopt: not cached.
+    std::optional<std::chrono::milliseconds> cache_ttl(std::string_view api, std::string_view method, const json_t* params,
+                                                       const View& v) const;
+    // Calls the backend answered in this request (not from the cache).
+    static inline thread_local std::size_t backend_calls = 0;
 
     // -- HTTP ---------------------------------------------------------------
     void handle_rpc(const wallet::HttpRequest& request, wallet::HttpResponse& response);
@@ -610,7 +625,7 @@ std::optional<RpcError> Node::Impl::ops_in_block_nai(const json_t* params, const
     if (auto error = to_uint32(json_object_get(params, "block_num"), block)) return error;
     if (auto error = to_bool(json_object_get(params, "only_virtual"), only_virtual)) return error;
     if (auto error = optional_member<bool>(params, "include_reversible", include_reversible, to_bool)) return error;
-    std::uint32_t visible_to = include_reversible.value_or(false) ? v.head : v.lib;
+    std::uint32_t visible_to = std::min(include_reversible.value_or(false) ? v.head : v.lib, history_head(v));
     out.raw("{\"ops\":[");
     if (block >= 1 && block <= visible_to) write_ops(v, served_block(v, block, fault), only_virtual, Form::nai, out);
     out.raw("]}");
@@ -630,7 +645,8 @@ std::optional<RpcError> Node::Impl::ops_in_block_condenser(const json_t* params,
         if (auto error = to_bool(json_array_get(params, 1), only_virtual)) return error;
     if (auto error = to_uint32(json_array_get(params, 0), block)) return error;
     out.put('[');
-    if (block >= 1 && block <= v.lib) write_ops(v, served_block(v, block, fault), only_virtual, Form::legacy, out);
+    if (block >= 1 && block <= std::min(v.lib, history_head(v)))
+        write_ops(v, served_block(v, block, fault), only_virtual, Form::legacy, out);
     out.put(']');
     return std::nullopt;
 }
@@ -896,6 +912,22 @@ void Node::Impl::write_error(JsonWriter& out, const json_t* id, const RpcError& 
     out.put('}');
 }
 
+// haf_api_node's Drone configuration: block_api and condenser_api get_block
+// and get_block_header EXPIRE_IF_REVERSIBLE (9 s above the last irreversible
+// block, for good at or below it), get_block_range NO_CACHE, everything else
+// (get_ops_in_block, get_dynamic_global_properties ...) 1 s.
+std::optional<std::chrono::milliseconds> Node::Impl::cache_ttl(std::string_view api, std::string_view method,
+                                                               const json_t* params, const View& v) const {
+    using std::chrono::milliseconds;
+    if (method == "get_block_range" || api == "jsonrpc") return std::nullopt;
+    if ((api == "block_api" || api == "condenser_api") && (method == "get_block" || method == "get_block_header")) {
+        const json_t* number = json_is_array(params) ? json_array_get(params, 0) : json_object_get(params, "block_num");
+        const json_int_t block = json_is_integer(number) ? json_integer_value(number) : 0;
+        return block > v.lib ? milliseconds(9000) : milliseconds(std::chrono::hours(24));
+    }
+    return milliseconds(1000);
+}
+
 void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& fault, JsonWriter& out) {
     if (!json_is_object(request)) {
         write_error(out, nullptr,
@@ -950,11 +982,40 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
     if (handler == nullptr) return write_error(out, id, *error);
     if (fault.rpc_error) return write_error(out, id, {kErrorDuringCall, "Unable to acquire READ lock"});
 
+    // Drone answers from its cache what it may, keyed by the call as sent.
+    std::optional<std::chrono::milliseconds> ttl;
+    std::string cache_key;
+    if (options.proxy.cache && !fault.wrong_block) ttl = cache_ttl(api_name, method_name, params, v);
+    if (ttl) {
+        std::unique_ptr<char, decltype(&std::free)> params_text(
+            params != nullptr ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : nullptr, &std::free);
+        cache_key = std::string(api_name) + "." + std::string(method_name) + "(" +
+                    (params_text ? params_text.get() : "") + ")";
+        if (auto hit = answer_cache.find(cache_key)) {
+            out.raw("{\"jsonrpc\":\"2.0\",\"result\":");
+            out.raw(*hit);
+            out.raw(",\"id\":");
+            if (id != nullptr)
+                out.json(id);
+            else
+                out.null();
+            out.put('}');
+            return;
+        }
+    }
+    ++backend_calls;
+
     std::size_t mark = out.size();
     out.raw("{\"jsonrpc\":\"2.0\",\"result\":");
+    const std::size_t result_start = out.size();
     if (auto failure = (this->*handler)(params, v, fault, out)) {
         out.truncate(mark);
         return write_error(out, id, *failure);
+    }
+    if (ttl) {
+        // As Drone: errors, null, [] and {"blocks":[]} are never cached.
+        std::string_view result(out.buffer().data() + result_start, out.size() - result_start);
+        if (result != "null" && result != "[]" && result != "{\"blocks\":[]}") answer_cache.store(cache_key, result, *ttl);
     }
     out.raw(",\"id\":");
     if (id != nullptr)
@@ -1000,9 +1061,36 @@ std::optional<FaultKind> Node::Impl::decide_fault(std::uint64_t request_number, 
 }
 
 void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResponse& response) {
+    const ProxyOptions& proxy = options.proxy;
+    response.close_connection = proxy.connection_close;
+    if (proxy.rate_limit > 0) {
+        // Caddy's limit, by remote host (the address without the port).
+        const std::string address = request.peer.substr(0, request.peer.rfind(':'));
+        if (auto retry_after = rate_limiter.admit(address, proxy.rate_limit, proxy.rate_window)) {
+            response.status = 429;
+            response.content_type = "text/plain";
+            response.headers.emplace_back("Retry-After", std::to_string(*retry_after));
+            return;
+        }
+    }
     std::uint64_t request_number = rpc_requests.fetch_add(1);
     json_error_t parse_error;
     wallet::JsonPtr body = wallet::json_own(parse_json(request.body, &parse_error));
+    if (body && json_is_array(body.get()) && proxy.batch_limit > 0 && json_array_size(body.get()) > proxy.batch_limit) {
+        batches_refused.fetch_add(1);
+        const std::string limit = std::to_string(proxy.batch_limit);
+        if (proxy.kind == ProxyKind::jussi) {
+            // jussi: HTTP 200, one error object for the whole batch, id null.
+            response.body = R"({"jsonrpc":"2.0","id":null,"error":{"code":1600,"message":"JSONRPC batch size of )" +
+                            std::to_string(json_array_size(body.get())) + " exceeds " + limit +
+                            R"(","data":{"error_id":"00000000-0000-4000-8000-000000000000","jussi_request_id":"000000000000000000"}}})";
+        } else {
+            response.status = 500;
+            response.body = R"({"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"Request parameter error.",)"
+                            R"("error":"Batch size too large, maximum allowed is )" + limit + R"(."}})";
+        }
+        return;
+    }
     const FaultKind fault = body ? decide_fault(request_number, body.get()).value_or(FaultKind::none) : FaultKind::none;
     FaultOptions fault_settings;
     if (fault != FaultKind::none) {
@@ -1032,6 +1120,7 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
     }
 
     View v = view();
+    backend_calls = 0;
     // Reused by every request of this connection's thread; sent without a copy.
     thread_local OutputBuffer out_buffer;
     out_buffer.clear();
@@ -1073,6 +1162,14 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
         out.reserve(padding);
         std::memset(out_buffer.data() + out_buffer.size(), ' ', padding);
         out_buffer.resize(out_buffer.size() + padding);
+    }
+    if (proxy.call_latency.count() > 0 && backend_calls > 0) {
+        // The backend's time: per call when the proxy runs a batch's items one
+        // after another, once when it runs them at the same time.
+        const auto latency = proxy.call_latency * static_cast<std::int64_t>(proxy.serial_items ? backend_calls : 1);
+        std::unique_lock lock(delay_mutex);
+        std::stop_token stop = request.stop;
+        delay_wake.wait_for(lock, stop, latency, [] { return false; });
     }
     response.external_body = out_buffer.view();
 }
@@ -1129,6 +1226,22 @@ std::string Node::Impl::status_json() {
     out.uint(rpc_requests.load());
     out.raw(",\"faults_injected\":");
     out.uint(faults_injected.load());
+    out.raw(",\"proxy\":{\"kind\":\"");
+    out.raw(proxy_kind_name(options.proxy.kind));
+    out.raw("\",\"batch_limit\":");
+    out.uint(options.proxy.batch_limit);
+    out.raw(",\"batches_refused\":");
+    out.uint(batches_refused.load());
+    out.raw(",\"cache_hits\":");
+    out.uint(answer_cache.hits());
+    out.raw(",\"rate_limited\":");
+    out.uint(rate_limiter.refused());
+    out.raw(",\"rate_limited_before_retry_after\":");
+    out.uint(rate_limiter.refused_early());
+    out.raw("},\"head_offset\":");
+    out.integer(options.head_offset);
+    out.raw(",\"history_lag\":");
+    out.uint(history_lag.load());
     if (is_real()) {
         const RealChainStats& s = real->stats();
         out.raw(",\"real_chain\":{\"files\":");
@@ -1234,6 +1347,10 @@ void Node::Impl::handle_control(const wallet::HttpRequest& request, wallet::Http
             if (!json_is_boolean(value)) return refuse("irreversible must be a boolean");
             irreversible = json_is_true(value);
         }
+        if (const json_t* value = json_object_get(spec, "history_lag")) {
+            if (!json_is_integer(value) || json_integer_value(value) < 0) return refuse("history_lag must be >= 0");
+            history_lag = static_cast<std::uint32_t>(json_integer_value(value));
+        }
         if (const json_t* value = json_object_get(spec, "fork")) {
             if (!json_is_integer(value) || json_integer_value(value) < 1) return refuse("fork must be a depth >= 1");
             std::uint32_t head = head_locked();
@@ -1261,6 +1378,7 @@ std::string Node::Impl::describe() const {
                                        std::to_string(real->stats().blocks_with_ops) + " blocks)"
                                  : "synthetic chain, seed " + std::to_string(options.synthetic.seed) + ", " +
                                        (options.synthetic.naming == Naming::legacy ? "legacy" : "current") + " naming";
+    if (options.proxy.kind != ProxyKind::direct) text += ", behind " + std::string(proxy_kind_name(options.proxy.kind));
     return text;
 }
 
@@ -1292,6 +1410,8 @@ wallet::Result<std::unique_ptr<Node>> Node::create(NodeOptions options) {
         std::uint32_t window = std::max<std::uint32_t>(node.options.history_blocks, 1);
         node.history.first_block = head > window ? head - window + 1 : 1;
     }
+    node.head_adjustment = node.options.head_offset;
+    node.history_lag = node.options.history_lag;
     node.irreversible = node.options.irreversible;
     node.block_interval = node.options.block_interval;
     node.head_at_epoch = head;

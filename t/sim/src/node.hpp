@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proxy.hpp"
 #include "real_chain.hpp"
 #include "synthetic_chain.hpp"
 #include "wallet/http_server.hpp"
@@ -46,6 +47,12 @@ struct NodeOptions {
     bool irreversible = true;              // false: the node reports no last irreversible block
     FaultOptions faults;
     std::uint32_t history_blocks = 20000;  // synthetic chain: account history covers the latest blocks only
+    // A pool member's own view: head = the shared head + head_offset (negative:
+    // lagging), and its history (HAfAH) this many blocks behind its head,
+    // answering an empty list for blocks above (as hived and HAfAH do).
+    std::int64_t head_offset = 0;
+    std::uint32_t history_lag = 0;
+    ProxyOptions proxy;
 };
 
 class Node {

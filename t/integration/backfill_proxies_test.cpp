@@ -1,0 +1,63 @@
+// wallet-backfill with its shipped defaults over a mixed pool of public-node
+// personalities: Drone (batches up to 100), jussi (up to 50) and a node that
+// lags (its head 3,000 blocks behind, its history another 2,000 behind that,
+// answering [] for blocks it has not indexed). The table equals a clean load
+// from a bare node (--proxy none), so not one block was stored empty that is
+// not, and no range was asked of a node above its own irreversible block.
+#include <gtest/gtest.h>
+
+#include "backfill_support.hpp"
+
+using namespace backfill_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Blocks 1..kHead-1 (each node's last irreversible block is its head - 1).
+constexpr std::uint32_t kHead = 20001;
+
+std::map<std::string, std::string> backfill_env(const PostgresServer& pg, const std::string& urls) {
+    return daemon_env(pg, {{"BACKFILL_RPC_URLS", urls}, {"BACKFILL_START_BLOCK", "1"}, {"BACKFILL_END_BLOCK", "0"}});
+}
+
+std::int64_t status_number(const std::string& status, const std::string& key) {
+    const auto at = status.find("\"" + key + "\":");
+    if (at == std::string::npos) return -1;
+    return std::stoll(status.substr(at + key.size() + 3));
+}
+
+}  // namespace
+
+TEST(BackfillProxies, AMixedPoolWithALaggingNodeGivesTheTableOfACleanLoad) {
+    PostgresServer pg;
+    pg.provision("clean");
+    pg.provision("mixed");
+    const std::vector<std::string> argv{backfill_binary().string(), "--progress-interval-ms=5000"};
+    {
+        NodeSimulator bare(chain_args(kHead, {"--proxy", "none", "--pathological-every", "0"}));
+        auto env = backfill_env(pg, bare.url());
+        env["DB_NAME"] = "clean";
+        const auto result = run_command(argv, env, 300s);
+        ASSERT_EQ(result.exit_code, 0) << result.output;
+    }
+    NodeSimulator drone(chain_args(kHead, {"--proxy", "drone", "--pathological-every", "0"}));
+    NodeSimulator jussi(chain_args(kHead, {"--proxy", "jussi", "--pathological-every", "0"}));
+    NodeSimulator lagging(chain_args(kHead, {"--head-offset", "-3000", "--history-lag", "2000", "--pathological-every", "0"}));
+    auto env = backfill_env(pg, lagging.url() + "," + drone.url() + "," + jussi.url());
+    env["DB_NAME"] = "mixed";
+    const auto result = run_command(argv, env, 300s);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("summary: blocks 1.." + std::to_string(kHead - 1) + ": complete"), std::string::npos)
+        << result.output;
+
+    const auto clean = table_digest(pg, "clean");
+    ASSERT_GT(clean.size(), static_cast<std::size_t>(kHead - 2));
+    const auto mixed = table_digest(pg, "mixed");
+    EXPECT_TRUE(mixed == clean) << "first difference: " << first_difference(clean, mixed);
+    // Every personality served, and the batch limits were learned from refusals.
+    for (const NodeSimulator* node : {&drone, &jussi, &lagging}) {
+        EXPECT_GT(status_number(node->status(), "rpc_requests"), 0) << node->status();
+    }
+    EXPECT_GE(status_number(drone.status(), "batches_refused"), 0);
+    EXPECT_GE(status_number(jussi.status(), "batches_refused"), 1) << jussi.status();
+}
