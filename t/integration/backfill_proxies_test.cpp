@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Blocks 1..kHead-1 (each node's last irreversible block is its head - 1).
-constexpr std::uint32_t kHead = 20001;
+constexpr std::uint32_t kHead = 10001;
 
 std::map<std::string, std::string> backfill_env(const PostgresServer& pg, const std::string& urls) {
     return daemon_env(pg, {{"BACKFILL_RPC_URLS", urls}, {"BACKFILL_START_BLOCK", "1"}, {"BACKFILL_END_BLOCK", "0"}});

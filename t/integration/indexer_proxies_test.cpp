@@ -1,6 +1,6 @@
 // The indexer behind the proxies of public API nodes (the simulator's
 // --proxy personalities), with the shipped defaults: it catches up from a
-// 4,000-block gap behind each (any gap over 99 blocks stalled it behind Drone
+// 2,000-block gap behind each (any gap over 99 blocks stalled it behind Drone
 // before; the 10,000 take minutes on a loaded CI machine) and stores
 // the table a direct node gives; a
 // node whose history lags answers [] for blocks it has not indexed and not
@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint32_t kGapHead = 4001;
+constexpr std::uint32_t kGapHead = 2001;
 
 std::vector<std::string> chain(std::uint32_t head, std::vector<std::string> more = {}) {
     std::vector<std::string> args{"--synthetic",          "--seed",          "21", "--length", std::to_string(head),
