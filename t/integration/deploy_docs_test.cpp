@@ -195,7 +195,7 @@ TEST(DeployDocs, EveryShellBlockOfDeployMdRunsAsWrittenFromInstallToUpgradeAndPu
                                   << r.output;
     }
     EXPECT_EQ(run_command({"dpkg-query", "-W", "-f=${Version}", "hive-wallet"}).output, old_version + "+upgrade1");
-    auto migrated = run_command({"su", "postgres", "-c", "psql -At -d wallet -c 'SELECT max(version) FROM schema_version'"});
+    auto migrated = run_command({"su", "postgres", "-c", "cd / && psql -At -d wallet -c 'SELECT max(version) FROM schema_version'"});
     EXPECT_EQ(migrated.output, "9001\n");
     auto during = api_status();
     EXPECT_NE(during.output.find("\"result\""), std::string::npos) << during.output;
