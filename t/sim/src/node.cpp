@@ -982,6 +982,16 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
     if (handler == nullptr) return write_error(out, id, *error);
     if (fault.rpc_error) return write_error(out, id, {kErrorDuringCall, "Unable to acquire READ lock"});
 
+    // Every answer ends with the request's id.
+    auto close_answer = [&out, id] {
+        out.raw(",\"id\":");
+        if (id != nullptr)
+            out.json(id);
+        else
+            out.null();
+        out.put('}');
+    };
+
     // Drone answers from its cache what it may, keyed by the call as sent.
     std::optional<std::chrono::milliseconds> ttl;
     std::string cache_key;
@@ -994,12 +1004,7 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
         if (auto hit = answer_cache.find(cache_key)) {
             out.raw("{\"jsonrpc\":\"2.0\",\"result\":");
             out.raw(*hit);
-            out.raw(",\"id\":");
-            if (id != nullptr)
-                out.json(id);
-            else
-                out.null();
-            out.put('}');
+            close_answer();
             return;
         }
     }
@@ -1017,12 +1022,7 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
         std::string_view result(out.buffer().data() + result_start, out.size() - result_start);
         if (result != "null" && result != "[]" && result != "{\"blocks\":[]}") answer_cache.store(cache_key, result, *ttl);
     }
-    out.raw(",\"id\":");
-    if (id != nullptr)
-        out.json(id);
-    else
-        out.null();
-    out.put('}');
+    close_answer();
 }
 
 // ---------------------------------------------------------------------------
