@@ -28,7 +28,8 @@ For each phase: honest throughput (requests begun in the phase and answered)
 and p99 against its baseline, honest errors (a request counts in the phase it
 began in, also when it fails later), the worker's peak RSS and descriptors and
 its CPU share (cpu) and its share of time spent ready to run but waiting
-for a CPU (wait: cpu + wait near 1 is a worker that was CPU-bound), the node's peak concurrent requests (hive-node-sim /sim/status
+for a CPU (wait: cpu + wait near 1 is a worker that was CPU-bound; c_wait the same for the honest clients'
+process), the node's peak concurrent requests (hive-node-sim /sim/status
 rpc_in_flight_peak), Redis used_memory, what the attacker got, and whom the
 router closed (its info lines in the error log).
 Goals: honest ratio >= 0.8 and no honest error under every attack; worker RSS
@@ -677,6 +678,7 @@ async def run_phases(stack, work):
             await asyncio.sleep(RAMP_SECONDS)
         sampler.reset()
         cpu_start, wait_start = worker_cpu_seconds(stack.worker), worker_wait_seconds(stack.worker)
+        clients_wait_start = worker_wait_seconds(os.getpid())
         honest.phase = phase
         start = time.time()
         await asyncio.sleep(seconds)
@@ -684,6 +686,7 @@ async def run_phases(stack, work):
         elapsed = time.time() - start
         cpu = (worker_cpu_seconds(stack.worker) - cpu_start) / elapsed
         waited = (worker_wait_seconds(stack.worker) - wait_start) / elapsed
+        clients_waited = (worker_wait_seconds(os.getpid()) - clients_wait_start) / elapsed
         attack_counts = {}
         if attacker:
             out, _ = await attacker.communicate()
@@ -699,7 +702,7 @@ async def run_phases(stack, work):
                   "ws_max_output": logged.count("WebSocket client not reading:"),
                   "body_timeout": logged.count("client timed out")}
         rows.append({"phase": phase, "attack": attack, "elapsed": elapsed, "rss_mb": sampler.rss_kb / 1024,
-                     "fds": sampler.fds, "cpu": cpu, "wait": waited, "node_peak": status["rpc_in_flight_peak"],
+                     "fds": sampler.fds, "cpu": cpu, "wait": waited, "clients_wait": clients_waited, "node_peak": status["rpc_in_flight_peak"],
                      "redis_mb": sampler.redis / (1 << 20), "attacker": attack_counts,
                      "closed": {k: v for k, v in closes.items() if v}})
         log(f"{phase}: worker {sampler.rss_kb / 1024:.1f} MB {sampler.fds} fds cpu {cpu:.2f}; node peak "
@@ -732,7 +735,7 @@ def worker_cpu_seconds(pid):
 def report(rows, stack):
     configured = 64  # jsonrpc_router_upstream_connections' default x 1 worker
     print(f"{'phase':<20} {'honest_rps':>10} {'ratio':>6} {'p99_ms':>8} {'p99_x':>6} {'errors':>6} {'rss_mb':>7} "
-          f"{'fds':>5} {'cpu':>5} {'wait':>5} {'node_peak':>9} {'redis_mb':>8}  attacker / closed by the router")
+          f"{'fds':>5} {'cpu':>5} {'wait':>5} {'c_wait':>6} {'node_peak':>9} {'redis_mb':>8}  attacker / closed by the router")
     baseline = rows[0]
     for r in rows:
         if r["attack"] is None and r["phase"] != "recovery":
@@ -740,7 +743,7 @@ def report(rows, stack):
         r["ratio"] = r["rps"] / baseline["rps"] if baseline["rps"] else 0
         r["p99_x"] = r["p99_ms"] / baseline["p99_ms"] if baseline["p99_ms"] else 0
         print(f"{r['phase']:<20} {r['rps']:>10.0f} {r['ratio']:>6.2f} {r['p99_ms']:>8.1f} {r['p99_x']:>6.2f} "
-              f"{r['errors']:>6} {r['rss_mb']:>7.1f} {r['fds']:>5} {r['cpu']:>5.2f} {r['wait']:>5.2f} {r['node_peak']:>9} "
+              f"{r['errors']:>6} {r['rss_mb']:>7.1f} {r['fds']:>5} {r['cpu']:>5.2f} {r['wait']:>5.2f} {r['clients_wait']:>6.2f} {r['node_peak']:>9} "
               f"{r['redis_mb']:>8.1f}  {json.dumps(r['attacker'], sort_keys=True)} {json.dumps(r['closed'])}")
         for sample in r["samples"]:
             print(f"    honest error: {sample}")
