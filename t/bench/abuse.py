@@ -57,6 +57,8 @@ import sys
 import tempfile
 import time
 
+from benchlib import fd_count, free_port, nginx_temp_paths, rss_kb, wait_port
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("WALLET_BUILD_DIR", os.path.join(ROOT, "build"))
 PHASE_SECONDS = float(os.environ.get("ABUSE_PHASE_SECONDS", "20"))
@@ -86,23 +88,6 @@ BIG_TARGET_BYTES = 3 << 20
 
 def log(*parts):
     print(f"[abuse {time.strftime('%H:%M:%S')}]", *parts, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not open port {port}")
 
 
 def envelope(method, params, rid):
@@ -405,12 +390,7 @@ load_module {BUILD}/ngx_module/ngx_http_wallet_module.so;
 events {{ worker_connections 4096; }}  # as scripts/render-demo-nginx
 http {{
     access_log off;
-    client_body_temp_path {ngx}/tmp/body;
-    proxy_temp_path {ngx}/tmp/proxy;
-    fastcgi_temp_path {ngx}/tmp/fastcgi;
-    uwsgi_temp_path {ngx}/tmp/uwsgi;
-    scgi_temp_path {ngx}/tmp/scgi;
-    server {{
+{nginx_temp_paths(ngx)}    server {{
         listen 127.0.0.1:{self.router_port};
         include {ngx}/router.conf;
     }}
@@ -434,14 +414,6 @@ http {{
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 async def redis_used_memory(port):
@@ -577,7 +549,7 @@ class Sampler:
         while not stop.is_set():
             try:
                 self.rss_kb = max(self.rss_kb, rss_kb(self.stack.worker))
-                self.fds = max(self.fds, len(os.listdir(f"/proc/{self.stack.worker}/fd")))
+                self.fds = max(self.fds, fd_count(self.stack.worker))
                 self.redis = max(self.redis, await redis_used_memory(self.stack.redis_port))
             except (OSError, ValueError, AttributeError) as e:
                 log(f"sampler: {type(e).__name__} {e}")
