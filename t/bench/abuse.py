@@ -372,6 +372,9 @@ class Stack:
         # The shipped location as it is, with this run's routing file and Redis.
         with open(os.path.join(ROOT, "conf/nginx/jsonrpc-router.conf")) as f:
             location = f.read()
+        # The node's bound: the shipped value, or the directive's default (x 1 worker).
+        shipped = re.search(r"^\s*jsonrpc_router_upstream_connections\s+(\d+);", location, re.M)
+        self.node_concurrency = int(shipped.group(1)) if shipped else 64
         location = location.replace("/etc/wallet-rpc/routes.json", routes_file)
         location = location.replace("127.0.0.1:6379", f"127.0.0.1:{self.redis_port}")
         ngx = os.path.join(self.work, "nginx")
@@ -705,7 +708,7 @@ def worker_cpu_seconds(pid):
 
 
 def report(rows, stack):
-    configured = 64  # jsonrpc_router_upstream_connections' default x 1 worker
+    configured = stack.node_concurrency
     print(f"{'phase':<20} {'honest_rps':>10} {'ratio':>6} {'p99_ms':>8} {'p99_x':>6} {'errors':>6} {'rss_mb':>7} "
           f"{'fds':>5} {'cpu':>5} {'wait':>5} {'c_wait':>6} {'node_peak':>9} {'redis_mb':>8}  attacker / closed by the router")
     baseline = rows[0]
