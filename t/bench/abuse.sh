@@ -4,7 +4,7 @@
 # amplifying batches, a WebSocket flood of uncached calls, slow readers, slow
 # POST bodies, large-entry cache hits and key spraying, against the shipped
 # router location, routing file and Redis memory bound; t/bench/abuse.py does
-# the work and says what is measured. About 5 minutes.
+# the work and says what is measured. About 7 minutes (ABUSE_PHASE_SECONDS).
 #
 # Ends with one line:
 #   RESULT abuse attacks=.. worst_honest_ratio=.. honest_errors=.. peak_worker_rss_mb=.. peak_node_concurrency=.. ...
