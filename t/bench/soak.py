@@ -50,7 +50,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,9 @@ import time
 from collections import Counter
 
 import websockets
+
+import benchlib
+from benchlib import fd_count, free_port, nginx_temp_paths, rss_kb
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("WALLET_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -114,27 +116,8 @@ def log(*parts):
     print(f"[soak {time.strftime('%H:%M:%S')}]", *parts, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
 def wait_port(port, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if port_open(port):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} did not open port {port} (logs in {work})")
+    benchlib.wait_port(port, what, timeout, logs=work)
 
 
 class Service:
@@ -168,18 +151,6 @@ class Service:
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def fd_count(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def children(pid):
@@ -281,12 +252,7 @@ include {ROOT}/conf/nginx/wallet-history-env.conf;
 events {{ worker_connections 4096; }}
 http {{
     access_log off;
-    client_body_temp_path {ngx}/tmp/body;
-    proxy_temp_path {ngx}/tmp/proxy;
-    fastcgi_temp_path {ngx}/tmp/fastcgi;
-    uwsgi_temp_path {ngx}/tmp/uwsgi;
-    scgi_temp_path {ngx}/tmp/scgi;
-{api_conf}
+{nginx_temp_paths(ngx)}{api_conf}
     server {{
         listen 127.0.0.1:{router_port};
         location = / {{

@@ -236,6 +236,30 @@ TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// A WebSocket client that lets more than jsonrpc_router_ws_max_output of
+// answers pile up (here 2 MiB, max_response raised to match) is closed at
+// once, long before the send timeout (30 s): the answers queued beyond are
+// dropped, never sent; other clients go on.
+TEST(RouterClientLimits, AWebSocketClientsQueuedOutputIsBounded) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_ws_max_output 2m;\n");
+    NginxServer& nginx = *router.nginx;
+    WsClient reader(nginx.port());
+    ASSERT_EQ(reader.handshake_status(), 101);
+    constexpr int kAsked = 30;  // answers of a bit over 1 MiB each, not read while they are asked for
+    for (int i = 0; i < kAsked; ++i) reader.send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    ASSERT_TRUE(harness::wait_until([&] {
+        return read_file(nginx.error_log()).find("WebSocket client not reading:") != std::string::npos;
+    }, 20s));
+    // What the socket buffers held arrives, then the end of the connection.
+    int received = 0;
+    while (!reader.next_message().empty()) ++received;
+    EXPECT_LT(received, kAsked);
+    WsClient other(nginx.port());
+    JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
+    EXPECT_EQ(text_at(answer.get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Upstream connections per target URL and worker are bounded: calls over
 // jsonrpc_router_upstream_connections wait in a queue, calls over
 // jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
