@@ -4,7 +4,7 @@ The whole stack on loopback: PostgreSQL, Redis, the node simulator (synthetic
 chain advanced and forked by this script), wallet-indexer tailing it to the
 head (forks reconciled), and one nginx with the module (2 workers) serving the
 wallet_history API and the JSON-RPC router (the chain deployment's routing file:
-node = the simulator, social = router-test-backend, wallet_indexer = the API;
+node and hafah = the simulator, social = router-test-backend, wallet_indexer = the API;
 Redis cache). Mixed HTTP and WebSocket clients send node reads, cached and
 uncached social reads, wallet_history calls (through the router and straight to
 the API), batches and bad requests, while PostgreSQL, Redis, the node and the
@@ -231,7 +231,8 @@ def start_stack():
     social.start()
     with open(os.path.join(ROOT, "conf/routes.hive.json")) as f:
         routes = json.load(f)
-    routes["targets"] = {"node": f"http://127.0.0.1:{sim_port}", "social": f"http://127.0.0.1:{social_port}",
+    routes["targets"] = {"node": f"http://127.0.0.1:{sim_port}", "hafah": f"http://127.0.0.1:{sim_port}",
+                         "social": f"http://127.0.0.1:{social_port}",
                          "wallet_indexer": f"http://127.0.0.1:{api_port}"}
     with open(os.path.join(work, "routes.json"), "w") as f:
         json.dump(routes, f)
