@@ -45,7 +45,7 @@ TEST(BackfillProxies, AMixedPoolWithALaggingNodeGivesTheTableOfACleanLoad) {
         NodeSimulator bare(sparse_chain({"--proxy", "none"}));
         auto env = backfill_env(pg, bare.url());
         env["DB_NAME"] = "clean";
-        const auto result = run_command(argv, env, 300s);
+        const auto result = run_command(argv, env, 600s);
         ASSERT_EQ(result.exit_code, 0) << result.output;
     }
     NodeSimulator drone(sparse_chain({"--proxy", "drone"}));
@@ -53,7 +53,7 @@ TEST(BackfillProxies, AMixedPoolWithALaggingNodeGivesTheTableOfACleanLoad) {
     NodeSimulator lagging(sparse_chain({"--head-offset", "-3000", "--history-lag", "2000"}));
     auto env = backfill_env(pg, lagging.url() + "," + drone.url() + "," + jussi.url());
     env["DB_NAME"] = "mixed";
-    const auto result = run_command(argv, env, 300s);
+    const auto result = run_command(argv, env, 600s);
     ASSERT_EQ(result.exit_code, 0) << result.output;
     EXPECT_NE(result.output.find("summary: blocks 1.." + std::to_string(kHead - 1) + ": complete"), std::string::npos)
         << result.output;
