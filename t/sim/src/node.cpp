@@ -1214,6 +1214,8 @@ std::string Node::Impl::status_json() {
     out.raw(options.synthetic.naming == Naming::legacy ? "legacy" : "current");
     out.raw("\",\"pathological_every\":");
     out.uint(options.synthetic.pathological_every);
+    out.raw(",\"full_block_every\":");
+    out.uint(options.synthetic.full_block_every);
     std::lock_guard lock(mutex);
     out.raw(",\"block_interval_ms\":");
     out.integer(block_interval.count());
