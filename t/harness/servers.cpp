@@ -281,6 +281,14 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     return text;
 }
 
+bool sanitized_build() {
+#ifdef WALLET_SANITIZE
+    return true;
+#else
+    return false;
+#endif
+}
+
 namespace {
 
 std::map<std::string, std::string> nginx_env(const std::map<std::string, std::string>& extra) {

@@ -51,6 +51,11 @@ private:
 // A loopback TCP port that was free a moment ago.
 std::uint16_t free_port();
 
+// True in the sanitizer build (preset asan), where every process of ours runs
+// several times slower: a run that proves a size rather than a code path
+// takes a smaller size there (the code paths are the same).
+bool sanitized_build();
+
 // Keeps a loopback TCP port bound without listening, so that a connection to
 // it is refused and free_port() gives it to no other server, also to none of
 // a test running beside this one: a stopped server's port stays dead until
