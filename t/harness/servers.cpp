@@ -233,6 +233,11 @@ std::vector<std::string> PostgresServer::query(const std::string& sql, const std
     return rows;
 }
 
+std::vector<std::string> PostgresServer::query_analyzed(const std::string& sql, const std::string& database) const {
+    query("ANALYZE", database);
+    return query(sql, database);
+}
+
 // ---- Redis -------------------------------------------------------------------
 
 RedisServer::RedisServer() : dir_("wallet-redis") {
