@@ -281,6 +281,10 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
 TEST(RouterClientLimits, ASlowlyTrickledBodyIsCutOffAtItsDeadline) {
     ShippedRouter router(Backend::Options{}, "    jsonrpc_router_body_timeout 1s;\n");
     NginxServer& nginx = *router.nginx;
+    // The worker, once it serves (it may not be listed before).
+    ASSERT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
     const std::vector<pid_t> workers = nginx.worker_pids();
     const std::string body = rpc("condenser_api.get_config") + std::string(200, ' ');
 
