@@ -72,7 +72,8 @@ public:
     bool join_miss(Call& call);
     // The call stops waiting for its Redis lookup.
     void cancel(Call& call);
-    // A lookup timed out: stop waiting for Redis for a while.
+    // A lookup timed out: stop waiting for Redis for a while (unless it is
+    // still sending earlier replies).
     void trip(Call& call);
 
 private:

@@ -5,8 +5,10 @@
 // one client address.
 #include <curl/curl.h>
 
+#include <cerrno>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "router_support.hpp"
 #include "support/api_support.hpp"
@@ -296,6 +298,91 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// A POST body trickled a byte every 100 ms (each pause far below nginx's
+// client_body_timeout) is bounded as a whole by jsonrpc_router_body_timeout
+// (here 1 s instead of 30): the connection is closed before the body is
+// complete, the same worker goes on, and other clients are served.
+TEST(RouterClientLimits, ASlowlyTrickledBodyIsCutOffAtItsDeadline) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_body_timeout 1s;\n");
+    NginxServer& nginx = *router.nginx;
+    // The worker, once it serves (it may not be listed before).
+    ASSERT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    const std::vector<pid_t> workers = nginx.worker_pids();
+    const std::string body = rpc("condenser_api.get_config") + std::string(200, ' ');
+
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(nginx.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string head = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n";
+    ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    // The whole trickle would take 20 s; the router closes it long before.
+    bool closed = false;
+    std::string answer;
+    for (std::size_t sent = 0; sent < body.size() && !closed; ++sent) {
+        if (::send(fd, body.data() + sent, 1, MSG_NOSIGNAL) != 1) closed = true;
+        std::this_thread::sleep_for(100ms);
+        char buffer[4096];
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n > 0) answer.append(buffer, static_cast<std::size_t>(n));
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) closed = true;
+    }
+    ::close(fd);
+    EXPECT_TRUE(closed) << "the whole trickled body was read";
+    EXPECT_EQ(answer, "") << "a connection cut off at its deadline gets no answer";
+    EXPECT_NE(read_file(nginx.error_log()).find("request body not read within 1000 ms, closed"), std::string::npos);
+    // The same worker serves the next clients; a body that comes at once is read as before.
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    EXPECT_EQ(nginx.worker_pids(), workers);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// Our own budget is not the node's fault: calls that time out while they
+// wait in the router's queue for one of jsonrpc_router_upstream_connections
+// (here 1) never reached the node, which answers every call it gets in
+// 0.6 s. They get their JSON-RPC timeout error, and both URLs of the pool
+// stay in with no failure counted.
+TEST(RouterClientLimits, ASaturatedUpstreamBudgetLeavesAHealthyNodeIn) {
+    Backend a("a", Backend::Options{.slow_ms = 600});
+    Backend b("b", Backend::Options{.slow_ms = 600});
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json", R"({
+  "targets": {"node": [")" + a.http_url() + R"(", ")" + b.http_url() + R"("]},
+  "timeouts": 2,
+  "routes": {"^": {"target": "node"}}
+})");
+    NginxServer nginx(nginx_options(
+        router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n    jsonrpc_router_upstream_connections 1;\n")));
+    std::vector<std::string> calls;
+    for (int i = 0; i < 16; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    JsonPtr answers = parse_json(post_from("127.0.0.2", nginx.url("/"), json_list(calls)));
+    std::size_t answered = 0;
+    std::size_t timed_out = 0;
+    for (std::size_t i = 0; i < json_array_size(answers.get()); ++i) {
+        json_t* element = json_array_get(answers.get(), i);
+        if (json_object_get(element, "result") != nullptr) ++answered;
+        if (text_at(element, "error.code") == "1000") ++timed_out;
+        EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+    }
+    EXPECT_EQ(answered + timed_out, 16u);
+    EXPECT_GE(timed_out, 4u) << "the budget was not saturated";
+    JsonPtr status = parse_json(harness::http_request("GET", nginx.url("/")).body);
+    for (const char* url : {"0", "1"}) {
+        EXPECT_EQ(text_at(status.get(), std::string("targets.node.") + url + ".in"), "true") << url;
+        EXPECT_EQ(text_at(status.get(), std::string("targets.node.") + url + ".failures"), "0") << url;
+    }
+    EXPECT_EQ(read_file(nginx.error_log()).find("consecutive failures"), std::string::npos);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Every budget is checked by `nginx -t`; the shipped values pass.
 TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
     TempDir dir("router-client");
@@ -307,7 +394,8 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
     EXPECT_EQ(check("").exit_code, 0);
     for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
-                            "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;"}) {
+                            "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
+                            "jsonrpc_router_body_timeout 0;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
         const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
