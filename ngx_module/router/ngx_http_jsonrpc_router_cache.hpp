@@ -72,8 +72,7 @@ public:
     bool join_miss(Call& call);
     // The call stops waiting for its Redis lookup.
     void cancel(Call& call);
-    // A lookup timed out: stop waiting for Redis for a while (unless it is
-    // still sending earlier replies).
+    // A lookup timed out: stop waiting for Redis for a while.
     void trip(Call& call);
 
 private:

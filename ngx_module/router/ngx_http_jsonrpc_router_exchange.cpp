@@ -226,8 +226,7 @@ void Call::on_timer(ngx_event_t* ev) {
     if (!ev->timedout) return;
     ev->timedout = 0;
     if (call->waiting_cache) {
-        // Redis is slow: serve this call uncached, and skip Redis for a
-        // while unless Redis is busy sending (RedisClient::trip).
+        // Redis is slow: serve this call uncached, and skip Redis for a while.
         Worker::get().cache().cancel(*call);
         Worker::get().cache().trip(*call);
         call->go_upstream();

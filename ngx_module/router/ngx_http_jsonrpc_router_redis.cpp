@@ -64,10 +64,6 @@ void RedisClient::cancel(Call& call) {
 }
 
 void RedisClient::trip() {
-    // Bytes within the last timeout: Redis is answering, behind replies
-    // queued before this lookup. Opening the breaker for that would let
-    // one client's large entries send every worker's traffic to the nodes.
-    if (is_open() && !fifo_.empty() && metrics::monotonic_us() - last_data_us_ < instance_.redis_timeout * 1000) return;
     ngx_log_error(NGX_LOG_WARN, log_, 0, "jsonrpc_router: Redis %s did not answer in time; serving uncached",
                   instance_.redis_name.c_str());
     close();
@@ -83,7 +79,6 @@ bool RedisClient::on_open() {
 }
 
 bool RedisClient::on_data(std::string_view data) {
-    last_data_us_ = metrics::monotonic_us();
     if (redisReaderFeed(reader_.get(), data.data(), data.size()) != REDIS_OK) return fail("bad Redis reply");
     for (;;) {
         void* raw = nullptr;

@@ -28,9 +28,7 @@ public:
     void set(const std::string& key, const std::string& value, std::int64_t ttl);
     // The call went away: its reply is read and dropped.
     void cancel(Call& call);
-    // A lookup timed out: Redis is slow or gone; skip it for a while. Not
-    // while Redis is sending: replies ahead of the lookup (large entries
-    // clients may ask for again and again) only make that lookup a miss.
+    // A lookup timed out: Redis is slow or gone; skip it for a while.
     void trip();
 
 private:
@@ -47,9 +45,6 @@ private:
     std::unique_ptr<redisReader, ReaderDeleter> reader_;
     std::deque<Call*> fifo_;
     ngx_msec_t retry_at_ = 0;
-    // When Redis last sent bytes (a fresh clock: nginx's cached one stands
-    // still while the worker reads a long run of large replies).
-    std::uint64_t last_data_us_ = 0;
     bool down_ = false;
 };
 
