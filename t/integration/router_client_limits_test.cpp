@@ -182,6 +182,58 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
 // One request's answer is bounded (jsonrpc_router_max_response, 16 MiB): a
 // batch of 30 answers of 1 MiB each gets the first ones and error 1800 for
 // the rest, and the worker stays well; over WebSocket the same.
+// A WebSocket connection of an address whose whole budget is in flight on
+// its other connections reads nothing more until calls come back: a flood
+// waits in its own TCP window (no CPU of the worker spent refusing it message
+// by message), and then each message is answered, none refused.
+TEST(RouterClientLimits, AWebSocketOfAClientWithoutBudgetWaitsInsteadOfBeingRefused) {
+    ShippedRouter router(Backend::Options{.slow_ms = 4000});
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+    // Four batches of 50 slow calls hold all 200 calls of 127.0.0.2 (for 4 s
+    // at least: the first batch ends with the node's first round).
+    std::vector<std::future<std::string>> batches;
+    for (int b = 0; b < 4; ++b) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < 50; ++i) {
+            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
+        }
+        batches.push_back(std::async(std::launch::async, [&url, body = json_list(calls)] {
+            return post_from("127.0.0.2", url, body);
+        }));
+    }
+    // Spent once a call of the same address is refused (the node sees 64 at a
+    // time: jsonrpc_router_upstream_connections).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 64; }, 10s));
+    ASSERT_TRUE(harness::wait_until([&] {
+        return post_from("127.0.0.2", url, rpc("condenser_api.get_config")).find("\"code\":1700") != std::string::npos;
+    }, 10s));
+    WsClient ws(nginx.port(), "/", "127.0.0.2");
+    ASSERT_EQ(ws.handshake_status(), 101);
+    constexpr int kMessages = 20;
+    for (int i = 0; i < kMessages; ++i) ws.send_text(rpc("condenser_api.slow_read", "[" + std::to_string(1000 + i) + "]", std::to_string(i)));
+    // The messages were sent while the budget was held.
+    for (auto& f : batches) ASSERT_EQ(f.wait_for(0s), std::future_status::timeout);
+    // Each answered in turn with its own id (a result, or the node's queue
+    // timing out behind the slow calls), not one refused for the budget.
+    ws.set_timeout(60s);
+    std::set<std::string> ids;
+    for (int i = 0; i < kMessages; ++i) {
+        const std::string message = ws.next_message();
+        ASSERT_FALSE(message.empty()) << "answer " << i;
+        JsonPtr answer = parse_json(message);
+        EXPECT_NE(text_at(answer.get(), "error.code"), "1700") << message;
+        ids.insert(text_at(answer.get(), "id"));
+    }
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kMessages));
+    for (auto& f : batches) {
+        JsonPtr batch = parse_json(f.get());
+        EXPECT_TRUE(json_is_array(batch.get()));
+    }
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
     ShippedRouter router;
     NginxServer& nginx = *router.nginx;
