@@ -363,7 +363,7 @@ class Stack:
                               str(self.social_port)], self.social_port)
         with open(os.path.join(ROOT, "conf/routes.hive.json")) as f:
             routes = json.load(f)
-        routes["targets"] = {"node": f"http://127.0.0.1:{self.sim_port}",
+        routes["targets"] = {"node": f"http://127.0.0.1:{self.sim_port}", "hafah": f"http://127.0.0.1:{self.sim_port}",
                              "social": f"http://127.0.0.1:{self.social_port}",
                              "wallet_indexer": f"http://127.0.0.1:{free_port()}"}  # not called here
         routes_file = os.path.join(self.work, "routes.json")
