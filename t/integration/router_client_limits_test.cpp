@@ -63,6 +63,22 @@ Burst burst(const std::string& source, const std::string& url, int n, const std:
     return b;
 }
 
+// `count` batches of 50 distinct slow calls (ids 0..49 in each) posted at
+// once from `source`; the answers come as the batches end.
+std::vector<std::future<std::string>> slow_batches_from(const std::string& source, const std::string& url, int count) {
+    std::vector<std::future<std::string>> batches;
+    for (int b = 0; b < count; ++b) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < 50; ++i) {
+            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
+        }
+        batches.push_back(std::async(std::launch::async, [source, url, body = json_list(calls)] {
+            return post_from(source, url, body);
+        }));
+    }
+    return batches;
+}
+
 // A router with the shipped routing file and its defaults (plus
 // `directives`), its node a stand-in backend.
 struct ShippedRouter {
@@ -133,16 +149,7 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
     const std::string url = nginx.url("/");
 
     // Five batches of 50 distinct slow calls at once from one address: 250 > 200.
-    std::vector<std::future<std::string>> batches;
-    for (int b = 0; b < 5; ++b) {
-        std::vector<std::string> calls;
-        for (int i = 0; i < 50; ++i) {
-            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
-        }
-        batches.push_back(std::async(std::launch::async, [&url, body = json_list(calls)] {
-            return post_from("127.0.0.2", url, body);
-        }));
-    }
+    std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 5);
     ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 200; }, 10s));
     // Another address meanwhile: served.
     JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.get_config")));
@@ -193,16 +200,7 @@ TEST(RouterClientLimits, AWebSocketOfAClientWithoutBudgetWaitsInsteadOfBeingRefu
     const std::string url = nginx.url("/");
     // Four batches of 50 slow calls hold all 200 calls of 127.0.0.2 (for 4 s
     // at least: the first batch ends with the node's first round).
-    std::vector<std::future<std::string>> batches;
-    for (int b = 0; b < 4; ++b) {
-        std::vector<std::string> calls;
-        for (int i = 0; i < 50; ++i) {
-            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
-        }
-        batches.push_back(std::async(std::launch::async, [&url, body = json_list(calls)] {
-            return post_from("127.0.0.2", url, body);
-        }));
-    }
+    std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 4);
     // Spent once a call of the same address is refused (the node sees 64 at a
     // time: jsonrpc_router_upstream_connections).
     ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 64; }, 10s));
