@@ -266,6 +266,7 @@ private:
     bool handle_frames() {
         ws::Event event;
         for (;;) {
+            if (closing_) return false;  // an answer of this loop may have closed it (budgets)
             if (should_pause()) return true;
             auto status = decoder_.next(event);
             if (status == ws::Decoder::Status::NeedMore) return true;
