@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ngx_http_jsonrpc_router_cache.hpp"
+#include "ngx_http_jsonrpc_router_clients.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
 #include "ngx_http_jsonrpc_router_health.hpp"
 
@@ -43,6 +44,8 @@ public:
     ResponseCache& cache() { return cache_; }
     PoolHealth& pools() { return pools_; }
     ClientCalls& client_calls() { return client_calls_; }
+    ClientConnections& client_connections() { return client_connections_; }
+    WsOutput& ws_output() { return ws_output_; }
     std::uint64_t next_upstream_id() { return ++upstream_ids_; }
     RequestId next_request_id();
 
@@ -52,6 +55,8 @@ private:
     friend struct std::default_delete<Worker>;
 
     ClientCalls client_calls_;
+    ClientConnections client_connections_;
+    WsOutput ws_output_;
     std::unordered_map<const RouterInstance*, std::vector<std::unique_ptr<Upstream>>> upstreams_;
     ResponseCache cache_;
     // Destroyed first (declared last): the polls' calls still use the upstreams.

@@ -12,6 +12,7 @@
 
 #include "router_support.hpp"
 #include "support/api_support.hpp"
+#include "support/prometheus_text.hpp"
 
 using namespace router_test;
 
@@ -80,14 +81,23 @@ std::vector<std::future<std::string>> slow_batches_from(const std::string& sourc
 }
 
 // A router with the shipped routing file and its defaults (plus
-// `directives`), its node a stand-in backend.
+// `directives`), its node a stand-in backend, and /metrics; `listen_options`
+// go on its listen line.
 struct ShippedRouter {
-    explicit ShippedRouter(Backend::Options node_options = {}, const std::string& directives = "")
+    explicit ShippedRouter(Backend::Options node_options = {}, const std::string& directives = "",
+                           const std::string& listen_options = "")
         : node("node", node_options) {
         write_file(dir.path() / "routes.json",
                    routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-        nginx = std::make_unique<NginxServer>(
-            nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
+        std::string config = router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives,
+                                                "  location = /metrics { jsonrpc_router_metrics; }\n");
+        const std::string listen = "listen 127.0.0.1:{{PORT}}";
+        config.insert(config.find(listen) + listen.size(), listen_options.empty() ? "" : " " + listen_options);
+        nginx = std::make_unique<NginxServer>(nginx_options(config));
+    }
+    // A value of the router's /metrics (-1 when it has none).
+    double metric(const std::string& name) {
+        return prometheus_text::parse(harness::http_request("GET", nginx->url("/metrics")).body).value(name).value_or(-1);
     }
     Backend node;
     TempDir dir{"router-client"};
@@ -280,7 +290,7 @@ TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
     for (int i = 0; i < 10; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
     for (int m = 0; m < 3; ++m) reader.send_text(json_list(calls));
     ASSERT_TRUE(harness::wait_until([&] {
-        return read_file(nginx.error_log()).find("WebSocket client read nothing for 1000 ms, closed") != std::string::npos;
+        return read_file(nginx.error_log()).find("WebSocket client did not read its answers within 1000 ms") != std::string::npos;
     }, 20s));
     WsClient other(nginx.port());
     JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
@@ -309,6 +319,97 @@ TEST(RouterClientLimits, AWebSocketClientsQueuedOutputIsBounded) {
     WsClient other(nginx.port());
     JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
     EXPECT_EQ(text_at(answer.get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The WebSocket answers queued in a worker are bounded in all
+// (jsonrpc_router_ws_worker_output, here 16 MiB instead of 128): clients of
+// one address that ask for 40 MiB and do not read are closed, the one with
+// the most queued first, with 1013 and a reason after the answer they had
+// begun; the queued bytes (/metrics) never pass the bound, another address
+// is served meanwhile, and nothing stays counted.
+TEST(RouterClientLimits, TheWorkersQueuedWebSocketOutputIsBounded) {
+    // Small socket buffers on both sides: the answers wait in the router, not in the kernel.
+    ShippedRouter router(Backend::Options{},
+                         "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_ws_max_output 16m;\n"
+                         "    jsonrpc_router_ws_client_output 4m;\n    jsonrpc_router_ws_worker_output 16m;\n",
+                         "sndbuf=32k");
+    NginxServer& nginx = *router.nginx;
+    constexpr int kReaders = 4;
+    constexpr int kAsked = 10;  // answers of a bit over 1 MiB each per connection: more than one may hold
+    std::vector<std::unique_ptr<WsClient>> idle;
+    for (int c = 0; c < kReaders; ++c) {
+        idle.push_back(std::make_unique<WsClient>(nginx.port(), "/", "127.0.0.2", 16 * 1024));
+        ASSERT_EQ(idle.back()->handshake_status(), 101);
+    }
+    // Each connection stays under its own bound (16 MiB) while together they pass the worker's.
+    for (int i = 0; i < kAsked; ++i) {
+        for (int c = 0; c < kReaders; ++c) {
+            idle[static_cast<std::size_t>(c)]->send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(c * kAsked + i) + "]"));
+        }
+    }
+    ASSERT_TRUE(harness::wait_until([&] {
+        return read_file(nginx.error_log()).find("over jsonrpc_router_ws_worker_output") != std::string::npos;
+    }, 20s));
+    // Another address, over WebSocket and HTTP, is served while they hold their answers.
+    WsClient other(nginx.port(), "/", "127.0.0.3");
+    EXPECT_EQ(text_at(parse_json(other.call(rpc("condenser_api.get_config"))).get(), "result.backend"), "node");
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    const double peak = router.metric("jsonrpc_router_ws_output_peak_bytes");
+    EXPECT_LE(peak, 16 << 20);
+    EXPECT_GT(peak, 8 << 20) << "the answers did not wait in the router";
+    // Read now: what was sent, then, for those closed (all but one may be,
+    // until the rest fits), a Close 1013 with its reason.
+    int closed_1013 = 0;
+    for (auto& ws : idle) {
+        ws->set_timeout(20s);
+        int answers = 0;
+        while (answers < kAsked) {
+            auto event = ws->next();
+            if (!event) break;
+            if (event->kind == router::ws::Event::Kind::Message) ++answers;
+            if (event->kind == router::ws::Event::Kind::Close) {
+                EXPECT_EQ(event->close_code, 1013);
+                EXPECT_EQ(event->payload, "too many answers waiting to be read");
+                EXPECT_LT(answers, kAsked);
+                ++closed_1013;
+                break;
+            }
+        }
+    }
+    EXPECT_GE(closed_1013, kReaders - 1);
+    EXPECT_TRUE(harness::wait_until([&] { return router.metric("jsonrpc_router_ws_output_bytes") == 0; }, 10s));
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// A client that reads a few kilobytes at a time keeps its connection making
+// a little progress, but cannot extend jsonrpc_router_ws_send_timeout (here
+// 1 s) with it: what waited as its socket filled up must all be sent within
+// the timeout. Asked for 8 MiB and read at about 160 kB/s (nearly a minute of
+// reading), it is closed within seconds.
+TEST(RouterClientLimits, AWebSocketClientThatReadsTooSlowlyIsClosed) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_ws_send_timeout 1s;\n", "sndbuf=32k");
+    NginxServer& nginx = *router.nginx;
+    WsClient slow(nginx.port(), "/", "127.0.0.2", 16 * 1024);
+    ASSERT_EQ(slow.handshake_status(), 101);
+    constexpr std::size_t kAsked = 8;
+    for (std::size_t i = 0; i < kAsked; ++i) slow.send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    std::size_t read = 0;
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!slow.peer_closed() && read < kAsked << 20 && std::chrono::steady_clock::now() < give_up) {
+        read += slow.read_available(8 * 1024).size();
+        std::this_thread::sleep_for(50ms);
+    }
+    // The last bytes in the socket buffers, then the end.
+    while (!slow.read_available(64 * 1024).empty()) {
+    }
+    EXPECT_TRUE(slow.peer_closed()) << read << " bytes read, not closed";
+    EXPECT_LT(read, kAsked << 20);
+    EXPECT_NE(read_file(nginx.error_log()).find("WebSocket client did not read its answers within 1000 ms"), std::string::npos);
+    WsClient other(nginx.port(), "/", "127.0.0.3");
+    EXPECT_EQ(text_at(parse_json(other.call(rpc("condenser_api.get_config"))).get(), "result.backend"), "node");
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
@@ -395,6 +496,84 @@ TEST(RouterClientLimits, ASlowlyTrickledBodyIsCutOffAtItsDeadline) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// A raw connection from `source` that sends a POST's head with `Expect:
+// 100-continue` and no body yet; what the router answers first.
+struct HeldPost {
+    HeldPost(std::uint16_t port, const std::string& source) {
+        fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        timeval tv{10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
+            ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+            throw std::runtime_error("connect from " + source);
+        }
+        const std::string head = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                 "Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
+        ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    }
+    ~HeldPost() { ::close(fd); }
+    HeldPost(const HeldPost&) = delete;
+    HeldPost& operator=(const HeldPost&) = delete;
+    // Until the end of the first answer's head (a 100 Continue: the router took
+    // the request and waits for its body) or, with `to_end`, of the connection.
+    std::string read(bool to_end) {
+        std::string got;
+        char buffer[4096];
+        while (to_end || got.find("\r\n\r\n") == std::string::npos) {
+            ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            got.append(buffer, static_cast<std::size_t>(n));
+        }
+        return got;
+    }
+    int fd;
+};
+
+// Router requests that hold a connection are bounded per client address and
+// worker (jsonrpc_router_max_client_connections, 64 shipped): 64 POST bodies
+// being trickled from one address are read, the 65th request and a WebSocket
+// upgrade from it are refused with 503 and a JSON-RPC error and their
+// connections closed; another address is served; once the bodies end, the
+// address has its connections again.
+TEST(RouterClientLimits, ConnectionsPerClientAreBounded) {
+    ShippedRouter router;
+    NginxServer& nginx = *router.nginx;
+    constexpr int kLimit = 64;
+    std::vector<std::unique_ptr<HeldPost>> held;
+    for (int i = 0; i < kLimit; ++i) {
+        held.push_back(std::make_unique<HeldPost>(nginx.port(), "127.0.0.2"));
+        ASSERT_NE(held.back()->read(false).find("100 Continue"), std::string::npos) << i;
+        ::send(held.back()->fd, "[", 1, MSG_NOSIGNAL);  // the body begins, slowly
+    }
+    HeldPost over(nginx.port(), "127.0.0.2");
+    const std::string refused = over.read(true);  // the whole answer, then the end of the connection
+    EXPECT_NE(refused.find("HTTP/1.1 503"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("Connection: close"), std::string::npos) << refused;
+    JsonPtr error = parse_json(refused.substr(refused.find("\r\n\r\n") + 4));
+    EXPECT_EQ(text_at(error.get(), "error.code"), "1700");
+    EXPECT_EQ(text_at(error.get(), "error.message"), "Too many connections from this client");
+    EXPECT_NE(text_at(error.get(), "error.data"), "<absent>");
+    WsClient upgrade(nginx.port(), "/", "127.0.0.2");
+    EXPECT_EQ(upgrade.handshake_status(), 503);
+    // Another address meanwhile: served.
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    held.clear();
+    EXPECT_TRUE(harness::wait_until([&] {
+        return text_at(parse_json(post_from("127.0.0.2", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                       "result.backend") == "node";
+    }, 10s));
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Our own budget is not the node's fault: calls that time out while they
 // wait in the router's queue for one of jsonrpc_router_upstream_connections
 // (here 1) never reached the node, which answers every call it gets in
@@ -445,7 +624,9 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
     for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
-                            "jsonrpc_router_body_timeout 0;"}) {
+                            "jsonrpc_router_body_timeout 0;", "jsonrpc_router_ws_worker_output 16m;",
+                            "jsonrpc_router_ws_client_output 0;", "jsonrpc_router_ws_client_output 200m;",
+                            "jsonrpc_router_max_client_connections -1;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
         const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
