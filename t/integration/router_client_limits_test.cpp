@@ -143,7 +143,9 @@ TEST(RouterClientLimits, EachClientHasItsOwnApiBudgetThroughTheRouter) {
 // JSON-RPC error at once, other clients are served, and the budget comes back
 // when the answers are out.
 TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
-    ShippedRouter router(Backend::Options{.slow_ms = 1500});
+    // 0.8 s per call: the 200 calls go 32 at a time (the address's share of
+    // the 64 upstream connections), all within the node's 10 s timeout.
+    ShippedRouter router(Backend::Options{.slow_ms = 800});
     Backend& node = router.node;
     NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
@@ -199,11 +201,11 @@ TEST(RouterClientLimits, AWebSocketOfAClientWithoutBudgetWaitsInsteadOfBeingRefu
     NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
     // Four batches of 50 slow calls hold all 200 calls of 127.0.0.2 (for 4 s
-    // at least: the first batch ends with the node's first round).
+    // at least: the node answers each after 4 s, 32 of them at a time).
     std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 4);
-    // Spent once a call of the same address is refused (the node sees 64 at a
-    // time: jsonrpc_router_upstream_connections).
-    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 64; }, 10s));
+    // Spent once a call of the same address is refused (the node sees 32 of
+    // them at a time: the address's share of jsonrpc_router_upstream_connections).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 32; }, 10s));
     ASSERT_TRUE(harness::wait_until([&] {
         return post_from("127.0.0.2", url, rpc("condenser_api.get_config")).find("\"code\":1700") != std::string::npos;
     }, 10s));
@@ -313,9 +315,10 @@ TEST(RouterClientLimits, AWebSocketClientsQueuedOutputIsBounded) {
 }
 
 // Upstream connections per target URL and worker are bounded: calls over
-// jsonrpc_router_upstream_connections wait in a queue, calls over
-// jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
-// and 1024), and the URL is not marked as failing for it.
+// jsonrpc_router_upstream_connections (or over one address's share of them)
+// wait in a queue, calls over jsonrpc_router_upstream_queue get 1500 at once
+// (here 4 and 8 instead of 64 and 1024), and the URL is not marked as
+// failing for it.
 TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
     ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n");
     NginxServer& nginx = *router.nginx;
@@ -336,15 +339,48 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
             EXPECT_EQ(text_at(element, "error.message"), "Upstream busy: target node");
         }
     }
-    // 4 sent and 8 queued, the others refused (one fewer answered when the
-    // router's own chain poll holds a connection at that moment).
+    // 2 sent (the address's half of the 4 connections) and 8 queued, the
+    // others refused.
     EXPECT_EQ(answered + busy, 20u);
-    EXPECT_GE(answered, 11u);
-    EXPECT_LE(answered, 12u);
+    EXPECT_EQ(answered, 10u);
     EXPECT_LE(connections.size(), 4u);
     EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
                       "result.backend"),
               "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The upstream queue is fair across client addresses: an address holds at
+// most its share (jsonrpc_router_upstream_client_share, 50 %) of a URL's
+// connections (here 4: two), and its backlog waits in its own line; another
+// address's call reaches the node before that backlog, not behind it.
+TEST(RouterClientLimits, OneAddressesBacklogDoesNotDelayAnothersCall) {
+    ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n");
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+    const long before = node.stats().second;
+    std::vector<std::string> calls;
+    for (int i = 0; i < 8; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    auto backlog = std::async(std::launch::async, [&] { return post_from("127.0.0.2", url, json_list(calls)); });
+    // The backlog is queued once its first calls reach the node (a batch's
+    // calls are all submitted at once).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= before + 2; }, 10s));
+    JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.slow_read", "[100]")));
+    ASSERT_EQ(text_at(other.get(), "result.backend"), "node");
+    const long other_served = std::stol(text_at(other.get(), "result.served"));  // the node's arrival order
+    JsonPtr batch = parse_json(backlog.get());
+    ASSERT_EQ(json_array_size(batch.get()), 8u);
+    std::size_t ahead = 0;
+    std::size_t behind = 0;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::string served = text_at(json_array_get(batch.get(), i), "result.served");
+        ASSERT_NE(served, "<absent>") << text_at(json_array_get(batch.get(), i), "error.message");
+        (std::stol(served) < other_served ? ahead : behind) += 1;
+    }
+    // Two of the backlog (its share) before the other address's call, six after.
+    EXPECT_EQ(ahead, 2u);
+    EXPECT_EQ(behind, 6u);
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
@@ -445,6 +481,7 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
     for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
+                            "jsonrpc_router_upstream_client_share 0;", "jsonrpc_router_upstream_client_share 101;",
                             "jsonrpc_router_body_timeout 0;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
