@@ -28,6 +28,7 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     ngx_uint_t upstream_queue;
     ngx_uint_t upstream_client_share;
     size_t max_response;
+    size_t max_client_response;
     size_t ws_max_output;
     ngx_msec_t ws_send_timeout;
     ngx_flag_t ssl_verify;

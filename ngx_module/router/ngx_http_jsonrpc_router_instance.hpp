@@ -61,6 +61,7 @@ struct RouterInstance {
     std::size_t ws_upstream_connections = 2; // per ws:// target per worker
     std::size_t max_response = 16 << 20;     // the answer of one request (all its calls), and so of any target body
     std::size_t max_client_calls = 200;      // calls in flight per client address and worker (0 = no limit)
+    std::size_t max_client_response = 32 << 20;  // answer bytes in flight per client address and worker
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
     ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to

@@ -268,6 +268,76 @@ TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// The answers in flight of one client address are bounded
+// (jsonrpc_router_max_client_response, 32 MiB per worker): two requests of
+// 15 answers of 1 MiB whose client reads nothing hold 30 MiB until they are
+// sent; a third request of that address gets what still fits and error 1800
+// for the rest, another address all of it, and the budget comes back when
+// the unread answers go.
+TEST(RouterClientLimits, AnswerBytesInFlightPerClientAreBounded) {
+    ShippedRouter router;
+    NginxServer& nginx = *router.nginx;
+    std::vector<std::string> calls;
+    for (int i = 0; i < 15; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]", std::to_string(i)));
+    const std::string body = json_list(calls);
+    struct Count {
+        std::size_t answered = 0;
+        std::size_t over_client = 0;
+    };
+    auto count = [](const std::string& text) {
+        Count c;
+        JsonPtr batch = parse_json(text);
+        EXPECT_TRUE(json_is_array(batch.get())) << text.substr(0, 300);
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++c.answered;
+            if (text_at(element, "error.code") == "1800" &&
+                text_at(element, "error.message").find("of one client") != std::string::npos) {
+                ++c.over_client;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+            }
+        }
+        return c;
+    };
+    // Readers that read nothing: a small receive buffer, so that most of
+    // each 15 MiB answer stays with the router.
+    auto unread_post = [&](const std::string& source) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int small = 16384;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+        EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)), 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(nginx.port());
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+        const std::string request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+        EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+        // Its answer is built once its first bytes arrive.
+        EXPECT_TRUE(harness::wait_until([&] {
+            char byte;
+            return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+        }, 10s));
+        return fd;
+    };
+    const int first = unread_post("127.0.0.2");
+    const int second = unread_post("127.0.0.2");
+    Count held = count(post_from("127.0.0.2", nginx.url("/"), body));
+    EXPECT_LE(held.answered, 1u);  // 32 MiB less the 30 MiB held
+    EXPECT_EQ(held.answered + held.over_client, 15u);
+    Count other = count(post_from("127.0.0.3", nginx.url("/"), body));
+    EXPECT_EQ(other.answered, 15u);
+    ::close(first);
+    ::close(second);
+    // Nothing stays counted once the unread answers are gone.
+    EXPECT_TRUE(harness::wait_until([&] { return count(post_from("127.0.0.2", nginx.url("/"), body)).answered == 15u; }, 10s));
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // A WebSocket client that stops reading is closed after
 // jsonrpc_router_ws_send_timeout (here 1 s instead of 30) with nothing sent,
 // its session and output freed; other clients go on.
@@ -478,7 +548,7 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
             nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
     };
     EXPECT_EQ(check("").exit_code, 0);
-    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
+    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;", "jsonrpc_router_max_client_response 1m;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
                             "jsonrpc_router_upstream_client_share 0;", "jsonrpc_router_upstream_client_share 101;",
