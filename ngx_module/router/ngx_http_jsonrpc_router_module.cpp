@@ -83,8 +83,12 @@ static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
                    offsetof(LocConf, upstream_connections)),
     location_field(ngx_string("jsonrpc_router_upstream_queue"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
                    offsetof(LocConf, upstream_queue)),
+    location_field(ngx_string("jsonrpc_router_upstream_client_share"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, upstream_client_share)),
     location_field(ngx_string("jsonrpc_router_max_response"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, max_response)),
+    location_field(ngx_string("jsonrpc_router_max_client_response"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, max_client_response)),
     location_field(ngx_string("jsonrpc_router_ws_max_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, ws_max_output)),
     location_field(ngx_string("jsonrpc_router_ws_send_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
@@ -243,8 +247,10 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     conf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
     conf->max_client_calls = NGX_CONF_UNSET_UINT;
     conf->max_response = NGX_CONF_UNSET_SIZE;
+    conf->max_client_response = NGX_CONF_UNSET_SIZE;
     conf->upstream_connections = NGX_CONF_UNSET_UINT;
     conf->upstream_queue = NGX_CONF_UNSET_UINT;
+    conf->upstream_client_share = NGX_CONF_UNSET_UINT;
     conf->ws_max_output = NGX_CONF_UNSET_SIZE;
     conf->ws_send_timeout = NGX_CONF_UNSET_MSEC;
     conf->ws_client_output = NGX_CONF_UNSET_SIZE;
@@ -470,6 +476,7 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval, 30000);
     ngx_conf_merge_uint_value(conf->max_client_calls, prev->max_client_calls, 200);
     ngx_conf_merge_size_value(conf->max_response, prev->max_response, 16 * 1024 * 1024);
+    ngx_conf_merge_size_value(conf->max_client_response, prev->max_client_response, 32 * 1024 * 1024);
     ngx_conf_merge_size_value(conf->ws_max_output, prev->ws_max_output, 32 * 1024 * 1024);
     ngx_conf_merge_msec_value(conf->ws_send_timeout, prev->ws_send_timeout, 30000);
     ngx_conf_merge_size_value(conf->ws_client_output, prev->ws_client_output, 32 * 1024 * 1024);
@@ -477,12 +484,22 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_uint_value(conf->max_client_connections, prev->max_client_connections, 64);
     ngx_conf_merge_uint_value(conf->upstream_connections, prev->upstream_connections, 64);
     ngx_conf_merge_uint_value(conf->upstream_queue, prev->upstream_queue, 1024);
+    ngx_conf_merge_uint_value(conf->upstream_client_share, prev->upstream_client_share, 50);
     if (conf->upstream_connections == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_upstream_connections must be above 0");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
+    if (conf->upstream_client_share == 0 || conf->upstream_client_share > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_upstream_client_share must be a percent from 1 to 100");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
     if (conf->max_response < 64 * 1024) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_max_response must be at least 64k");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->max_client_response < conf->max_response) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jsonrpc_router_max_client_response must be at least jsonrpc_router_max_response (one answer)");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     if (conf->ws_max_output < conf->max_response) {
@@ -522,8 +539,10 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         instance.ws_upstream_connections = conf->ws_connections;
         instance.max_client_calls = conf->max_client_calls;
         instance.max_response = conf->max_response;
+        instance.max_client_response = conf->max_client_response;
         instance.upstream_connections = conf->upstream_connections;
         instance.upstream_queue = conf->upstream_queue;
+        instance.upstream_client_share = conf->upstream_client_share;
         instance.redis_timeout = conf->redis_timeout;
         std::string redis(wallet::ngx::to_view(conf->redis));
         instance.redis_enabled = redis != "off";

@@ -42,6 +42,13 @@ void ClientCalls::release(const std::string& client, std::size_t count) {
     if (it->second == 0) in_flight_.erase(it);
 }
 
+void ClientCalls::release_bytes(const std::string& client, std::size_t bytes) {
+    auto it = answer_bytes_.find(client);
+    if (it == answer_bytes_.end()) return;
+    it->second -= std::min(it->second, bytes);
+    if (it->second == 0) answer_bytes_.erase(it);
+}
+
 RequestId Worker::next_request_id() {
     std::uint64_t v = request_id_seed_ + 0x9E3779B97F4A7C15ULL * ++request_ids_;
     v ^= v >> 29;

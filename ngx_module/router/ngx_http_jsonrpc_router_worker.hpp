@@ -18,7 +18,8 @@ namespace jsonrpc_router {
 
 // Calls in flight per client address in this worker (claimed by an
 // Exchange when it starts, released when it ends: a worker that dies takes
-// its counts with it).
+// its counts with it), and the bytes of their answers (charged as each call
+// is answered, released when the exchange ends).
 class ClientCalls {
 public:
     // Claims up to `wanted` calls under `limit` (0 = no limit); how many it got.
@@ -29,9 +30,16 @@ public:
         return it == in_flight_.end() ? 0 : it->second;
     }
     std::size_t clients() const { return in_flight_.size(); }
+    void charge_bytes(const std::string& client, std::size_t bytes) { answer_bytes_[client] += bytes; }
+    void release_bytes(const std::string& client, std::size_t bytes);
+    std::size_t bytes(const std::string& client) const {
+        auto it = answer_bytes_.find(client);
+        return it == answer_bytes_.end() ? 0 : it->second;
+    }
 
 private:
     std::unordered_map<std::string, std::size_t> in_flight_;
+    std::unordered_map<std::string, std::size_t> answer_bytes_;
 };
 
 class Worker {

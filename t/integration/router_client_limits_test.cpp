@@ -153,7 +153,9 @@ TEST(RouterClientLimits, EachClientHasItsOwnApiBudgetThroughTheRouter) {
 // JSON-RPC error at once, other clients are served, and the budget comes back
 // when the answers are out.
 TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
-    ShippedRouter router(Backend::Options{.slow_ms = 1500});
+    // 0.8 s per call: the 200 calls go 32 at a time (the address's share of
+    // the 64 upstream connections), all within the node's 10 s timeout.
+    ShippedRouter router(Backend::Options{.slow_ms = 800});
     Backend& node = router.node;
     NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
@@ -209,11 +211,11 @@ TEST(RouterClientLimits, AWebSocketOfAClientWithoutBudgetWaitsInsteadOfBeingRefu
     NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
     // Four batches of 50 slow calls hold all 200 calls of 127.0.0.2 (for 4 s
-    // at least: the first batch ends with the node's first round).
+    // at least: the node answers each after 4 s, 32 of them at a time).
     std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 4);
-    // Spent once a call of the same address is refused (the node sees 64 at a
-    // time: jsonrpc_router_upstream_connections).
-    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 64; }, 10s));
+    // Spent once a call of the same address is refused (the node sees 32 of
+    // them at a time: the address's share of jsonrpc_router_upstream_connections).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 32; }, 10s));
     ASSERT_TRUE(harness::wait_until([&] {
         return post_from("127.0.0.2", url, rpc("condenser_api.get_config")).find("\"code\":1700") != std::string::npos;
     }, 10s));
@@ -273,6 +275,78 @@ TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
     count(ws.call(json_list(calls)), answered, too_large);
     EXPECT_EQ(answered, 15u);
     EXPECT_EQ(too_large, 15u);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The answers in flight of one client address are bounded
+// (jsonrpc_router_max_client_response; here 16 MiB per worker instead of 32):
+// a request of 15 answers of 1 MiB whose client reads nothing holds 15 MiB
+// until it is sent; another request of that address gets error 1800 for
+// what does not fit, another address its answers, and the budget comes
+// back when the unread answer goes.
+TEST(RouterClientLimits, AnswerBytesInFlightPerClientAreBounded) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_max_client_response 16m;\n");
+    NginxServer& nginx = *router.nginx;
+    auto big_calls = [](int n) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < n; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]", std::to_string(i)));
+        return json_list(calls);
+    };
+    const std::string body = big_calls(15);
+    const std::string small = big_calls(3);
+    struct Count {
+        std::size_t answered = 0;
+        std::size_t over_client = 0;
+    };
+    auto count = [](const std::string& text) {
+        Count c;
+        JsonPtr batch = parse_json(text);
+        EXPECT_TRUE(json_is_array(batch.get())) << text.substr(0, 300);
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++c.answered;
+            if (text_at(element, "error.code") == "1800" &&
+                text_at(element, "error.message").find("of one client") != std::string::npos) {
+                ++c.over_client;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+            }
+        }
+        return c;
+    };
+    // A reader that reads nothing: a small receive buffer, so that most of
+    // its 15 MiB answer stays with the router.
+    auto unread_post = [&](const std::string& source) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int receive_buffer = 16384;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+        EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)), 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(nginx.port());
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+        const std::string request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+        EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+        // Its answer is built once its first bytes arrive.
+        EXPECT_TRUE(harness::wait_until([&] {
+            char byte;
+            return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+        }, 10s));
+        return fd;
+    };
+    const int unread = unread_post("127.0.0.2");
+    Count held = count(post_from("127.0.0.2", nginx.url("/"), small));
+    EXPECT_EQ(held.answered, 0u);  // 16 MiB less the 15 MiB held: not one more
+    EXPECT_EQ(held.over_client, 3u);
+    Count other = count(post_from("127.0.0.3", nginx.url("/"), small));
+    EXPECT_EQ(other.answered, 3u);
+    ::close(unread);
+    // Nothing stays counted once the unread answer is gone.
+    EXPECT_TRUE(harness::wait_until([&] { return count(post_from("127.0.0.2", nginx.url("/"), small)).answered == 3u; }, 10s));
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
@@ -414,9 +488,10 @@ TEST(RouterClientLimits, AWebSocketClientThatReadsTooSlowlyIsClosed) {
 }
 
 // Upstream connections per target URL and worker are bounded: calls over
-// jsonrpc_router_upstream_connections wait in a queue, calls over
-// jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
-// and 1024), and the URL is not marked as failing for it.
+// jsonrpc_router_upstream_connections (or over one address's share of them)
+// wait in a queue, calls over jsonrpc_router_upstream_queue get 1500 at once
+// (here 4 and 8 instead of 64 and 1024), and the URL is not marked as
+// failing for it.
 TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
     ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n");
     NginxServer& nginx = *router.nginx;
@@ -437,15 +512,48 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
             EXPECT_EQ(text_at(element, "error.message"), "Upstream busy: target node");
         }
     }
-    // 4 sent and 8 queued, the others refused (one fewer answered when the
-    // router's own chain poll holds a connection at that moment).
+    // 2 sent (the address's half of the 4 connections) and 8 queued, the
+    // others refused.
     EXPECT_EQ(answered + busy, 20u);
-    EXPECT_GE(answered, 11u);
-    EXPECT_LE(answered, 12u);
+    EXPECT_EQ(answered, 10u);
     EXPECT_LE(connections.size(), 4u);
     EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
                       "result.backend"),
               "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The upstream queue is fair across client addresses: an address holds at
+// most its share (jsonrpc_router_upstream_client_share, 50 %) of a URL's
+// connections (here 4: two), and its backlog waits in its own line; another
+// address's call reaches the node before that backlog, not behind it.
+TEST(RouterClientLimits, OneAddressesBacklogDoesNotDelayAnothersCall) {
+    ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n");
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+    const long before = node.stats().second;
+    std::vector<std::string> calls;
+    for (int i = 0; i < 8; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    auto backlog = std::async(std::launch::async, [&] { return post_from("127.0.0.2", url, json_list(calls)); });
+    // The backlog is queued once its first calls reach the node (a batch's
+    // calls are all submitted at once).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= before + 2; }, 10s));
+    JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.slow_read", "[100]")));
+    ASSERT_EQ(text_at(other.get(), "result.backend"), "node");
+    const long other_served = std::stol(text_at(other.get(), "result.served"));  // the node's arrival order
+    JsonPtr batch = parse_json(backlog.get());
+    ASSERT_EQ(json_array_size(batch.get()), 8u);
+    std::size_t ahead = 0;
+    std::size_t behind = 0;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::string served = text_at(json_array_get(batch.get(), i), "result.served");
+        ASSERT_NE(served, "<absent>") << text_at(json_array_get(batch.get(), i), "error.message");
+        (std::stol(served) < other_served ? ahead : behind) += 1;
+    }
+    // Two of the backlog (its share) before the other address's call, six after.
+    EXPECT_EQ(ahead, 2u);
+    EXPECT_EQ(behind, 6u);
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
@@ -621,9 +729,10 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
             nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
     };
     EXPECT_EQ(check("").exit_code, 0);
-    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
+    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;", "jsonrpc_router_max_client_response 1m;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
+                            "jsonrpc_router_upstream_client_share 0;", "jsonrpc_router_upstream_client_share 101;",
                             "jsonrpc_router_body_timeout 0;", "jsonrpc_router_ws_worker_output 16m;",
                             "jsonrpc_router_ws_client_output 0;", "jsonrpc_router_ws_client_output 200m;",
                             "jsonrpc_router_max_client_connections -1;"}) {
