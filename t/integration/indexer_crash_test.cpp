@@ -62,5 +62,6 @@ TEST(IndexerCrash, KillsAtRandomMomentsLeaveTheTableOfACleanIndex) {
     expect_clean_index(pg, "crashed", sim.url(), 1, kTarget, wallet::OpsForm::Condenser);
     EXPECT_EQ(pg.query("SELECT count(DISTINCT block_num) FROM wallet_operation_events", "crashed"),
               pg.query("SELECT count(DISTINCT block_num) FROM wallet_operation_events", "crashed_reference"));
-    EXPECT_GT(table_rows(pg, "crashed").size(), 50000u);
+    // Counted, not read again: expect_clean_index compared every row already.
+    EXPECT_GT(std::stoll(pg.query("SELECT count(*) FROM wallet_operation_events", "crashed").at(0)), 50000);
 }
