@@ -4,34 +4,33 @@
 
 namespace jsonrpc_router {
 
-bool ClientConnections::claim(const std::string& client, std::size_t limit) {
-    std::size_t& count = open_[client];
-    if (limit > 0 && count >= limit) return false;
-    ++count;
-    return true;
+void ClientTally::add(const std::string& client, std::size_t n) {
+    if (n > 0) counts_[client] += n;
 }
 
-void ClientConnections::release(const std::string& client) {
-    auto it = open_.find(client);
-    if (it == open_.end()) return;
-    if (--it->second == 0) open_.erase(it);
+void ClientTally::subtract(const std::string& client, std::size_t n) {
+    auto it = counts_.find(client);
+    if (it == counts_.end()) return;
+    it->second -= std::min(it->second, n);
+    if (it->second == 0) counts_.erase(it);
+}
+
+bool ClientConnections::claim(const std::string& client, std::size_t limit) {
+    if (limit > 0 && open_.of(client) >= limit) return false;
+    open_.add(client, 1);
+    return true;
 }
 
 void WsOutput::leave(OutputQueue& queue) { std::erase(queues_, &queue); }
 
 void WsOutput::add(const std::string& client, std::size_t bytes) {
-    if (bytes == 0) return;
-    by_client_[client] += bytes;
+    by_client_.add(client, bytes);
     total_ += bytes;
 }
 
 void WsOutput::remove(const std::string& client, std::size_t bytes) {
-    if (bytes == 0) return;
     total_ -= std::min(total_, bytes);
-    auto it = by_client_.find(client);
-    if (it == by_client_.end()) return;
-    it->second -= std::min(it->second, bytes);
-    if (it->second == 0) by_client_.erase(it);
+    by_client_.subtract(client, bytes);
 }
 
 void WsOutput::enforce(std::size_t budget) {

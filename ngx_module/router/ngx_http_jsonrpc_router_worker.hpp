@@ -24,22 +24,16 @@ class ClientCalls {
 public:
     // Claims up to `wanted` calls under `limit` (0 = no limit); how many it got.
     std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit);
-    void release(const std::string& client, std::size_t count);
-    std::size_t in_flight(const std::string& client) const {
-        auto it = in_flight_.find(client);
-        return it == in_flight_.end() ? 0 : it->second;
-    }
-    std::size_t clients() const { return in_flight_.size(); }
-    void charge_bytes(const std::string& client, std::size_t bytes) { answer_bytes_[client] += bytes; }
-    void release_bytes(const std::string& client, std::size_t bytes);
-    std::size_t bytes(const std::string& client) const {
-        auto it = answer_bytes_.find(client);
-        return it == answer_bytes_.end() ? 0 : it->second;
-    }
+    void release(const std::string& client, std::size_t count) { in_flight_.subtract(client, count); }
+    std::size_t in_flight(const std::string& client) const { return in_flight_.of(client); }
+    std::size_t clients() const { return in_flight_.clients(); }
+    void charge_bytes(const std::string& client, std::size_t bytes) { answer_bytes_.add(client, bytes); }
+    void release_bytes(const std::string& client, std::size_t bytes) { answer_bytes_.subtract(client, bytes); }
+    std::size_t bytes(const std::string& client) const { return answer_bytes_.of(client); }
 
 private:
-    std::unordered_map<std::string, std::size_t> in_flight_;
-    std::unordered_map<std::string, std::size_t> answer_bytes_;
+    ClientTally in_flight_;
+    ClientTally answer_bytes_;
 };
 
 class Worker {
