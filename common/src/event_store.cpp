@@ -849,4 +849,36 @@ Result<bool> EventStore::record_observation(const ChainHead& head) {
     return true;
 }
 
+Result<EventStore::MonitoredState> EventStore::monitored_state() {
+    MonitoredState state;
+    // 60 s: wallet-backfill's default --heartbeat-timeout-ms.
+    auto shards = pg::exec(conn_.get(),
+                           "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'running'),"
+                           " count(*) FILTER (WHERE state = 'done'),"
+                           " count(*) FILTER (WHERE state = 'running' AND heartbeat_at < now() - interval '60 seconds'),"
+                           " coalesce(max(attempts) FILTER (WHERE state <> 'done'), 0) FROM backfill_shards");
+    if (!shards) return make_error("backfill shards: " + shards.error());
+    PGresult* s = shards.value().get();
+    auto at = [](PGresult* r, int row, int column) { return std::strtoll(PQgetvalue(r, row, column), nullptr, 10); };
+    state.shards_pending = at(s, 0, 0);
+    state.shards_running = at(s, 0, 1);
+    state.shards_done = at(s, 0, 2);
+    state.shards_stalled = at(s, 0, 3);
+    state.shard_attempts_max = at(s, 0, 4);
+    // Readable to the writer through pg_read_all_stats (wallet-db-setup).
+    auto standbys = pg::exec(conn_.get(),
+                             // A label value without characters to escape.
+                             "SELECT regexp_replace(coalesce(nullif(application_name, ''), 'standby') || '@' ||"
+                             " coalesce(host(client_addr), 'local'), '[^A-Za-z0-9_.:@-]', '_', 'g') AS name,"
+                             " max(coalesce(extract(epoch FROM replay_lag), 0))::float8,"
+                             " max(coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0))::bigint"
+                             " FROM pg_stat_replication GROUP BY name ORDER BY name");
+    if (!standbys) return make_error("standbys: " + standbys.error());
+    PGresult* r = standbys.value().get();
+    for (int row = 0; row < PQntuples(r); ++row) {
+        state.standbys.push_back({PQgetvalue(r, row, 0), std::strtod(PQgetvalue(r, row, 1), nullptr), at(r, row, 2)});
+    }
+    return state;
+}
+
 }  // namespace wallet

@@ -118,6 +118,11 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 }  // namespace
 
+void Liveness::set_monitored_state(EventStore::MonitoredState state) {
+    std::lock_guard lock(mutex_);
+    monitored_ = std::move(state);
+}
+
 std::string Liveness::metrics() const {
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
@@ -156,6 +161,35 @@ std::string Liveness::metrics() const {
     for (int kind = 1; kind <= static_cast<int>(NodeFailure::Stopped); ++kind) {
         out += std::string("wallet_indexer_node_failures_total{kind=\"") + node_failure_name(static_cast<NodeFailure>(kind)) +
                "\"} " + std::to_string(node_stats_.failures[kind]) + '\n';
+    }
+    // The store, as last read (every INDEXER_MONITOR_INTERVAL: see tail.cpp).
+    out += "# HELP wallet_store_backfill_shards Backfill shards by state.\n"
+           "# TYPE wallet_store_backfill_shards gauge\n";
+    const std::pair<const char*, std::int64_t> shard_states[] = {
+        {"pending", monitored_.shards_pending}, {"running", monitored_.shards_running}, {"done", monitored_.shards_done}};
+    for (const auto& [state, count] : shard_states) {
+        out += std::string("wallet_store_backfill_shards{state=\"") + state + "\"} " + std::to_string(count) + '\n';
+    }
+    metric(out, "wallet_store_backfill_shards_stalled", "gauge",
+           "Running backfill shards whose worker has not beaten for 60 s (died or hangs).",
+           std::to_string(monitored_.shards_stalled));
+    metric(out, "wallet_store_backfill_shard_attempts_max", "gauge",
+           "The most claims of an unfinished backfill shard (more than 1: taken over after a failure).",
+           std::to_string(monitored_.shard_attempts_max));
+    metric(out, "wallet_store_standbys", "gauge", "Standbys streaming from the primary.",
+           std::to_string(monitored_.standbys.size()));
+    out += "# HELP wallet_store_standby_replay_lag_seconds How long ago the standby's last replayed WAL was "
+           "written on the primary (pg_stat_replication.replay_lag; 0 when idle).\n"
+           "# TYPE wallet_store_standby_replay_lag_seconds gauge\n";
+    for (const auto& standby : monitored_.standbys) {
+        out += "wallet_store_standby_replay_lag_seconds{standby=\"" + standby.name + "\"} " +
+               std::to_string(standby.replay_seconds) + '\n';
+    }
+    out += "# HELP wallet_store_standby_replay_lag_bytes WAL written on the primary and not yet replayed by the standby.\n"
+           "# TYPE wallet_store_standby_replay_lag_bytes gauge\n";
+    for (const auto& standby : monitored_.standbys) {
+        out += "wallet_store_standby_replay_lag_bytes{standby=\"" + standby.name + "\"} " +
+               std::to_string(standby.replay_bytes) + '\n';
     }
     return out;
 }

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "wallet/chain_types.hpp"
+#include "wallet/event_store.hpp"
 #include "wallet/http_server.hpp"
 #include "wallet/node_client.hpp"
 
@@ -38,6 +39,8 @@ public:
     void record_fork(std::int64_t depth);
     void record_database_error();
     void set_node_stats(const NodeClientStats& stats);
+    // The store's state for monitoring (the backfill's shards, the standbys).
+    void set_monitored_state(EventStore::MonitoredState state);
     // Indexing stopped for good (a fork deeper than INDEXER_MAX_FORK_DEPTH).
     void halt(std::string reason);
 
@@ -72,6 +75,7 @@ private:
     std::int64_t deepest_fork_ = 0;
     std::uint64_t database_errors_total_ = 0;
     NodeClientStats node_stats_;
+    EventStore::MonitoredState monitored_;
 };
 
 }  // namespace wallet::indexer

@@ -123,6 +123,7 @@ TailIndexer::Step TailIndexer::step() {
     if (!head) return node_problem(head.error());
     liveness_.record_head(*head);
     if (auto saved = store_->record_observation(*head); !saved) return database_problem(saved.error());
+    read_monitored_state();
     if (!head->last_irreversible) {
         // Without it neither target is safe to trust: do not advance.
         report_problem("no_lib", "the node reports no last irreversible block; not advancing");
@@ -483,6 +484,17 @@ void TailIndexer::report_recovery() {
     log_info("recovered from: " + last_problem_);
     last_problem_.clear();
     last_problem_kind_.clear();
+}
+
+void TailIndexer::read_monitored_state() {
+    // Two small reads, often enough for alerts that wait minutes.
+    constexpr auto kMonitorInterval = std::chrono::seconds(15);
+    const auto now = Clock::now();
+    if (monitored_at_ && now - *monitored_at_ < kMonitorInterval) return;
+    monitored_at_ = now;
+    // Monitoring only: a failure leaves the last values and never stops
+    // indexing (a broken connection shows in the next statement that matters).
+    if (auto state = store_->monitored_state()) liveness_.set_monitored_state(std::move(state).value());
 }
 
 void TailIndexer::report_liveness() {

@@ -101,6 +101,8 @@ private:
     void report_caught_up(const ChainHead& head);
     // Logs the liveness endpoint's turns between 200 and 503.
     void report_liveness();
+    // The store's state for /metrics, read at most every kMonitorInterval.
+    void read_monitored_state();
 
     TailOptions options_;
     NodeClient node_;
@@ -113,6 +115,7 @@ private:
     SystemdNotifier& notifier_;
     std::stop_token stop_;
     std::optional<EventStore> store_;
+    std::optional<std::chrono::steady_clock::time_point> monitored_at_;
     std::optional<BlockRef> checkpoint_;  // mirrors indexer_checkpoint; nullopt on a fresh database
 
     std::string last_problem_kind_;

@@ -122,6 +122,13 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./usr/share/man/man1/wallet-indexer.1.gz", data},
         {"./usr/share/man/man1/wallet-db-setup.1.gz", data},
         {"./usr/share/doc/hive-wallet/JSONRPC_ROUTER.md", data},
+        {"./usr/share/doc/hive-wallet/monitoring.md", data},
+        {"./usr/share/hive-wallet/monitoring/alerts.yml", data},
+        {"./usr/share/hive-wallet/monitoring/prometheus.yml", data},
+        {"./usr/share/hive-wallet/monitoring/grafana/dashboards/wallet-router-api.json", data},
+        {"./usr/share/hive-wallet/monitoring/grafana/dashboards/wallet-indexer-store.json", data},
+        {"./usr/share/hive-wallet/monitoring/grafana/provisioning/dashboards/hive-wallet.yml", data},
+        {"./usr/share/hive-wallet/monitoring/grafana/provisioning/datasources/prometheus.yml", data},
     };
     for (const auto& [path, mode] : expected) {
         ASSERT_TRUE(mode_of.contains(path)) << path << " missing from\n" << listing.output;

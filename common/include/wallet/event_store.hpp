@@ -110,6 +110,25 @@ public:
     // Records the latest observation of the node for get_status.
     Result<bool> record_observation(const ChainHead& head);
 
+    // What an operator's monitoring reads from the primary (the indexer's
+    // /metrics): the backfill's shards and the standbys streaming from it.
+    struct StandbyLag {
+        std::string name;  // application_name@client address, [A-Za-z0-9_.:@-] only
+        double replay_seconds = 0;     // pg_stat_replication.replay_lag (0 while idle and caught up)
+        std::int64_t replay_bytes = 0; // WAL written on the primary and not yet replayed there
+    };
+    struct MonitoredState {
+        std::int64_t shards_pending = 0;
+        std::int64_t shards_running = 0;
+        std::int64_t shards_done = 0;
+        // Running shards whose owner stopped beating for longer than a
+        // backfill's default takeover timeout: their worker died or hangs.
+        std::int64_t shards_stalled = 0;
+        std::int64_t shard_attempts_max = 0;  // the most claims of an unfinished shard (1 is normal)
+        std::vector<StandbyLag> standbys;
+    };
+    Result<MonitoredState> monitored_state();
+
     PGconn* connection() const noexcept { return conn_.get(); }
     // Whether the connection is still usable (false after the server went away).
     bool healthy() const noexcept;

@@ -1,0 +1,271 @@
+// The monitoring of conf/monitoring (issue 30 point 3): the alert rules pass
+// `promtool check rules` and their unit tests (t/monitoring/alerts_test.yml),
+// the example configuration `promtool check config`; and every metric name a
+// dashboard or a rule uses is in the /metrics of the running stack: a
+// PostgreSQL primary with a streaming standby, the node simulator, a finished
+// backfill, the indexer following the chain, and nginx with the module
+// serving the API and the router. A renamed metric fails the test.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "backfill_support.hpp"
+#include "support/prometheus_text.hpp"
+#include "wallet/json_util.hpp"
+
+using namespace backfill_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const fs::path kMonitoring = source_dir() / "conf" / "monitoring";
+
+std::string promtool() {
+    for (const char* path : {"/usr/bin/promtool", "/usr/local/bin/promtool"}) {
+        if (fs::exists(path)) return path;
+    }
+    return {};
+}
+
+// The PromQL expressions of the rules (each `expr:`, block scalars included).
+std::vector<std::string> rule_expressions(const fs::path& rules) {
+    std::vector<std::string> exprs;
+    std::istringstream in(read_file(rules));
+    std::string line;
+    std::string block;
+    std::size_t block_indent = 0;
+    bool in_block = false;
+    while (std::getline(in, line)) {
+        const std::size_t indent = line.find_first_not_of(' ');
+        if (in_block) {
+            if (indent != std::string::npos && indent > block_indent) {
+                block += line + "\n";
+                continue;
+            }
+            exprs.push_back(block);
+            in_block = false;
+        }
+        if (indent == std::string::npos || line.compare(indent, 5, "expr:") != 0) continue;
+        const std::string value = line.substr(indent + 5);
+        if (value.find('|') != std::string::npos) {
+            in_block = true;
+            block_indent = indent;
+            block.clear();
+        } else {
+            exprs.push_back(value);
+        }
+    }
+    if (in_block) exprs.push_back(block);
+    return exprs;
+}
+
+// The queries of a Grafana dashboard: panels' targets' "expr" and the
+// query variables' "query", at any depth.
+void collect_queries(json_t* node, std::vector<std::string>& out) {
+    if (json_is_object(node)) {
+        const char* key = nullptr;
+        json_t* value = nullptr;
+        json_t* type = json_object_get(node, "type");
+        const bool query_variable = json_is_string(type) && std::string(json_string_value(type)) == "query";
+        json_object_foreach(node, key, value) {
+            if ((std::string(key) == "expr" || (query_variable && std::string(key) == "query")) && json_is_string(value)) {
+                out.push_back(json_string_value(value));
+            } else {
+                collect_queries(value, out);
+            }
+        }
+    } else if (json_is_array(node)) {
+        std::size_t i = 0;
+        json_t* value = nullptr;
+        json_array_foreach(node, i, value) collect_queries(value, out);
+    }
+}
+
+// The metric names a PromQL expression reads: identifiers that are not
+// inside label matchers, ranges, strings or grouping clauses, not functions
+// (followed by "("), not keywords, not Grafana's variables ($name).
+std::set<std::string> metric_names(std::string expr) {
+    // label_values(metric, label): the label is no metric.
+    expr = std::regex_replace(expr, std::regex(R"(label_values\(([^,()]*),[^)]*\))"), "label_values($1)");
+    expr = std::regex_replace(expr, std::regex(R"("(\\.|[^"\\])*")"), " ");
+    expr = std::regex_replace(expr, std::regex(R"(\{[^}]*\})"), " ");
+    expr = std::regex_replace(expr, std::regex(R"(\[[^\]]*\])"), " ");
+    expr = std::regex_replace(expr, std::regex(R"(\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\))"), " ");
+    expr = std::regex_replace(expr, std::regex(R"(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)"), " ");
+    static const std::set<std::string> keywords = {"and", "or", "unless", "bool", "offset", "by", "without", "on",
+                                                   "ignoring", "group_left", "group_right", "Inf", "NaN", "inf", "nan"};
+    std::set<std::string> names;
+    const std::regex identifier(R"(([A-Za-z_:][A-Za-z0-9_:]*)(\s*\()?)");
+    for (auto it = std::sregex_iterator(expr.begin(), expr.end(), identifier); it != std::sregex_iterator(); ++it) {
+        const std::string name = (*it)[1];
+        const auto at = static_cast<std::size_t>(it->position(0));
+        // A number's exponent or unit ("1e3", "5m" outside ranges does not occur).
+        if (at > 0 && (std::isdigit(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '.')) continue;
+        if ((*it)[2].matched || keywords.contains(name)) continue;
+        names.insert(name);
+    }
+    return names;
+}
+
+// Every metric name the rules and the dashboards use, with where it is used.
+std::map<std::string, std::string> used_metric_names() {
+    std::map<std::string, std::string> used;
+    for (const std::string& expr : rule_expressions(kMonitoring / "alerts.yml")) {
+        for (const std::string& name : metric_names(expr)) used.emplace(name, "alerts.yml");
+    }
+    for (const auto& entry : fs::directory_iterator(kMonitoring / "grafana" / "dashboards")) {
+        json_error_t error;
+        wallet::JsonPtr dashboard = wallet::json_own(json_load_file(entry.path().c_str(), 0, &error));
+        EXPECT_TRUE(dashboard) << entry.path() << ": " << error.text;
+        if (!dashboard) continue;
+        std::vector<std::string> queries;
+        collect_queries(dashboard.get(), queries);
+        EXPECT_FALSE(queries.empty()) << entry.path();
+        for (const std::string& query : queries) {
+            for (const std::string& name : metric_names(query)) used.emplace(name, entry.path().filename().string());
+        }
+    }
+    return used;
+}
+
+// A scrape, its text kept under the build tree (what the names were checked against).
+prometheus_text::Scrape scrape(const std::string& url, const std::string& saved_as) {
+    HttpResponse response = http_request("GET", url);
+    EXPECT_EQ(response.status, 200) << url << ": " << response.body;
+    fs::create_directories(binary_dir() / "monitoring");
+    write_file(binary_dir() / "monitoring" / saved_as, response.body);
+    prometheus_text::Scrape parsed = prometheus_text::parse(response.body);
+    EXPECT_EQ(parsed.error, "") << url;
+    return parsed;
+}
+
+}  // namespace
+
+TEST(MonitoringRules, PromtoolChecksTheRulesAndTheConfigAndPassesTheirUnitTests) {
+    const std::string tool = promtool();
+    if (tool.empty()) GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/install-deps installs it)";
+    for (const std::vector<std::string>& argv :
+         {std::vector<std::string>{tool, "check", "rules", (kMonitoring / "alerts.yml").string()},
+          std::vector<std::string>{tool, "check", "config", (kMonitoring / "prometheus.yml").string()},
+          std::vector<std::string>{tool, "test", "rules", (source_dir() / "t/monitoring/alerts_test.yml").string()}}) {
+        auto result = run_command(argv);
+        EXPECT_EQ(result.exit_code, 0) << argv[1] << " " << argv[2] << ":\n" << result.output;
+        EXPECT_NE(result.output.find("SUCCESS"), std::string::npos) << result.output;
+    }
+    // compose.yaml's configuration, mounted beside the rules as the profile does.
+    TempDir mounted("wallet-prometheus");
+    fs::copy_file(kMonitoring / "compose" / "prometheus.yml", mounted.path() / "prometheus.yml");
+    fs::copy_file(kMonitoring / "alerts.yml", mounted.path() / "alerts.yml");
+    auto compose = run_command({tool, "check", "config", (mounted.path() / "prometheus.yml").string()});
+    EXPECT_EQ(compose.exit_code, 0) << compose.output;
+    // Every alert of the rules has unit tests (and, by their design, cases where it must not fire).
+    const std::string rules = read_file(kMonitoring / "alerts.yml");
+    const std::string tests = read_file(source_dir() / "t/monitoring/alerts_test.yml");
+    const std::regex alert(R"(- alert: (\w+))");
+    int alerts = 0;
+    for (auto it = std::sregex_iterator(rules.begin(), rules.end(), alert); it != std::sregex_iterator(); ++it) {
+        ++alerts;
+        const std::string name = (*it)[1];
+        const std::regex tested("alertname: " + name + "\\n\\s+exp_alerts: \\[\\]");
+        EXPECT_TRUE(std::regex_search(tests, tested)) << name << " has no case where it must not fire";
+        EXPECT_NE(tests.find("alertname: " + name + "\n        exp_alerts:\n"), std::string::npos)
+            << name << " has no case where it fires";
+    }
+    EXPECT_GE(alerts, 10);
+}
+
+TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMetrics) {
+    const auto used = used_metric_names();
+    ASSERT_GE(used.size(), 30u);
+
+    PostgresServer primary;
+    primary.provision("wallet");
+    PostgresServer standby(PostgresServer::StandbyOf{primary, {}});
+    NodeSimulator node(chain_args(300));
+
+    // The history before the indexer's start, in two shards.
+    auto backfill = run_command({backfill_binary().string(), "--progress=none"},
+                                daemon_env(primary, {{"BACKFILL_RPC_URLS", node.url()},
+                                                     {"BACKFILL_START_BLOCK", "1"},
+                                                     {"BACKFILL_END_BLOCK", "200"},
+                                                     {"BACKFILL_SHARD_SIZE", "100"},
+                                                     {"BACKFILL_BATCH_SIZE", "50"},
+                                                     {"BACKFILL_WORKERS", "2"}}));
+    ASSERT_EQ(backfill.exit_code, 0) << backfill.output;
+
+    const std::uint16_t health_port = free_port();
+    TempDir dir("wallet-monitoring");
+    Process indexer = Process::start(
+        {indexer_binary().string()},
+        ProcessOptions{daemon_env(primary, {{"CHAIN_RPC_URL", node.url()},
+                                            {"INDEXER_START_BLOCK", "201"},
+                                            {"INDEXER_HEALTH_ADDR", "127.0.0.1:" + std::to_string(health_port)},
+                                            {"INDEXER_POLL_INTERVAL_MS", "100"}}),
+                       {},
+                       dir.path() / "wallet-indexer.log",
+                       {},
+                       false});
+
+    // The API and a router to the node in one nginx: one /metrics for both.
+    write_file(dir.path() / "routes.json", R"({"targets": {"hived": [")" + node.url() + R"("]},
+  "routes": {".*": {"target": "hived"}}})");
+    NginxServer::Options options;
+    options.http_config = "server {\n    listen 127.0.0.1:{{PORT}};\n"
+                          "    location = /metrics { jsonrpc_router_metrics; }\n"
+                          "    location = /api { wallet_history_api; }\n"
+                          "    location / { jsonrpc_router " + (dir.path() / "routes.json").string() + "; }\n}\n";
+    options.env = primary.env();
+    options.env.erase("DB_PASSWORD");
+    NginxServer nginx(options);
+    // A call through each, so the per-method series have values.
+    EXPECT_EQ(http_post_json(nginx.url("/api"), R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_status","params":{}})").status, 200);
+    EXPECT_EQ(http_post_json(nginx.url("/"), R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})").status, 200);
+
+    // The indexer past the backfill, with the store's state read.
+    const std::string indexer_metrics = "http://127.0.0.1:" + std::to_string(health_port) + "/metrics";
+    prometheus_text::Scrape from_indexer;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (port_accepts(health_port)) {
+            from_indexer = scrape(indexer_metrics, "indexer-metrics.txt");
+            if (from_indexer.value("wallet_indexer_indexed_block").value_or(0) >= 250 &&
+                from_indexer.value("wallet_store_standbys").value_or(0) == 1) {
+                break;
+            }
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_GE(from_indexer.value("wallet_indexer_indexed_block").value_or(0), 250) << read_file(dir.path() / "wallet-indexer.log");
+    // What the store holds, as the indexer reports it.
+    EXPECT_EQ(from_indexer.value("wallet_store_standbys"), 1);
+    EXPECT_EQ(from_indexer.value("wallet_store_backfill_shards", {{"state", "done"}}), 2);
+    EXPECT_EQ(from_indexer.value("wallet_store_backfill_shards", {{"state", "running"}}), 0);
+    EXPECT_EQ(from_indexer.value("wallet_store_backfill_shards_stalled"), 0);
+    EXPECT_EQ(from_indexer.value("wallet_store_backfill_shard_attempts_max"), 0);
+    std::size_t standby_series = 0;
+    for (const auto& sample : from_indexer.samples) {
+        if (sample.name == "wallet_store_standby_replay_lag_seconds") ++standby_series;
+    }
+    EXPECT_EQ(standby_series, 1u);
+    const prometheus_text::Scrape from_nginx = scrape(nginx.url("/metrics"), "nginx-metrics.txt");
+
+    // Each name: a family of either scrape, a sample name, or a histogram's series.
+    std::set<std::string> exposed;
+    for (const prometheus_text::Scrape* s : std::array<const prometheus_text::Scrape*, 2>{&from_indexer, &from_nginx}) {
+        for (const auto& [family, type] : s->types) {
+            exposed.insert(family);
+            if (type == "histogram") {
+                for (const char* suffix : {"_bucket", "_sum", "_count"}) exposed.insert(family + suffix);
+            }
+        }
+        for (const auto& sample : s->samples) exposed.insert(sample.name);
+    }
+    exposed.insert("up");  // Prometheus's own series of each scrape
+    for (const auto& [name, where] : used) {
+        EXPECT_TRUE(exposed.contains(name)) << name << " (used by " << where << ") is in no /metrics of the stack";
+    }
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
