@@ -14,6 +14,7 @@
 
 #include "backfill_support.hpp"
 #include "support/prometheus_text.hpp"
+#include "wallet/event_store.hpp"
 #include "wallet/json_util.hpp"
 
 using namespace backfill_test;
@@ -182,7 +183,7 @@ TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMe
     ASSERT_GE(used.size(), 30u);
 
     PostgresServer primary;
-    primary.provision("wallet");
+    const wallet::Settings settings = primary.provision("wallet");
     PostgresServer standby(PostgresServer::StandbyOf{primary, {}});
     NodeSimulator node(chain_args(300));
 
@@ -251,6 +252,21 @@ TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMe
     }
     EXPECT_EQ(standby_series, 1u);
     const prometheus_text::Scrape from_nginx = scrape(nginx.url("/metrics"), "nginx-metrics.txt");
+
+    // A shard whose worker died after its third claim: what the backfill
+    // alerts read (directly: the indexer reads it only every 15 s).
+    primary.query("UPDATE backfill_shards SET state = 'running', attempts = 3, heartbeat_at = now() - interval '2 minutes'"
+                  " WHERE start_block = 1");
+    auto store = wallet::EventStore::connect(settings.db.indexer_url);
+    ASSERT_TRUE(store) << store.error();
+    auto state = store.value().monitored_state();
+    ASSERT_TRUE(state) << state.error();
+    EXPECT_EQ(state->shards_running, 1);
+    EXPECT_EQ(state->shards_done, 1);
+    EXPECT_EQ(state->shards_stalled, 1);
+    EXPECT_EQ(state->shard_attempts_max, 3);
+    ASSERT_EQ(state->standbys.size(), 1u);
+    EXPECT_GE(state->standbys.front().replay_bytes, 0);
 
     // Each name: a family of either scrape, a sample name, or a histogram's series.
     std::set<std::string> exposed;
