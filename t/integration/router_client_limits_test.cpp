@@ -729,13 +729,14 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
             nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
     };
     EXPECT_EQ(check("").exit_code, 0);
+    EXPECT_EQ(check("    jsonrpc_router_client_rate 0;\n").exit_code, 0);  // no limit
     for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;", "jsonrpc_router_max_client_response 1m;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
                             "jsonrpc_router_upstream_client_share 0;", "jsonrpc_router_upstream_client_share 101;",
                             "jsonrpc_router_body_timeout 0;", "jsonrpc_router_ws_worker_output 16m;",
                             "jsonrpc_router_ws_client_output 0;", "jsonrpc_router_ws_client_output 200m;",
-                            "jsonrpc_router_max_client_connections -1;"}) {
+                            "jsonrpc_router_max_client_connections -1;", "jsonrpc_router_client_rate 1k;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
         const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
