@@ -760,7 +760,7 @@ TEST(RouterClientLimits, ThePublicStatusNamesNoBackendAddress) {
 // (here 512 KiB/s, after a burst of jsonrpc_router_max_client_response,
 // 2 MiB) is slowed, not refused: its next request waits until it has paid
 // back, while another address is served at once; then its request is
-// answered (the budget comes back).
+// answered (the budget comes back). Its WebSocket connections wait the same way.
 TEST(RouterClientLimits, AnAddressOverItsAnswerRateWaitsWhileOthersAreServed) {
     ShippedRouter router(Backend::Options{}, "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_max_client_response 2m;\n"
                                              "    jsonrpc_router_client_rate 512k;\n");
@@ -773,6 +773,14 @@ TEST(RouterClientLimits, AnAddressOverItsAnswerRateWaitsWhileOthersAreServed) {
     EXPECT_NE(post_from("127.0.0.3", url, big(4)).find("\"result\""), std::string::npos);
     EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "the address over its rate was not slowed";
     EXPECT_NE(waiting.get().find("\"result\""), std::string::npos);
+    // Over it again by that answer: its WebSocket connection is not read until it has paid back.
+    WsClient ws(nginx.port(), "/", "127.0.0.2");
+    ASSERT_EQ(ws.handshake_status(), 101);
+    ws.send_text(rpc("condenser_api.get_config"));
+    ws.set_timeout(300ms);
+    EXPECT_TRUE(ws.next_message().empty()) << "a WebSocket of the address over its rate was read";
+    ws.set_timeout(20s);
+    EXPECT_EQ(text_at(parse_json(ws.next_message()).get(), "result.backend"), "node");
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
