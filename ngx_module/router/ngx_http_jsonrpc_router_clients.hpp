@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,30 @@ public:
 
 private:
     std::unordered_map<std::string, std::size_t> counts_;
+};
+
+// The answer bytes each client address took, paid back at `rate` bytes per
+// second (a token bucket): an address may take `burst` at once, then `rate`
+// per second on average. Over it, the router waits before it reads the
+// address's next request (the client is slowed, not refused). An address
+// that has paid everything back is forgotten.
+class ClientRate {
+public:
+    void charge(const std::string& client, std::size_t bytes, std::uint64_t now_ms, std::size_t rate);
+    // How long `client` must wait before its next request is read (0: none).
+    std::uint64_t wait_ms(const std::string& client, std::uint64_t now_ms, std::size_t rate, std::size_t burst);
+    std::size_t clients() const { return owed_.size(); }
+
+private:
+    struct Owed {
+        std::uint64_t bytes = 0;
+        std::uint64_t at_ms = 0;
+    };
+    static void pay_back(Owed& owed, std::uint64_t now_ms, std::size_t rate);
+    void forget_paid(std::uint64_t now_ms, std::size_t rate);
+
+    std::unordered_map<std::string, Owed> owed_;
+    std::size_t sweep_at_ = 1024;  // entries past which the paid-back ones are dropped
 };
 
 // Router requests that hold a connection (a POST being read or answered, a

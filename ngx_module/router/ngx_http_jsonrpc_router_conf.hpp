@@ -29,6 +29,7 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     ngx_uint_t upstream_client_share;
     size_t max_response;
     size_t max_client_response;
+    size_t client_rate;  // answer bytes per second per client address and worker (0 = no limit)
     size_t ws_max_output;
     ngx_msec_t ws_send_timeout;
     size_t ws_client_output;   // queued WebSocket answers per client address and worker (reading pauses past it)

@@ -488,7 +488,10 @@ AnswerRoom Exchange::charge_response(std::size_t bytes) {
     const AnswerRoom room = room_for(bytes);
     if (room != AnswerRoom::Fits) return room;
     response_bytes_ += bytes;
-    if (!client_.empty()) Worker::get().client_calls().charge_bytes(client_, bytes);
+    if (!client_.empty()) {
+        Worker::get().client_calls().charge_bytes(client_, bytes);
+        Worker::get().client_rate().charge(client_, bytes, ngx_current_msec, instance_.client_rate);
+    }
     return room;
 }
 

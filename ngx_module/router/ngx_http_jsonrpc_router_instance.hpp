@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ngx_http_jsonrpc_router_clients.hpp"
 #include "ngx_wallet_nginx.hpp"
 #include "router_config.hpp"
 #include "router_metrics.hpp"
@@ -62,6 +63,14 @@ struct RouterInstance {
     std::size_t max_response = 16 << 20;     // the answer of one request (all its calls), and so of any target body
     std::size_t max_client_calls = 200;      // calls in flight per client address and worker (0 = no limit)
     std::size_t max_client_response = 32 << 20;  // answer bytes in flight per client address and worker
+    std::size_t client_rate = 16 << 20;      // answer bytes per second per client address and worker (0 = no limit)
+
+    // How long `client` waits before its next request is read: it took more
+    // than max_client_response beyond client_rate per second.
+    ngx_msec_t client_rate_wait(ClientRate& rates, const std::string& client) const {
+        if (client.empty()) return 0;
+        return static_cast<ngx_msec_t>(rates.wait_ms(client, ngx_current_msec, client_rate, max_client_response));
+    }
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
     ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to

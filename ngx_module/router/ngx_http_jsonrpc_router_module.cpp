@@ -89,6 +89,8 @@ static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
                    offsetof(LocConf, max_response)),
     location_field(ngx_string("jsonrpc_router_max_client_response"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, max_client_response)),
+    location_field(ngx_string("jsonrpc_router_client_rate"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, client_rate)),
     location_field(ngx_string("jsonrpc_router_ws_max_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, ws_max_output)),
     location_field(ngx_string("jsonrpc_router_ws_send_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
@@ -248,6 +250,7 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     conf->max_client_calls = NGX_CONF_UNSET_UINT;
     conf->max_response = NGX_CONF_UNSET_SIZE;
     conf->max_client_response = NGX_CONF_UNSET_SIZE;
+    conf->client_rate = NGX_CONF_UNSET_SIZE;
     conf->upstream_connections = NGX_CONF_UNSET_UINT;
     conf->upstream_queue = NGX_CONF_UNSET_UINT;
     conf->upstream_client_share = NGX_CONF_UNSET_UINT;
@@ -477,6 +480,7 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_uint_value(conf->max_client_calls, prev->max_client_calls, 200);
     ngx_conf_merge_size_value(conf->max_response, prev->max_response, 16 * 1024 * 1024);
     ngx_conf_merge_size_value(conf->max_client_response, prev->max_client_response, 32 * 1024 * 1024);
+    ngx_conf_merge_size_value(conf->client_rate, prev->client_rate, 16 * 1024 * 1024);
     ngx_conf_merge_size_value(conf->ws_max_output, prev->ws_max_output, 32 * 1024 * 1024);
     ngx_conf_merge_msec_value(conf->ws_send_timeout, prev->ws_send_timeout, 30000);
     ngx_conf_merge_size_value(conf->ws_client_output, prev->ws_client_output, 32 * 1024 * 1024);
@@ -500,6 +504,10 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     if (conf->max_client_response < conf->max_response) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "jsonrpc_router_max_client_response must be at least jsonrpc_router_max_response (one answer)");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->client_rate != 0 && conf->client_rate < 64 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_client_rate must be 0 (no limit) or at least 64k (bytes per second)");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     if (conf->ws_max_output < conf->max_response) {
@@ -540,6 +548,7 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         instance.max_client_calls = conf->max_client_calls;
         instance.max_response = conf->max_response;
         instance.max_client_response = conf->max_client_response;
+        instance.client_rate = conf->client_rate;
         instance.upstream_connections = conf->upstream_connections;
         instance.upstream_queue = conf->upstream_queue;
         instance.upstream_client_share = conf->upstream_client_share;

@@ -20,10 +20,28 @@ namespace {
 class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance)
-        : r_(r), exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, wallet::ngx::client_address(r)) {}
+        : r_(r), instance_(instance), client_(wallet::ngx::client_address(r)),
+          exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, client_) {
+        rate_timer_.handler = wallet::ngx::guarded<"jsonrpc_router: client rate", on_rate_timer, fail_rate_timer>;
+        rate_timer_.data = this;
+        rate_timer_.log = r->connection->log;
+        rate_timer_.cancelable = 1;  // a graceful stop does not wait for it
+    }
+    ~HttpJob() {
+        if (rate_timer_.timer_set) ngx_del_timer(&rate_timer_);
+    }
+    HttpJob(const HttpJob&) = delete;
+    HttpJob& operator=(const HttpJob&) = delete;
 
+    // Starts the exchange, or, while the client is over
+    // jsonrpc_router_client_rate, keeps the body until it has paid back.
     void start(std::string_view body) {
         started = true;
+        if (const ngx_msec_t wait = instance_.client_rate_wait(jsonrpc_router::Worker::get().client_rate(), client_)) {
+            body_.assign(body);
+            ngx_add_timer(&rate_timer_, wait);
+            return;
+        }
         exchange_.start(body);
     }
     bool finished() const { return finished_; }
@@ -60,7 +78,25 @@ public:
     }
 
 private:
+    static void on_rate_timer(ngx_event_t* ev) {
+        auto* job = static_cast<HttpJob*>(ev->data);
+        std::string body = std::move(job->body_);
+        job->start(body);  // may answer, finalize the request and free the job
+    }
+    static void fail_rate_timer(ngx_event_t* ev) {
+        auto* job = static_cast<HttpJob*>(ev->data);
+        if (job->finished_) return;
+        job->abandon();
+        ngx_connection_t* c = job->r_->connection;
+        ngx_http_finalize_request(job->r_, ngx_http_jsonrpc_router_internal_error(job->r_));
+        ngx_http_run_posted_requests(c);
+    }
+
     ngx_http_request_t* r_;
+    const RouterInstance& instance_;
+    std::string client_;
+    ngx_event_t rate_timer_{};
+    std::string body_;  // a request waiting for its client's rate
     Exchange exchange_;
     std::string response_;  // referenced by the output chain until the request ends
     std::string cache_status_;

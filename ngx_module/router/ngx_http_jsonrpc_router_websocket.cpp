@@ -215,8 +215,11 @@ private:
         return inflight_.size() >= kMaxInFlight || out_bytes_ > kMaxPendingOutput ||
                (conf_->max_client_calls > 0 && inflight_calls_ > 0 &&
                 inflight_calls_ + conf_->max_batch > conf_->max_client_calls) ||
-               client_budget_spent() || client_output_over();
+               client_budget_spent() || client_output_over() || client_over_rate();
     }
+
+    // The address took more answer bytes than jsonrpc_router_client_rate allows.
+    bool client_over_rate() const { return conf_->instance->client_rate_wait(Worker::get().client_rate(), client_) > 0; }
 
     // The answers waiting for the address (on all its connections) are over its budget.
     bool client_output_over() const {
@@ -232,7 +235,7 @@ private:
     void pause() {
         paused_ = true;
         // Nothing of this connection may end to resume it: look again later.
-        if ((client_budget_spent() || client_output_over()) && !budget_timer_.timer_set) {
+        if ((client_budget_spent() || client_output_over() || client_over_rate()) && !budget_timer_.timer_set) {
             ngx_add_timer(&budget_timer_, kClientBudgetRecheck);
         }
     }

@@ -47,6 +47,7 @@ public:
     PoolHealth& pools() { return pools_; }
     ClientCalls& client_calls() { return client_calls_; }
     ClientConnections& client_connections() { return client_connections_; }
+    ClientRate& client_rate() { return client_rate_; }
     WsOutput& ws_output() { return ws_output_; }
     std::uint64_t next_upstream_id() { return ++upstream_ids_; }
     RequestId next_request_id();
@@ -58,6 +59,7 @@ private:
 
     ClientCalls client_calls_;
     ClientConnections client_connections_;
+    ClientRate client_rate_;
     WsOutput ws_output_;
     std::unordered_map<const RouterInstance*, std::vector<std::unique_ptr<Upstream>>> upstreams_;
     ResponseCache cache_;

@@ -29,7 +29,8 @@ and p99 against its baseline, honest errors (a request counts in the phase it
 began in, also when it fails later), the worker's peak RSS and descriptors and
 its CPU share (cpu) and its share of time spent ready to run but waiting
 for a CPU (wait: cpu + wait near 1 is a worker that was CPU-bound; c_wait the same for the honest clients'
-process), the node's peak concurrent requests (hive-node-sim /sim/status
+process), the CPU share of the honest clients' process (c_cpu) and of the attacker's (a_cpu), Redis's (r_cpu) and
+the node simulator's (s_cpu): the bench's own processes share the machine's cores with the router, the node's peak concurrent requests (hive-node-sim /sim/status
 rpc_in_flight_peak), Redis used_memory, what the attacker got, and whom the
 router closed (its info lines in the error log).
 Goals: honest ratio >= 0.8 and no honest error under every attack; worker RSS
@@ -332,6 +333,7 @@ class Stack:
     def __init__(self, work):
         self.work = work
         self.procs = []
+        self.pids = {}  # by name: the CPU of each part of the stack per phase
         self.redis_port, self.sim_port, self.social_port, self.router_port = (free_port() for _ in range(4))
 
     def start(self, name, argv, port):
@@ -339,6 +341,7 @@ class Stack:
         proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
         logf.close()
         self.procs.append(proc)
+        self.pids[name] = proc.pid
         wait_port(port, name)
         return proc
 
@@ -654,6 +657,9 @@ async def run_phases(stack, work):
         sampler.reset()
         cpu_start, wait_start = worker_cpu_seconds(stack.worker), worker_wait_seconds(stack.worker)
         clients_wait_start = worker_wait_seconds(os.getpid())
+        clients_cpu_start = worker_cpu_seconds(os.getpid())
+        attacker_cpu_start = worker_cpu_seconds(attacker.pid) if attacker else 0
+        stack_cpu_start = {name: worker_cpu_seconds(stack.pids[name]) for name in ("redis", "sim")}
         honest.phase = phase
         start = time.time()
         await asyncio.sleep(seconds)
@@ -662,6 +668,9 @@ async def run_phases(stack, work):
         cpu = (worker_cpu_seconds(stack.worker) - cpu_start) / elapsed
         waited = (worker_wait_seconds(stack.worker) - wait_start) / elapsed
         clients_waited = (worker_wait_seconds(os.getpid()) - clients_wait_start) / elapsed
+        clients_cpu = (worker_cpu_seconds(os.getpid()) - clients_cpu_start) / elapsed
+        attacker_cpu = (worker_cpu_seconds(attacker.pid) - attacker_cpu_start) / elapsed if attacker else 0
+        stack_cpu = {name: (worker_cpu_seconds(stack.pids[name]) - at) / elapsed for name, at in stack_cpu_start.items()}
         attack_counts = {}
         if attacker:
             out, _ = await attacker.communicate()
@@ -679,7 +688,9 @@ async def run_phases(stack, work):
                   "client_connections": logged.count("Too many connections from this client"),
                   "body_timeout": logged.count("client timed out")}
         rows.append({"phase": phase, "attack": attack, "elapsed": elapsed, "rss_mb": sampler.rss_kb / 1024,
-                     "fds": sampler.fds, "cpu": cpu, "wait": waited, "clients_wait": clients_waited, "node_peak": status["rpc_in_flight_peak"],
+                     "fds": sampler.fds, "cpu": cpu, "wait": waited, "clients_wait": clients_waited,
+                     "clients_cpu": clients_cpu, "attacker_cpu": attacker_cpu,
+                     "redis_cpu": stack_cpu["redis"], "sim_cpu": stack_cpu["sim"], "node_peak": status["rpc_in_flight_peak"],
                      "redis_mb": sampler.redis / (1 << 20), "attacker": attack_counts,
                      "closed": {k: v for k, v in closes.items() if v}})
         log(f"{phase}: worker {sampler.rss_kb / 1024:.1f} MB {sampler.fds} fds cpu {cpu:.2f}; node peak "
@@ -712,7 +723,7 @@ def worker_cpu_seconds(pid):
 def report(rows, stack):
     configured = stack.node_concurrency
     print(f"{'phase':<20} {'honest_rps':>10} {'ratio':>6} {'p99_ms':>8} {'p99_x':>6} {'errors':>6} {'rss_mb':>7} "
-          f"{'fds':>5} {'cpu':>5} {'wait':>5} {'c_wait':>6} {'node_peak':>9} {'redis_mb':>8}  attacker / closed by the router")
+          f"{'fds':>5} {'cpu':>5} {'wait':>5} {'c_wait':>6} {'c_cpu':>5} {'a_cpu':>5} {'r_cpu':>5} {'s_cpu':>5} {'node_peak':>9} {'redis_mb':>8}  attacker / closed by the router")
     baseline = rows[0]
     for r in rows:
         if r["attack"] is None and r["phase"] != "recovery":
@@ -720,7 +731,9 @@ def report(rows, stack):
         r["ratio"] = r["rps"] / baseline["rps"] if baseline["rps"] else 0
         r["p99_x"] = r["p99_ms"] / baseline["p99_ms"] if baseline["p99_ms"] else 0
         print(f"{r['phase']:<20} {r['rps']:>10.0f} {r['ratio']:>6.2f} {r['p99_ms']:>8.1f} {r['p99_x']:>6.2f} "
-              f"{r['errors']:>6} {r['rss_mb']:>7.1f} {r['fds']:>5} {r['cpu']:>5.2f} {r['wait']:>5.2f} {r['clients_wait']:>6.2f} {r['node_peak']:>9} "
+              f"{r['errors']:>6} {r['rss_mb']:>7.1f} {r['fds']:>5} {r['cpu']:>5.2f} {r['wait']:>5.2f} {r['clients_wait']:>6.2f} "
+              f"{r['clients_cpu']:>5.2f} {r['attacker_cpu']:>5.2f} "
+              f"{r['redis_cpu']:>5.2f} {r['sim_cpu']:>5.2f} {r['node_peak']:>9} "
               f"{r['redis_mb']:>8.1f}  {json.dumps(r['attacker'], sort_keys=True)} {json.dumps(r['closed'])}")
         for sample in r["samples"]:
             print(f"    honest error: {sample}")

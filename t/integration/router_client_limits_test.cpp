@@ -729,13 +729,14 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
             nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
     };
     EXPECT_EQ(check("").exit_code, 0);
+    EXPECT_EQ(check("    jsonrpc_router_client_rate 0;\n").exit_code, 0);  // no limit
     for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;", "jsonrpc_router_max_client_response 1m;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
                             "jsonrpc_router_upstream_client_share 0;", "jsonrpc_router_upstream_client_share 101;",
                             "jsonrpc_router_body_timeout 0;", "jsonrpc_router_ws_worker_output 16m;",
                             "jsonrpc_router_ws_client_output 0;", "jsonrpc_router_ws_client_output 200m;",
-                            "jsonrpc_router_max_client_connections -1;"}) {
+                            "jsonrpc_router_max_client_connections -1;", "jsonrpc_router_client_rate 1k;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
         const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
@@ -753,4 +754,60 @@ TEST(RouterClientLimits, ThePublicStatusNamesNoBackendAddress) {
     EXPECT_EQ(text_at(parsed.get(), "status"), "OK");
     EXPECT_NE(text_at(parsed.get(), "targets.node.0.in"), "<absent>");
     EXPECT_EQ(harness::http_request("GET", nginx.url("/")).body.find(std::to_string(node.port())), std::string::npos);
+}
+
+// An address that takes more answer bytes than jsonrpc_router_client_rate
+// (here 512 KiB/s, after a burst of jsonrpc_router_max_client_response,
+// 2 MiB) is slowed, not refused: its next request waits until it has paid
+// back, while another address is served at once; then its request is
+// answered (the budget comes back). Its WebSocket connections wait the same way.
+TEST(RouterClientLimits, AnAddressOverItsAnswerRateWaitsWhileOthersAreServed) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_max_client_response 2m;\n"
+                                             "    jsonrpc_router_client_rate 512k;\n");
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+    auto big = [](int i) { return rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"); };
+    // Three answers of a bit over 1 MiB: the burst, and 1 MiB beyond it (about 2 s at 512 KiB/s).
+    for (int i = 0; i < 3; ++i) ASSERT_NE(post_from("127.0.0.2", url, big(i)).find("\"result\""), std::string::npos) << i;
+    auto waiting = std::async(std::launch::async, [&] { return post_from("127.0.0.2", url, big(3)); });
+    EXPECT_NE(post_from("127.0.0.3", url, big(4)).find("\"result\""), std::string::npos);
+    EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "the address over its rate was not slowed";
+    EXPECT_NE(waiting.get().find("\"result\""), std::string::npos);
+    // Over it again by that answer: its WebSocket connection is not read until it has paid back.
+    WsClient ws(nginx.port(), "/", "127.0.0.2");
+    ASSERT_EQ(ws.handshake_status(), 101);
+    ws.send_text(rpc("condenser_api.get_config"));
+    ws.set_timeout(300ms);
+    EXPECT_TRUE(ws.next_message().empty()) << "a WebSocket of the address over its rate was read";
+    ws.set_timeout(20s);
+    EXPECT_EQ(text_at(parse_json(ws.next_message()).get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The answers queued for an address on all its WebSocket connections are
+// bounded (jsonrpc_router_ws_client_output, here 2 MiB): past it, none of its
+// connections is read (a call on another of them waits), another address is
+// served, and reading resumes once the queued answers are read.
+TEST(RouterClientLimits, AnAddressWithTooManyQueuedWebSocketAnswersIsNotRead) {
+    ShippedRouter router(Backend::Options{},
+                         "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_ws_client_output 2m;\n", "sndbuf=32k");
+    NginxServer& nginx = *router.nginx;
+    WsClient holder(nginx.port(), "/", "127.0.0.2", 16 * 1024);
+    ASSERT_EQ(holder.handshake_status(), 101);
+    constexpr int kAsked = 4;  // answers of a bit over 1 MiB each, not read for now
+    for (int i = 0; i < kAsked; ++i) holder.send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    ASSERT_TRUE(harness::wait_until([&] { return router.metric("jsonrpc_router_ws_output_bytes") > (2 << 20); }, 20s));
+    WsClient second(nginx.port(), "/", "127.0.0.2");
+    ASSERT_EQ(second.handshake_status(), 101);
+    second.send_text(rpc("condenser_api.get_config"));
+    WsClient other(nginx.port(), "/", "127.0.0.3");
+    EXPECT_EQ(text_at(parse_json(other.call(rpc("condenser_api.get_config"))).get(), "result.backend"), "node");
+    second.set_timeout(500ms);
+    EXPECT_TRUE(second.next_message().empty()) << "a connection of the address was read over its queued output";
+    // Read the queued answers: the second connection is read again and answered.
+    holder.set_timeout(20s);
+    for (int i = 0; i < kAsked; ++i) ASSERT_FALSE(holder.next_message().empty()) << i;
+    second.set_timeout(10s);
+    EXPECT_EQ(text_at(parse_json(second.next_message()).get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
