@@ -270,7 +270,8 @@ Result<store::WriteCounts> Loader::write_batch(PGconn* conn, store::AccountIds& 
     if (!resolved) return make_error(resolved.error());
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
-    auto counts = store::insert_events(conn, account_ids, events, options_.write_method);
+    auto counts = store::insert_events(conn, account_ids, events, options_.write_method,
+                                       store::BalanceRules{options_.assets, options_.forks});
     if (!counts) return make_error(counts.error());
     // Last, so that the shard row is locked only for the commit.
     auto kept = record_progress(conn, shard, owner, next_block, counts->inserted);

@@ -29,6 +29,7 @@ struct LoaderOptions {
     std::int64_t batch_size = 100;  // BACKFILL_BATCH_SIZE
     std::int64_t workers = 6;       // BACKFILL_WORKERS
     AssetTable assets = AssetTable::mainnet();
+    HardforkSchedule forks = HardforkSchedule::mainnet();  // CHAIN_HARDFORKS
     std::chrono::milliseconds heartbeat_timeout{60000};
     store::WriteMethod write_method = store::WriteMethod::CopyMerge;
     std::string owner_prefix;       // unique per process: host, pid, random

@@ -382,6 +382,7 @@ int main(int argc, char** argv) {
     options.batch_size = b.batch_size;
     options.workers = b.workers;
     options.assets = std::move(assets).value();
+    options.forks = HardforkSchedule::named(settings.chain.hardforks).value_or(HardforkSchedule::mainnet());
     options.heartbeat_timeout = args->heartbeat_timeout;
     options.write_method = args->write_method;
     options.owner_prefix = make_owner_prefix();

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -449,6 +452,23 @@ std::int64_t affected_rows(PGresult* result) {
     return count != nullptr && *count != '\0' ? std::strtoll(count, nullptr, 10) : 0;
 }
 
+// An event row's key (wallet_events' unique key, as the writers see it).
+using EventKey = std::tuple<std::int32_t, std::int64_t, std::int64_t, int>;  // account_id, block_num, block_seq, role
+constexpr std::string_view kReturnedKey = " RETURNING account_id, block_num, block_seq, role";
+
+// The rows a write inserted: all of the batch, or those `keys` name.
+struct Inserted {
+    std::int64_t count = 0;
+    std::optional<std::set<EventKey>> keys;  // nullopt: every row of the batch
+};
+
+void collect_keys(PGresult* result, std::set<EventKey>& keys) {
+    for (int row = 0; row < PQntuples(result); ++row) {
+        const auto number = [&](int column) { return std::strtoll(PQgetvalue(result, row, column), nullptr, 10); };
+        keys.emplace(static_cast<std::int32_t>(number(0)), number(1), number(2), static_cast<int>(number(3)));
+    }
+}
+
 // The outcome of a COPY: empty on success, else the message and SQLSTATE.
 struct CopyFailure {
     std::string message;
@@ -509,14 +529,14 @@ std::optional<CopyFailure> copy_direct(PGconn* conn, const Rendered& rows) {
     return failure;
 }
 
-Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
+Result<Inserted> copy_merge(PGconn* conn, const Rendered& rows) {
     auto saved = pg::exec(conn, "SAVEPOINT wallet_direct_copy");
     if (!saved) return make_error(saved.error());
     auto direct = copy_direct(conn, rows);
     if (!direct) {
         auto released = pg::exec(conn, "RELEASE SAVEPOINT wallet_direct_copy");
         if (!released) return make_error(released.error());
-        return static_cast<std::int64_t>(rows.events.size());
+        return Inserted{static_cast<std::int64_t>(rows.events.size()), std::nullopt};
     }
     if (direct->sqlstate != kUniqueViolation) return make_error(direct->message);
     auto undone = pg::exec(conn, "ROLLBACK TO SAVEPOINT wallet_direct_copy");
@@ -535,14 +555,17 @@ Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
     if (!blocks) return make_error("merge: " + blocks.error());
     auto merged = pg::exec(conn, "WITH moved AS (DELETE FROM wallet_events_incoming RETURNING *)"
                                  " INSERT INTO wallet_events (" + std::string(kEventColumns) + ") SELECT " +
-                                     std::string(kEventColumns) + " FROM moved ON CONFLICT DO NOTHING");
+                                     std::string(kEventColumns) + " FROM moved ON CONFLICT DO NOTHING" +
+                                     std::string(kReturnedKey));
     if (!merged) return make_error("merge: " + merged.error());
-    return affected_rows(merged->get());
+    Inserted inserted{affected_rows(merged->get()), std::set<EventKey>{}};
+    collect_keys(merged->get(), *inserted.keys);
+    return inserted;
 }
 
 // A bulk load's write: no merge (wallet_events has no unique index then);
 // wallet_blocks' primary key still refuses a block stored twice.
-Result<std::int64_t> copy_only(PGconn* conn, const Rendered& rows) {
+Result<Inserted> copy_only(PGconn* conn, const Rendered& rows) {
     if (const auto failure = copy_direct(conn, rows)) {
         if (failure->sqlstate == kUniqueViolation) {
             return make_error("a block of the batch is already stored, which a bulk load never does (" +
@@ -550,12 +573,12 @@ Result<std::int64_t> copy_only(PGconn* conn, const Rendered& rows) {
         }
         return make_error(failure->message);
     }
-    return static_cast<std::int64_t>(rows.events.size());
+    return Inserted{static_cast<std::int64_t>(rows.events.size()), std::nullopt};
 }
 
 // One multi-row INSERT per kRowsPerInsert rows; returns the rows inserted.
 Result<std::int64_t> insert_rows(PGconn* conn, const std::string& head, const std::vector<Row>& rows,
-                                 const std::string& tail) {
+                                 const std::string& tail, std::set<EventKey>* keys = nullptr) {
     std::int64_t inserted = 0;
     for (std::size_t first = 0; first < rows.size(); first += kRowsPerInsert) {
         const std::size_t count = std::min(kRowsPerInsert, rows.size() - first);
@@ -573,17 +596,110 @@ Result<std::int64_t> insert_rows(PGconn* conn, const std::string& head, const st
         auto result = pg::exec_params(conn, sql + tail, params);
         if (!result) return make_error("insert: " + result.error());
         inserted += affected_rows(result->get());
+        if (keys) collect_keys(result->get(), *keys);
     }
     return inserted;
 }
 
-Result<std::int64_t> multi_row_insert(PGconn* conn, const Rendered& rows) {
+Result<Inserted> multi_row_insert(PGconn* conn, const Rendered& rows) {
     auto blocks = insert_rows(conn, "INSERT INTO wallet_blocks AS b (" + std::string(kBlockColumns) + ")", rows.blocks,
                               kMergeBlocks);
     if (!blocks) return make_error(blocks.error());
-    return insert_rows(conn, "INSERT INTO wallet_events (" + std::string(kEventColumns) + ")", rows.events,
-                       " ON CONFLICT DO NOTHING");
+    Inserted inserted{0, std::set<EventKey>{}};
+    auto events = insert_rows(conn, "INSERT INTO wallet_events (" + std::string(kEventColumns) + ")", rows.events,
+                              " ON CONFLICT DO NOTHING" + std::string(kReturnedKey), &*inserted.keys);
+    if (!events) return make_error(events.error());
+    inserted.count = *events;
+    return inserted;
 }
+
+// ---- balance sums (migration 0017) ----------------------------------------
+
+constexpr std::int64_t kSecondsPerDay = 86400;
+
+// The balance sums' part of a set of events, added (sign 1) or taken back
+// (sign -1): the day sums of their `add` changes, and the events whose
+// changes wait for block order (wallet_balance_pending).
+class BalanceSums {
+public:
+    Result<bool> add_event(const WalletEvent& event, int sign, const BalanceRules& rules) {
+        auto changes = balance_changes(event, rules.assets, rules.forks);
+        if (!changes) return make_error("balance changes: " + changes.error());
+        const std::int64_t day = event.timestamp.seconds() / kSecondsPerDay;
+        for (const auto& change : *changes) {
+            // Kept for the block-order pass, under the account the change
+            // is of: the stateful kinds, and the savings withdrawals they
+            // may cancel (their request_id and amount).
+            if (change.kind != ChangeKind::add || change.request_id) {
+                pending_.emplace(storable_text(change.account), event.block_num, event.block_seq.value_or(0),
+                                 role_code(event.role));
+                if (change.kind != ChangeKind::add) continue;
+            }
+            Decimal& sum = adds_[{storable_text(change.account), static_cast<int>(change.component), day}];
+            auto added = sum.add(sign < 0 ? -change.amount : change.amount);
+            if (!added) return make_error("balance sum: " + added.error());
+            sum = *added;
+        }
+        return true;
+    }
+
+    // Inside the writer's transaction. Rows in key order, so that writers
+    // adding to the same rows wait for each other instead of deadlocking.
+    Result<bool> write(PGconn* conn, AccountIds& ids) {
+        std::vector<std::string> names;
+        for (const auto& [key, sum] : adds_) names.push_back(std::get<0>(key));
+        for (const auto& key : pending_) names.push_back(std::get<0>(key));
+        auto resolved = ids.resolve_names(conn, std::move(names));
+        if (!resolved) return make_error(resolved.error());
+        std::map<std::tuple<std::int32_t, int, std::int64_t>, const Decimal*> by_id;
+        for (const auto& [key, sum] : adds_) {
+            if (sum.is_zero()) continue;
+            const auto id = ids.find(std::get<0>(key));
+            if (!id) return make_error("account " + std::get<0>(key) + " has no id");
+            by_id.emplace(std::tuple{*id, std::get<1>(key), std::get<2>(key)}, &sum);
+        }
+        if (!by_id.empty()) {
+            std::string accounts = "{", components = "{", days = "{", amounts = "{";
+            for (const auto& [key, sum] : by_id) {
+                const char* comma = accounts.size() > 1 ? "," : "";
+                accounts += comma + std::to_string(std::get<0>(key));
+                components += comma + std::to_string(std::get<1>(key));
+                days += comma + std::to_string(std::get<2>(key));
+                amounts += comma + sum->to_string();
+            }
+            auto upserted = pg::exec_params(
+                conn,
+                "INSERT INTO wallet_balance_daily AS d (account_id, component, day, adds)"
+                " SELECT * FROM unnest($1::integer[], $2::smallint[], $3::integer[], $4::numeric[])"
+                " ON CONFLICT (account_id, component, day) DO UPDATE SET adds = d.adds + EXCLUDED.adds",
+                {accounts + "}", components + "}", days + "}", amounts + "}"});
+            if (!upserted) return make_error("balance sums: " + upserted.error());
+        }
+        if (!pending_.empty()) {
+            std::string accounts = "{", blocks = "{", seqs = "{", roles = "{";
+            for (const auto& [account, block, seq, role] : pending_) {
+                const auto id = ids.find(account);
+                if (!id) return make_error("account " + account + " has no id");
+                const char* comma = accounts.size() > 1 ? "," : "";
+                accounts += comma + std::to_string(*id);
+                blocks += comma + std::to_string(block);
+                seqs += comma + std::to_string(seq);
+                roles += comma + std::to_string(role);
+            }
+            auto kept = pg::exec_params(conn,
+                                        "INSERT INTO wallet_balance_pending (account_id, block_num, block_seq, role)"
+                                        " SELECT * FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::smallint[])"
+                                        " ON CONFLICT DO NOTHING",
+                                        {accounts + "}", blocks + "}", seqs + "}", roles + "}"});
+            if (!kept) return make_error("balance pending: " + kept.error());
+        }
+        return true;
+    }
+
+private:
+    std::map<std::tuple<std::string, int, std::int64_t>, Decimal> adds_;  // (account, component, day)
+    std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> pending_;  // (account, block, seq, role)
+};
 
 // {"a","b"} with every element quoted, for a text[] parameter.
 std::string text_array_literal(const std::vector<std::string>& items) {
@@ -609,9 +725,17 @@ std::optional<std::int32_t> AccountIds::find(const std::string& name) const {
 }
 
 Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& events) {
-    std::vector<std::string> missing;
+    std::vector<std::string> names;
     for (const auto& event : events) {
         std::string name = storable_text(event.account);
+        if (!ids_.contains(name)) names.push_back(std::move(name));
+    }
+    return resolve_names(conn, std::move(names));
+}
+
+Result<bool> AccountIds::resolve_names(PGconn* conn, std::vector<std::string> names) {
+    std::vector<std::string> missing;
+    for (auto& name : names) {
         if (!ids_.contains(name)) missing.push_back(std::move(name));
     }
     if (missing.empty()) return true;
@@ -667,8 +791,13 @@ Result<bool> prepare_session(PGconn* conn) {
     return true;
 }
 
+const BalanceRules& mainnet_balance_rules() {
+    static const BalanceRules rules;
+    return rules;
+}
+
 Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
-                                  WriteMethod method) {
+                                  WriteMethod method, const BalanceRules& rules) {
     WriteCounts counts;
     counts.offered = static_cast<std::int64_t>(events.size());
     if (events.empty()) return counts;
@@ -680,17 +809,62 @@ Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vect
                     : method == WriteMethod::CopyOnly ? copy_only(conn, *rows)
                                                       : multi_row_insert(conn, *rows);
     if (!inserted) return make_error(inserted.error());
-    counts.inserted = *inserted;
+    counts.inserted = inserted->count;
+    // The sums of exactly the rows inserted: a row stored before adds nothing.
+    BalanceSums sums;
+    for (const auto& event : events) {
+        const std::int32_t account_id = *ids.find(storable_text(event.account));
+        if (inserted->keys && !inserted->keys->contains(EventKey{account_id, event.block_num, event.block_seq.value_or(0),
+                                                                 role_code(event.role)})) {
+            continue;
+        }
+        auto added = sums.add_event(event, 1, rules);
+        if (!added) return make_error("block " + std::to_string(event.block_num) + ": " + added.error());
+    }
+    auto written = sums.write(conn, ids);
+    if (!written) return make_error(written.error());
     return counts;
 }
 
-Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events, WriteMethod method) {
+Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events, WriteMethod method,
+                                  const BalanceRules& rules) {
     AccountIds ids;
-    return insert_events(conn, ids, events, method);
+    return insert_events(conn, ids, events, method, rules);
 }
 
-Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
+Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num, const BalanceRules& rules) {
     const std::string above = std::to_string(block_num);
+    // The changes of the rows going, taken back from the sums (their events
+    // rebuilt from the stored rows and operations).
+    auto going = pg::exec_params(conn,
+                                 "SELECT e.account, e.role, e.op_type, e.payload, e.block_num, e.block_seq,"
+                                 " extract(epoch FROM e.\"timestamp\")::bigint"
+                                 " FROM wallet_operation_events e WHERE e.block_num > $1::integer",
+                                 {above});
+    if (!going) return make_error("delete: " + going.error());
+    BalanceSums sums;
+    PGresult* result = going->get();
+    for (int row = 0; row < PQntuples(result); ++row) {
+        WalletEvent event;
+        event.account = PQgetvalue(result, row, 0);
+        const auto role = parse_role(PQgetvalue(result, row, 1));
+        if (!role) return make_error(std::string("delete: unknown role ") + PQgetvalue(result, row, 1));
+        event.role = *role;
+        event.op_type = PQgetvalue(result, row, 2);
+        event.payload = std::make_shared<const std::string>(PQgetvalue(result, row, 3));
+        event.block_num = std::strtoll(PQgetvalue(result, row, 4), nullptr, 10);
+        event.block_seq = std::strtoll(PQgetvalue(result, row, 5), nullptr, 10);
+        auto time = Timestamp::from_seconds(std::strtoll(PQgetvalue(result, row, 6), nullptr, 10));
+        if (!time) return make_error("delete: " + time.error());
+        event.timestamp = *time;
+        auto taken = sums.add_event(event, -1, rules);
+        if (!taken) return make_error("delete: block " + std::to_string(event.block_num) + ": " + taken.error());
+    }
+    AccountIds ids;
+    auto written = sums.write(conn, ids);
+    if (!written) return make_error("delete: " + written.error());
+    auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_pending WHERE block_num > $1::integer", {above});
+    if (!pending) return make_error("delete: " + pending.error());
     auto deleted = pg::exec_params(conn, "DELETE FROM wallet_events WHERE block_num > $1::integer", {above});
     if (!deleted) return make_error("delete: " + deleted.error());
     auto blocks = pg::exec_params(conn, "DELETE FROM wallet_blocks WHERE block_num > $1::integer", {above});
@@ -789,13 +963,13 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
     if (!tx) return make_error(tx.error());
 
     if (batch.rewind_above) {
-        auto deleted = store::delete_events_above(conn, *batch.rewind_above);
+        auto deleted = store::delete_events_above(conn, *batch.rewind_above, balance_rules_);
         if (!deleted) return make_error(deleted.error());
         auto ids = pg::exec_params(conn, "DELETE FROM indexer_block_ids WHERE block_num > $1::integer",
                                    {std::to_string(*batch.rewind_above)});
         if (!ids) return make_error(ids.error());
     }
-    auto counts = store::insert_events(conn, account_ids_, batch.events, method);
+    auto counts = store::insert_events(conn, account_ids_, batch.events, method, balance_rules_);
     if (!counts) return make_error(counts.error());
 
     // Only the ids fork detection may still compare are kept.

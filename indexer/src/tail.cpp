@@ -182,6 +182,8 @@ bool TailIndexer::ensure_store() {
         return false;
     }
     store_.emplace(std::move(opened).value());
+    store_->set_balance_rules({options_.assets, HardforkSchedule::named(options_.settings.chain.hardforks)
+                                                    .value_or(HardforkSchedule::mainnet())});
     checkpoint_ = *checkpoint;
     const std::int64_t first_block = std::max<std::int64_t>(options_.settings.indexer.start_block, 1);
     liveness_.set_indexed(checkpoint_ ? checkpoint_->num : first_block - 1);

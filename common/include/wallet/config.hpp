@@ -52,6 +52,7 @@ struct ChainSettings {
     std::int64_t max_response_bytes = 64LL << 20;  // CHAIN_RPC_MAX_RESPONSE_BYTES
     std::string asset_table = "mainnet";     // CHAIN_ASSET_TABLE: mainnet, testnet, or NAI=SYM:P,...
     bool every_block_rewarded = true;        // CHAIN_EVERY_BLOCK_REWARDED
+    std::string hardforks = "mainnet";       // CHAIN_HARDFORKS: mainnet or genesis (HardforkSchedule::named)
 };
 
 struct IndexerSettings {

@@ -21,6 +21,8 @@
 
 #include <libpq-fe.h>
 
+#include "wallet/asset.hpp"
+#include "wallet/balance_change.hpp"
 #include "wallet/chain_types.hpp"
 #include "wallet/handles.hpp"
 #include "wallet/result.hpp"
@@ -50,12 +52,23 @@ struct WriteCounts {
 inline constexpr std::string_view kAssetTemplateCodes = "#$%&*+:;<=>?^~!|";
 std::span<const std::string_view> asset_templates() noexcept;
 
+// What the writers need to compute each stored event's balance changes
+// (docs/operations.md, "Balance changes"): the chain's assets and the blocks
+// where the rules changed (CHAIN_ASSET_TABLE, CHAIN_HARDFORKS).
+struct BalanceRules {
+    AssetTable assets = AssetTable::mainnet();
+    HardforkSchedule forks = HardforkSchedule::mainnet();
+};
+const BalanceRules& mainnet_balance_rules();
+
 // The integer ids of account names (wallet_accounts) of one database, cached:
 // ids are never changed or reused, so a cached id stays right.
 class AccountIds {
 public:
     // Gives every account of the events an id, adding new names.
     Result<bool> resolve(PGconn* conn, const std::vector<WalletEvent>& events);
+    // The same for names (accounts a balance change names without an event).
+    Result<bool> resolve_names(PGconn* conn, std::vector<std::string> names);
     std::optional<std::int32_t> find(const std::string& name) const;
 
 private:
@@ -70,15 +83,21 @@ Result<bool> prepare_session(PGconn* conn);
 // (block_seq and virtual_op): events decoded without the whole block are
 // refused; they come in block order, with all events of a block in the same
 // call. Amounts must fit NUMERIC(30,6) exactly. Writers that run beside
-// others resolve `ids` before opening their transaction.
+// others resolve `ids` before opening their transaction. The balance sums
+// (migration 0017) of exactly the rows inserted are added in the same
+// transaction.
 Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
-                                  WriteMethod method = WriteMethod::CopyMerge);
+                                  WriteMethod method = WriteMethod::CopyMerge,
+                                  const BalanceRules& rules = mainnet_balance_rules());
 // The same with a cache of its own (for one-off writes).
 Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events,
-                                  WriteMethod method = WriteMethod::CopyMerge);
+                                  WriteMethod method = WriteMethod::CopyMerge,
+                                  const BalanceRules& rules = mainnet_balance_rules());
 
-// Inside an open transaction: removes every event of blocks above block_num.
-Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num);
+// Inside an open transaction: removes every event of blocks above block_num,
+// and their changes from the balance sums.
+Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num,
+                                         const BalanceRules& rules = mainnet_balance_rules());
 
 }  // namespace store
 
@@ -111,6 +130,7 @@ public:
     Result<bool> record_observation(const ChainHead& head);
 
     PGconn* connection() const noexcept { return conn_.get(); }
+    void set_balance_rules(store::BalanceRules rules) { balance_rules_ = std::move(rules); }
     // Whether the connection is still usable (false after the server went away).
     bool healthy() const noexcept;
 
@@ -118,6 +138,7 @@ private:
     explicit EventStore(PgConnPtr conn) : conn_(std::move(conn)) {}
     PgConnPtr conn_;
     store::AccountIds account_ids_;
+    store::BalanceRules balance_rules_;
 };
 
 }  // namespace wallet
