@@ -616,6 +616,7 @@ Result<Inserted> multi_row_insert(PGconn* conn, const Rendered& rows) {
 // ---- balance sums (migration 0017) ----------------------------------------
 
 constexpr std::int64_t kSecondsPerDay = 86400;
+constexpr std::int64_t kFirstDaySeconds = 1451606400;  // 2016-01-01T00:00:00Z: day 0 of wallet_balance_daily
 
 // The balance sums' part of a set of events, added (sign 1) or taken back
 // (sign -1): the day sums of their `add` changes, and the events whose
@@ -625,7 +626,11 @@ public:
     Result<bool> add_event(const WalletEvent& event, int sign, const BalanceRules& rules) {
         auto changes = balance_changes(event, rules.assets, rules.forks);
         if (!changes) return make_error("balance changes: " + changes.error());
-        const std::int64_t day = event.timestamp.seconds() / kSecondsPerDay;
+        const std::int64_t seconds = event.timestamp.seconds() - kFirstDaySeconds;
+        const std::int64_t day = (seconds - (seconds < 0 ? kSecondsPerDay - 1 : 0)) / kSecondsPerDay;
+        if (day < std::numeric_limits<std::int16_t>::min() || day > std::numeric_limits<std::int16_t>::max()) {
+            return make_error("balance sums: the event's day is out of range");
+        }
         for (const auto& change : *changes) {
             // Kept for the block-order pass, under the account the change
             // is of: the stateful kinds, and the savings withdrawals they
@@ -635,10 +640,10 @@ public:
                                  role_code(event.role));
                 if (change.kind != ChangeKind::add) continue;
             }
-            Decimal& sum = adds_[{storable_text(change.account), static_cast<int>(change.component), day}];
-            auto added = sum.add(sign < 0 ? -change.amount : change.amount);
-            if (!added) return make_error("balance sum: " + added.error());
-            sum = *added;
+            auto units = change.amount.rescaled(component_precision(change.component));
+            if (!units) return make_error("balance sum: " + units.error());
+            Decimal::Units& sum = adds_[{storable_text(change.account), day, static_cast<int>(change.component)}];
+            sum += sign < 0 ? -units->units() : units->units();
         }
         return true;
     }
@@ -651,28 +656,31 @@ public:
         for (const auto& key : pending_) names.push_back(std::get<0>(key));
         auto resolved = ids.resolve_names(conn, std::move(names));
         if (!resolved) return make_error(resolved.error());
-        std::map<std::tuple<std::int32_t, int, std::int64_t>, const Decimal*> by_id;
+        std::map<std::tuple<std::int32_t, std::int64_t, int>, Decimal::Units> by_id;
         for (const auto& [key, sum] : adds_) {
-            if (sum.is_zero()) continue;
+            if (sum == 0) continue;
+            if (sum > std::numeric_limits<std::int64_t>::max() || sum < std::numeric_limits<std::int64_t>::min()) {
+                return make_error("balance sums: a day's sum is out of range");
+            }
             const auto id = ids.find(std::get<0>(key));
             if (!id) return make_error("account " + std::get<0>(key) + " has no id");
-            by_id.emplace(std::tuple{*id, std::get<1>(key), std::get<2>(key)}, &sum);
+            by_id.emplace(std::tuple{*id, std::get<1>(key), std::get<2>(key)}, sum);
         }
         if (!by_id.empty()) {
-            std::string accounts = "{", components = "{", days = "{", amounts = "{";
+            std::string accounts = "{", days = "{", components = "{", amounts = "{";
             for (const auto& [key, sum] : by_id) {
                 const char* comma = accounts.size() > 1 ? "," : "";
                 accounts += comma + std::to_string(std::get<0>(key));
-                components += comma + std::to_string(std::get<1>(key));
-                days += comma + std::to_string(std::get<2>(key));
-                amounts += comma + sum->to_string();
+                days += comma + std::to_string(std::get<1>(key));
+                components += comma + std::to_string(std::get<2>(key));
+                amounts += comma + std::to_string(static_cast<std::int64_t>(sum));
             }
             auto upserted = pg::exec_params(
                 conn,
-                "INSERT INTO wallet_balance_daily AS d (account_id, component, day, adds)"
-                " SELECT * FROM unnest($1::integer[], $2::smallint[], $3::integer[], $4::numeric[])"
-                " ON CONFLICT (account_id, component, day) DO UPDATE SET adds = d.adds + EXCLUDED.adds",
-                {accounts + "}", components + "}", days + "}", amounts + "}"});
+                "INSERT INTO wallet_balance_daily AS d (account_id, day, component, units)"
+                " SELECT * FROM unnest($1::integer[], $2::smallint[], $3::smallint[], $4::bigint[])"
+                " ON CONFLICT (account_id, day, component) DO UPDATE SET units = d.units + EXCLUDED.units",
+                {accounts + "}", days + "}", components + "}", amounts + "}"});
             if (!upserted) return make_error("balance sums: " + upserted.error());
         }
         if (!pending_.empty()) {
@@ -697,7 +705,7 @@ public:
     }
 
 private:
-    std::map<std::tuple<std::string, int, std::int64_t>, Decimal> adds_;  // (account, component, day)
+    std::map<std::tuple<std::string, std::int64_t, int>, Decimal::Units> adds_;  // (account, day, component)
     std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> pending_;  // (account, block, seq, role)
 };
 

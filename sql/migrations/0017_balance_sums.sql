@@ -7,17 +7,20 @@
 -- insert (or, rewinding a fork, delete) and keep sums of them here, in the
 -- same transaction as the rows.
 --
--- Per account, component and UTC day, the sum of the day's `add` changes
--- (component: wallet::BalanceComponent's number; day: days since
--- 1970-01-01). Sums commute: backfill shards in any order, beside the
--- indexer, give the same rows; a row stored twice is inserted once (ON
--- CONFLICT DO NOTHING) and adds once.
+-- Per account, UTC day and component, the sum of the day's `add` changes
+-- (day: days since 2016-01-01, before the chain's first block, which a
+-- smallint holds until 2105; component: wallet::BalanceComponent's number;
+-- units: the sum in the component's smallest unit, 0.001 HIVE/HBD, 0.000001
+-- VESTS, 1 for counts). Sums commute: backfill shards in any order, beside
+-- the indexer, give the same rows; a row stored twice is inserted once (ON
+-- CONFLICT DO NOTHING) and adds once. 40-byte rows and an 8-byte key: the
+-- issue's budget is 32 bytes per event in all.
 CREATE TABLE wallet_balance_daily (
-    account_id integer       NOT NULL,
-    component  smallint      NOT NULL,
-    day        integer       NOT NULL,
-    adds       numeric(38,6) NOT NULL,
-    PRIMARY KEY (account_id, component, day)
+    account_id integer  NOT NULL,
+    day        smallint NOT NULL,
+    component  smallint NOT NULL,
+    units      bigint   NOT NULL,
+    PRIMARY KEY (account_id, day, component)
 );
 
 -- The events whose changes are not plain sums (a `set`, or a kind that needs

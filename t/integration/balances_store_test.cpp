@@ -138,9 +138,9 @@ void commit(EventStore& store, const EventStore::Batch& batch) {
 
 // The sums and pending rows by account name, non-zero sums only.
 std::vector<std::string> sums(const std::string& database) {
-    return stores().pg.query("SELECT a.name || ' ' || d.component || ' ' || d.day || ' ' || d.adds"
+    return stores().pg.query("SELECT a.name || ' ' || d.component || ' ' || d.day || ' ' || d.units"
                              " FROM wallet_balance_daily d JOIN wallet_accounts a ON a.id = d.account_id"
-                             " WHERE d.adds <> 0 ORDER BY 1",
+                             " WHERE d.units <> 0 ORDER BY 1",
                              database);
 }
 std::vector<std::string> pending(const std::string& database) {
@@ -203,7 +203,7 @@ void expect_the_ledger_for_every_plain_component() {
     const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
     const auto ledger = chain().ledger()->balances_at(chain(), kHead, no_fork);
     std::map<std::pair<std::string, int>, std::string> stored;
-    for (const auto& row : stores().pg.query("SELECT a.name || ' ' || d.component || ' ' || (sum(d.adds) * 1000000)::bigint"
+    for (const auto& row : stores().pg.query("SELECT a.name || ' ' || d.component || ' ' || sum(d.units)"
                                              " FROM wallet_balance_daily d JOIN wallet_accounts a ON a.id = d.account_id"
                                              " GROUP BY a.name, d.component",
                                              "shuffled")) {
@@ -227,9 +227,8 @@ void expect_the_ledger_for_every_plain_component() {
         for (const auto& [component, values] : plain) {
             ASSERT_FALSE(stateful_components().contains(component));
             const auto found = stored.find({name, static_cast<int>(component)});
-            // Sums in millionths; the ledger in the component's units.
-            const std::int64_t scale = wallet::component_precision(component) == 3 ? 1000 : 1;
-            const std::int64_t summed = found == stored.end() ? 0 : std::stoll(found->second) / scale;
+            // Both in the component's smallest unit.
+            const std::int64_t summed = found == stored.end() ? 0 : std::stoll(found->second);
             ++compared;
             if (values.second + summed != values.first && ++differences <= 10) {
                 ADD_FAILURE() << name << " " << wallet::component_name(component) << ": ledger " << values.first
