@@ -3,6 +3,7 @@
 #include "wallet/balance_change.hpp"
 
 #include <arpa/inet.h>
+#include <libpq-fe.h>
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <utility>
 
 namespace wallet {
@@ -263,6 +265,63 @@ std::string make_postgres_url(const std::string& user, const std::string& passwo
            encode(database);
 }
 
+namespace {
+
+// libpq quotes the piece it could not parse, often with the rest of the URL
+// after it; everything quoted but an option name becomes "...", so that no
+// password reaches a log.
+std::string without_credentials(std::string message, const std::string& url) {
+    const auto scheme_end = url.find("://");
+    const auto at = url.rfind('@');
+    const std::string credentials =
+        scheme_end == std::string::npos || at == std::string::npos || at < scheme_end
+            ? ""
+            : url.substr(scheme_end + 3, at - scheme_end - 3);
+    std::size_t from = 0;
+    for (;;) {
+        const auto open = message.find('"', from);
+        const auto close = open == std::string::npos ? open : message.find('"', open + 1);
+        if (close == std::string::npos) break;
+        const std::string quoted = message.substr(open + 1, close - open - 1);
+        const bool option_name = !quoted.empty() && quoted.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+        const bool secret = !quoted.empty() && (!option_name || credentials.find(quoted) != std::string::npos);
+        if (secret) message.replace(open + 1, quoted.size(), "...");
+        from = secret ? open + 5 : close + 1;
+    }
+    return message;
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> parse_postgres_url(const std::string& name, const std::string& url) {
+    const std::string hint =
+        "; percent-encode the user and password in the URL (/ as %2F, @ as %40, : as %3A, % as %25, + as %2B, "
+        "? as %3F, # as %23), or leave " + name + " unset to derive it from the role's password";
+    if (!is_postgres_url(url)) return make_error("invalid " + name + ": expected a postgresql:// URL");
+    char* error = nullptr;
+    std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> options(PQconninfoParse(url.c_str(), &error),
+                                                                        &PQconninfoFree);
+    if (!options) {
+        std::string message = error != nullptr ? error : "out of memory";
+        if (error != nullptr) PQfreemem(error);
+        while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+        return make_error("invalid " + name + ": " + without_credentials(message, url) + hint);
+    }
+    std::map<std::string, std::string> values;
+    for (const PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
+        if (o->val != nullptr && o->val[0] != '\0') values[o->keyword] = o->val;
+    }
+    // What an unencoded '/' or '@' in the password leaves behind (libpq
+    // itself reports these only when connecting).
+    if (values.count("port") && values["port"].find_first_not_of("0123456789,") != std::string::npos) {
+        return make_error("invalid " + name + ": its port is not a number (a '/' in the password ends the host part)" + hint);
+    }
+    if (values.count("host") && values["host"].find('@') != std::string::npos) {
+        return make_error("invalid " + name + ": its host holds an '@' (an '@' in the password)" + hint);
+    }
+    return values;
+}
+
 std::string DatabaseSettings::superuser_url(const std::string& database) const {
     return make_postgres_url(superuser, superuser_password, bind_host, bind_port, database);
 }
@@ -362,13 +421,13 @@ Settings load_settings(const EnvLookup& env, Component component) {
         throw ConfigError("WALLET_WRITER_PASSWORD and WALLET_API_READER_PASSWORD must differ");
     }
     if (indexer_url && !indexer_url->empty()) {
-        if (!is_postgres_url(*indexer_url)) Reader::fail("INDEXER_DATABASE_URL", "a postgresql:// URL", "");
+        if (auto parsed = parse_postgres_url("INDEXER_DATABASE_URL", *indexer_url); !parsed) throw ConfigError(parsed.error());
         s.db.indexer_url = *indexer_url;
     } else if (!s.db.writer_password.empty()) {
         s.db.indexer_url = make_postgres_url("wallet_writer", s.db.writer_password, s.db.bind_host, s.db.bind_port, s.db.name);
     }
     if (api_url && !api_url->empty()) {
-        if (!is_postgres_url(*api_url)) Reader::fail("API_DATABASE_URL", "a postgresql:// URL", "");
+        if (auto parsed = parse_postgres_url("API_DATABASE_URL", *api_url); !parsed) throw ConfigError(parsed.error());
         s.db.api_url = *api_url;
     } else if (!s.db.reader_password.empty()) {
         s.db.api_url = make_postgres_url("wallet_api_reader", s.db.reader_password, s.db.bind_host, s.db.bind_port, s.db.name);

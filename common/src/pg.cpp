@@ -27,7 +27,15 @@ std::string last_error(PGconn* conn) { return trimmed(PQerrorMessage(conn)); }
 Result<PgConnPtr> connect(const std::string& url) {
     PgConnPtr conn(PQconnectdb(url.c_str()));
     if (!conn) return make_error("out of memory connecting to PostgreSQL");
-    if (PQstatus(conn.get()) != CONNECTION_OK) return make_error("cannot connect to PostgreSQL: " + last_error(conn.get()));
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        std::string message = "cannot connect to PostgreSQL: " + last_error(conn.get());
+        // A '%' followed by two hex digits in a hand-written URL's password
+        // parses (decoded) and then fails here.
+        if (message.find("password authentication failed") != std::string::npos) {
+            message += " (in a hand-written *_DATABASE_URL the password must be percent-encoded: % as %25, / as %2F)";
+        }
+        return make_error(message);
+    }
     return conn;
 }
 

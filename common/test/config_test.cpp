@@ -98,6 +98,42 @@ TEST(Config, ExplicitUrlsOverrideDerivedOnesAndMakePasswordsOptional) {
     EXPECT_NE(error_of({{"INDEXER_DATABASE_URL", "mysql://x"}}, Component::Indexer).find("INDEXER_DATABASE_URL"), std::string::npos);
 }
 
+// A hand-written URL with a password that needs percent-encoding is refused at
+// start, naming the variable, saying how to encode, and showing no password.
+TEST(Config, HandWrittenUrlsWithUnencodedPasswordsAreRefusedWithAHint) {
+    const std::string password = "ab/c+d@e%f:g";
+    struct Case {
+        const char* name;
+        Component component;
+        std::string url;
+        const char* says;
+        const char* secret;  // a piece of the password that must not show
+    };
+    const std::vector<Case> cases = {
+        {"INDEXER_DATABASE_URL", Component::Indexer, "postgresql://wallet_writer:pa/ss+word@127.0.0.1:5432/wallet",
+         "port is not a number", "ss+word"},
+        {"API_DATABASE_URL", Component::Api, "postgresql://wallet_api_reader:pass@word@127.0.0.1/wallet",
+         "host holds an '@'", "word@"},
+        {"INDEXER_DATABASE_URL", Component::Backfill, "postgresql://wallet_writer:pass%zzword@127.0.0.1/wallet",
+         "invalid percent-encoded token: \"...\"", "zzword"},
+        {"INDEXER_DATABASE_URL", Component::Indexer, "postgresql://wallet_writer:" + password + "@127.0.0.1:5432/wallet",
+         "invalid percent-encoded token: \"...\"", "e%f:g"},
+    };
+    for (const auto& c : cases) {
+        const std::string error = error_of({{c.name, c.url}}, c.component);
+        EXPECT_EQ(error.rfind(std::string("invalid ") + c.name + ": ", 0), 0u) << error;
+        EXPECT_NE(error.find(c.says), std::string::npos) << error;
+        EXPECT_NE(error.find("/ as %2F, @ as %40"), std::string::npos) << error;
+        EXPECT_EQ(error.find(c.secret), std::string::npos) << error;
+    }
+    // Encoded as the hint says, the same password is taken as written.
+    const std::string encoded = "postgresql://wallet_writer:ab%2Fc%2Bd%40e%25f%3Ag@127.0.0.1:5432/wallet";
+    EXPECT_EQ(load_settings(map_env({{"INDEXER_DATABASE_URL", encoded}}), Component::Indexer).db.indexer_url, encoded);
+    auto parsed = wallet::parse_postgres_url("INDEXER_DATABASE_URL", encoded);
+    ASSERT_TRUE(parsed.ok()) << parsed.error();
+    EXPECT_EQ(parsed->at("password"), password);
+}
+
 TEST(Config, ProxyNeedsNoDatabaseSecrets) {
     auto s = load_settings(map_env({{"PORT", "6000"}, {"WORKERS", "2"}, {"DEBUG", "True"}}), Component::Proxy);
     EXPECT_EQ(s.proxy.port, 6000);

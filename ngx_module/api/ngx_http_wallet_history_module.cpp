@@ -295,7 +295,7 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
         if (worker_accounts) worker_accounts->learn(ctx->call.page.account, api::totals_account(rows));
         return send_result_unowned(ctx, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
-        return send_result_unowned(ctx, api::status_result(rows));
+        return send_result_unowned(ctx, api::status_result(rows, rt.pool_size));
     case api::Method::GetMethods:
         break;
     }

@@ -366,9 +366,11 @@ std::optional<std::uint64_t> JsonDocument::unsigned_integer(std::size_t index) c
     return value;
 }
 
-bool JsonDocument::has_duplicate_keys() const {
+bool JsonDocument::has_duplicate_keys(std::size_t value) const {
     std::vector<std::string> keys;
-    for (std::size_t index = 0; index < nodes_.size(); ++index) {
+    // A value's subtree is the nodes up to its `next`.
+    const std::size_t end = std::min<std::size_t>(nodes_[value].next, nodes_.size());
+    for (std::size_t index = value; index < end; ++index) {
         const JsonNode& n = nodes_[index];
         if (n.kind != JsonKind::Object || n.count < 2) continue;
         // The common small object whose keys have no escapes: its raw keys

@@ -53,9 +53,10 @@ public:
     // A number written as plain digits (no sign, fraction or exponent);
     // one beyond 64 bits reads as the largest. Nothing for anything else.
     std::optional<std::uint64_t> unsigned_integer(std::size_t index) const;
-    // Whether any object of the document names a member twice (keys compared
-    // decoded, so "a" and "\u0061" are the same name).
-    bool has_duplicate_keys() const;
+    // Whether any object of the value at `index` (by default the whole
+    // document) names a member twice (keys compared decoded, so "a" and
+    // "\u0061" are the same name).
+    bool has_duplicate_keys(std::size_t index = 0) const;
     // Compact text with object members sorted by key, recursively.
     std::string canonical(std::size_t index) const;
 

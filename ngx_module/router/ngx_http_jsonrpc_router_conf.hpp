@@ -16,6 +16,7 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     size_t memory_cache;
     ngx_uint_t max_batch;
     size_t max_body;
+    ngx_msec_t body_timeout;
     ngx_uint_t keepalive;
     ngx_msec_t keepalive_timeout;
     ngx_uint_t ws_connections;
@@ -35,7 +36,9 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
 // Takes over a WebSocket upgrade request; returns what the content handler returns.
 ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf);
 bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r);
-// Reads a POST's body (ngx_http_read_client_request_body) and answers it.
+// Reads a POST's body (ngx_http_read_client_request_body) within
+// jsonrpc_router_body_timeout and answers it; returns what the content handler returns.
+ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf);
 void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) noexcept;
 // A request's JSON-RPC internal error after an exception (ngx_wallet_guard),
 // or NGX_ERROR (a closed connection) when its answer had begun.

@@ -124,12 +124,12 @@ void Call::send_upstream() {
     Worker::get().upstream(instance, route.target, url).submit(*this);
 }
 
-bool Call::fail_over(const char* what) {
+bool Call::fail_over(const char* what, bool urls_fault) {
     if (exchange_.quiet()) return false;  // a poll counts its own outcome
     const RouterInstance& instance = exchange_.instance();
     const std::size_t target_index = plan().route->target;
     const router::Target& target = instance.table.targets[target_index];
-    record_health(instance.url_health(target_index, url), target, url, false);
+    if (urls_fault) record_health(instance.url_health(target_index, url), target, url, false);
     // A broadcast may have reached the node before the failure: never twice.
     if (failed_over_ || !target.pool() || router::is_write(plan().path)) return false;
     auto other = Worker::get().pools().pick_url(instance, target_index, url);
@@ -140,6 +140,7 @@ bool Call::fail_over(const char* what) {
                   target.urls[*other].url.c_str());
     url = *other;
     retried = false;
+    queued = false;
     ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
     upstream_sent();
     Worker::get().upstream(instance, target_index, url).submit(*this);
@@ -196,6 +197,7 @@ void Call::fail_internal() {
 
 void Call::busy_later(std::string reason) {
     deferred_busy_ = true;
+    refused_locally = true;
     fail_later(jsonrpc::code::upstream_unavailable, std::move(reason));
 }
 
@@ -236,7 +238,11 @@ void Call::on_timer(ngx_event_t* ev) {
     } else {
         if (call->upstream != nullptr) call->upstream->cancel(*call);
         call->upstream_ended(router::UpstreamError::Timeout);
-        if (call->fail_over("timeout")) return;
+        // Time spent in our own queue is not the URL's slowness: a healthy
+        // node behind a saturated budget stays in.
+        const bool urls_fault = !call->queued;
+        call->refused_locally = !urls_fault;
+        if (call->fail_over(urls_fault ? "timeout" : "timeout waiting for a connection", urls_fault)) return;
     }
     const router::Target& target = call->exchange_.instance().table.targets[call->plan().route->target];
     MissOutcome outcome;

@@ -82,6 +82,12 @@ public:
     void* upstream_link = nullptr;  // transport's own handle (connection)
     std::uint64_t upstream_id = 0;  // id sent upstream
     bool retried = false;           // a stale keep-alive connection was retried
+    // The call waited in the transport's queue for a connection (our own
+    // budget, jsonrpc_router_upstream_connections): its timeout is not the URL's failure.
+    bool queued = false;
+    // The call failed because of the router's own budgets (a full queue, no
+    // local connection or descriptor), never the URL's: its health is not touched.
+    bool refused_locally = false;
     bool waiting_cache = false;     // a Redis lookup is in flight
 
     std::string response;           // the answer for this call
@@ -97,9 +103,10 @@ private:
     void answer(const MissOutcome& outcome);
     void answer_group(const MissOutcome& outcome);
     void leave_group();
-    // Counts a failure of the call's URL; true when the call went to another
-    // URL of its pool instead (an idempotent read, once).
-    bool fail_over(const char* what);
+    // Counts a failure of the call's URL (unless `urls_fault` is false: the
+    // router's own budget failed it); true when the call went to another URL
+    // of its pool instead (an idempotent read, once).
+    bool fail_over(const char* what, bool urls_fault = true);
     void finish(std::string response);
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
@@ -151,6 +158,8 @@ public:
     bool quiet() const { return quiet_; }
     // Whether the first call got a JSON-RPC answer from its target.
     bool answered_by_target() const { return !calls_.empty() && calls_[0]->answered_by_target; }
+    // Whether the first call failed because of the router's own budgets (not the URL's fault).
+    bool refused_locally() const { return !calls_.empty() && calls_[0]->refused_locally; }
     bool done() const { return done_; }
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();

@@ -53,6 +53,12 @@ public:
     UrlPoller& operator=(const UrlPoller&) = delete;
 
     void exchange_done(Exchange& exchange) override {
+        if (exchange.refused_locally()) {
+            // Our own budget (a full queue, no local connection) failed the
+            // poll, not the URL: it tells nothing; the next one will.
+            inflight_.reset();  // destroys `exchange`: nothing after this
+            return;
+        }
         std::string response = exchange.take_response();
         std::optional<router::ChainHead> head;
         if (target_.chain_node) head = router::chain_head(response);

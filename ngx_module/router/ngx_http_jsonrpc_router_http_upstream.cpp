@@ -63,7 +63,14 @@ public:
                 return;
             }
             call.upstream_link = nullptr;
-            queue_.push_back(&call);
+            call.queued = true;
+            // A poll goes first: it must not wait behind the clients' calls
+            // to learn the node's state.
+            if (call.exchange().quiet()) {
+                queue_.push_front(&call);
+            } else {
+                queue_.push_back(&call);
+            }
             return;
         }
         send(call);
@@ -168,9 +175,14 @@ private:
         conn->self = std::prev(conns_.end());
         if (!conn->open(addr_, endpoint_.tls() ? instance_.ssl : nullptr, endpoint_.host, instance_.ssl_verify,
                         static_cast<ngx_msec_t>(target_.timeout_ms))) {
+            const bool local = conn->failed_locally();
             destroy(conn);
             call.upstream = nullptr;
-            call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
+            if (local) {
+                call.busy_later("no local connection (worker_connections, descriptors or ports exhausted)");
+            } else {
+                call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
+            }
             return;
         }
         conn->start(call, request, false);

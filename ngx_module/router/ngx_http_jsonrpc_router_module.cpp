@@ -63,6 +63,8 @@ static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
                    offsetof(LocConf, memory_cache)),
     location_field(ngx_string("jsonrpc_router_max_batch"), NGX_CONF_TAKE1, ngx_conf_set_num_slot, offsetof(LocConf, max_batch)),
     location_field(ngx_string("jsonrpc_router_max_body"), NGX_CONF_TAKE1, ngx_conf_set_size_slot, offsetof(LocConf, max_body)),
+    location_field(ngx_string("jsonrpc_router_body_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+                   offsetof(LocConf, body_timeout)),
     location_field(ngx_string("jsonrpc_router_keepalive"), NGX_CONF_TAKE1, ngx_conf_set_num_slot, offsetof(LocConf, keepalive)),
     location_field(ngx_string("jsonrpc_router_keepalive_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
                    offsetof(LocConf, keepalive_timeout)),
@@ -159,8 +161,7 @@ static ngx_int_t handle_request(ngx_http_request_t* r) {
         return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large");
     }
-    r->request_body_in_single_buf = 1;
-    ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
+    ngx_int_t rc = ngx_http_jsonrpc_router_read_body(r, *conf);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
     return NGX_DONE;
 }
@@ -197,6 +198,7 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     conf->memory_cache = NGX_CONF_UNSET_SIZE;
     conf->max_batch = NGX_CONF_UNSET_UINT;
     conf->max_body = NGX_CONF_UNSET_SIZE;
+    conf->body_timeout = NGX_CONF_UNSET_MSEC;
     conf->keepalive = NGX_CONF_UNSET_UINT;
     conf->keepalive_timeout = NGX_CONF_UNSET_MSEC;
     conf->ws_connections = NGX_CONF_UNSET_UINT;
@@ -420,6 +422,7 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_size_value(conf->memory_cache, prev->memory_cache, 16 * 1024 * 1024);
     ngx_conf_merge_uint_value(conf->max_batch, prev->max_batch, 50);
     ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
+    ngx_conf_merge_msec_value(conf->body_timeout, prev->body_timeout, 30000);
     ngx_conf_merge_uint_value(conf->keepalive, prev->keepalive, 32);
     ngx_conf_merge_msec_value(conf->keepalive_timeout, prev->keepalive_timeout, 60000);
     ngx_conf_merge_uint_value(conf->ws_connections, prev->ws_connections, 2);
@@ -443,6 +446,10 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     if (conf->ws_max_output < conf->max_response) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "jsonrpc_router_ws_max_output must be at least jsonrpc_router_max_response (one answer)");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->body_timeout == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_body_timeout must be above 0");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     if (conf->ws_send_timeout == 0) {

@@ -116,9 +116,58 @@ void fail_body(ngx_http_request_t* r) {
     ngx_http_finalize_request(r, NGX_DONE);
 }
 
+// The whole body must arrive within jsonrpc_router_body_timeout: nginx's
+// client_body_timeout only bounds the pause between two reads, so a client
+// that trickles a byte now and then would hold the request, its connection
+// and its max_body buffer for ever. While the body is read, the module's
+// request context is this timer (an internal redirect, the 413 page, clears it).
+void body_too_slow(ngx_event_t* ev) {
+    auto* r = static_cast<ngx_http_request_t*>(ev->data);
+    if (ngx_http_get_module_ctx(r, ngx_http_jsonrpc_router_module) != ev) return;
+    ngx_http_set_ctx(r, nullptr, ngx_http_jsonrpc_router_module);
+    auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
+    ngx_connection_t* c = r->connection;
+    ngx_log_error(NGX_LOG_INFO, c->log, 0, "jsonrpc_router: request body not read within %M ms, closed", conf->body_timeout);
+    // As nginx does on client_body_timeout: no answer, the connection closes.
+    c->timedout = 1;
+    ngx_http_finalize_request(r, NGX_HTTP_REQUEST_TIME_OUT);
+    ngx_http_run_posted_requests(c);
+}
+
+void stop_body_deadline(void* data) {
+    auto* timer = static_cast<ngx_event_t*>(data);
+    if (timer->timer_set) ngx_del_timer(timer);
+}
+
 }  // namespace
 
+ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
+    auto* timer = static_cast<ngx_event_t*>(ngx_pcalloc(r->pool, sizeof(ngx_event_t)));
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+    if (timer == nullptr || cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    timer->handler = wallet::ngx::guarded<"jsonrpc_router: request body deadline", body_too_slow>;
+    timer->data = r;
+    timer->log = r->connection->log;
+    timer->cancelable = 1;  // a graceful stop does not wait for it
+    cleanup->handler = stop_body_deadline;
+    cleanup->data = timer;
+    ngx_http_set_ctx(r, timer, ngx_http_jsonrpc_router_module);
+    ngx_add_timer(timer, conf.body_timeout);
+    r->request_body_in_single_buf = 1;
+    ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        stop_body_deadline(timer);
+        ngx_http_set_ctx(r, nullptr, ngx_http_jsonrpc_router_module);
+    }
+    return rc;
+}
+
 void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) noexcept {
+    // The body is in: its deadline is over (the context becomes the job's).
+    if (auto* deadline = static_cast<ngx_event_t*>(ngx_http_get_module_ctx(r, ngx_http_jsonrpc_router_module))) {
+        stop_body_deadline(deadline);
+        ngx_http_set_ctx(r, nullptr, ngx_http_jsonrpc_router_module);
+    }
     wallet::ngx::guarded<"jsonrpc_router: request body", read_body, fail_body>(r);
 }
 

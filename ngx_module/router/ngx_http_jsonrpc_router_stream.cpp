@@ -48,12 +48,17 @@ bool Stream::open(const ngx_addr_t& addr, ngx_ssl_t* ssl, const std::string& tls
     peer_.log = log_;
     peer_.log_error = NGX_ERROR_ERR;
     ngx_int_t rc = ngx_event_connect_peer(&peer_);
+    const ngx_err_t err = ngx_socket_errno;
     ngx_connection_t* c = std::exchange(peer_.connection, nullptr);
     if (c != nullptr) conn_.adopt(c, this, on_read, on_write, log_);
     if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
+        // NGX_ERROR: socket(), ngx_get_connection() or the event module
+        // failed here; EADDRNOTAVAIL: no local port left.
+        failed_locally_ = rc == NGX_ERROR || (rc == NGX_DECLINED && err == EADDRNOTAVAIL);
         conn_.close();
         return false;
     }
+    failed_locally_ = false;
     if (ssl_ != nullptr) {
         conn_->pool = ngx_create_pool(1024, log_);
         if (conn_->pool == nullptr) {

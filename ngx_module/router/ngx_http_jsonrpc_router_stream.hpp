@@ -33,6 +33,9 @@ public:
     bool write(std::string_view data);
     void close();
     bool connected() const { return ready_; }
+    // The last open() failed on this host's own limits (worker_connections,
+    // descriptors, local ports), not on the peer.
+    bool failed_locally() const { return failed_locally_; }
     bool is_open() const { return static_cast<bool>(conn_); }
     ngx_connection_t* connection() const { return conn_.get(); }
     // Parks the connection: any event closes it (a peer's close or data, or
@@ -73,6 +76,7 @@ private:
     bool verify_ = false;
     bool ready_ = false;
     bool parked_ = false;
+    bool failed_locally_ = false;
     std::string out_;
     std::size_t out_sent_ = 0;
 };

@@ -12,6 +12,7 @@
 
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_http_jsonrpc_router_worker.hpp"
 #include "ngx_wallet_client.hpp"
 #include "ngx_wallet_connection.hpp"
 #include "ngx_wallet_guard.hpp"
@@ -21,6 +22,7 @@
 
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
+using jsonrpc_router::Worker;
 using wallet::ngx::guarded;
 using wallet::ngx::post_event;
 using wallet::ngx::unpost_event;
@@ -30,6 +32,12 @@ namespace {
 
 constexpr std::size_t kMaxInFlight = 256;          // messages per connection before reading pauses
 constexpr std::size_t kMaxPendingOutput = 16 << 20;  // bytes queued to the client before reading pauses
+// While the client's address has no calls left in its budget (held by its
+// other connections), this connection reads nothing and looks again this
+// often: a flood waits in its own TCP window instead of being read and
+// refused message by message, which costs the worker the CPU its other
+// clients need.
+constexpr ngx_msec_t kClientBudgetRecheck = 50;
 // Past jsonrpc_router_ws_max_output queued bytes, or with nothing sent for
 // jsonrpc_router_ws_send_timeout, the client is not reading: the connection
 // is closed (a Close frame could not reach it either).
@@ -37,8 +45,9 @@ constexpr std::size_t kMaxPendingOutput = 16 << 20;  // bytes queued to the clie
 class Session final : public ExchangeOwner {
 public:
     Session(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf)
-        : r_(r), c_(r->connection), conf_(conf), decoder_(ws::Decoder::Role::Server, conf->max_body) {
-        for (ngx_event_t* ev : {&idle_timer_, &ping_timer_, &send_timer_}) {
+        : r_(r), c_(r->connection), conf_(conf), client_(wallet::ngx::client_address(r)),
+          decoder_(ws::Decoder::Role::Server, conf->max_body) {
+        for (ngx_event_t* ev : {&idle_timer_, &ping_timer_, &send_timer_, &budget_timer_}) {
             ev->data = this;
             ev->log = c_->log;
             ev->cancelable = 1;  // a graceful shutdown does not wait for them
@@ -46,12 +55,14 @@ public:
         idle_timer_.handler = guarded<"jsonrpc_router: WebSocket idle timer", on_idle, fail_event>;
         ping_timer_.handler = guarded<"jsonrpc_router: WebSocket ping timer", on_ping, fail_event>;
         send_timer_.handler = guarded<"jsonrpc_router: WebSocket send timeout", on_send_timeout, fail_event>;
+        budget_timer_.handler = guarded<"jsonrpc_router: WebSocket client budget", on_budget_recheck, fail_event>;
     }
 
     ~Session() {
         if (idle_timer_.timer_set) ngx_del_timer(&idle_timer_);
         if (ping_timer_.timer_set) ngx_del_timer(&ping_timer_);
         if (send_timer_.timer_set) ngx_del_timer(&send_timer_);
+        if (budget_timer_.timer_set) ngx_del_timer(&budget_timer_);
         unpost_event(&write_posted_);
     }
 
@@ -123,6 +134,8 @@ private:
         if (s->flush()) s->after_write_checks();
     }
 
+    static void on_budget_recheck(ngx_event_t* ev) { static_cast<Session*>(ev->data)->after_write_checks(); }
+
     static void on_send_timeout(ngx_event_t* ev) {
         auto* s = static_cast<Session*>(ev->data);
         ngx_log_error(NGX_LOG_INFO, s->c_->log, 0, "jsonrpc_router: WebSocket client read nothing for %M ms, closed",
@@ -150,6 +163,8 @@ private:
         if (paused_ && !should_pause()) {
             paused_ = false;
             process();
+        } else if (paused_) {
+            pause();
         }
     }
 
@@ -159,7 +174,20 @@ private:
     bool should_pause() const {
         return inflight_.size() >= kMaxInFlight || out_.size() - out_sent_ > kMaxPendingOutput ||
                (conf_->max_client_calls > 0 && inflight_calls_ > 0 &&
-                inflight_calls_ + conf_->max_batch > conf_->max_client_calls);
+                inflight_calls_ + conf_->max_batch > conf_->max_client_calls) ||
+               client_budget_spent();
+    }
+
+    // Every call of the address's budget is in flight (on any of its connections).
+    bool client_budget_spent() const {
+        return conf_->max_client_calls > 0 && !client_.empty() &&
+               Worker::get().client_calls().in_flight(client_) >= conf_->max_client_calls;
+    }
+
+    void pause() {
+        paused_ = true;
+        // Nothing of this connection may end to resume it: look again later.
+        if (client_budget_spent() && !budget_timer_.timer_set) ngx_add_timer(&budget_timer_, kClientBudgetRecheck);
     }
 
     // Reads what is available and handles every complete frame.
@@ -168,7 +196,7 @@ private:
         if (!handle_frames()) return;
         for (;;) {
             if (should_pause()) {
-                paused_ = true;
+                pause();
                 return;
             }
             u_char buffer[16384];
@@ -222,7 +250,7 @@ private:
 
     void start_exchange(std::string message) {
         inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket,
-                                                       wallet::ngx::client_address(r_)));
+                                                       client_));
         auto it = std::prev(inflight_.end());
         Exchange* exchange = it->get();
         inflight_index_.emplace(exchange, it);
@@ -274,6 +302,7 @@ private:
     ngx_http_request_t* r_;
     ngx_connection_t* c_;
     ngx_http_jsonrpc_router_loc_conf_t* conf_;
+    std::string client_;  // the address whose budget of calls this connection shares
     ws::Decoder decoder_;
     std::string out_;
     std::size_t out_sent_ = 0;
@@ -284,6 +313,7 @@ private:
     ngx_event_t ping_timer_{};
     ngx_event_t write_posted_{};
     ngx_event_t send_timer_{};
+    ngx_event_t budget_timer_{};
     Exchange* starting_ = nullptr;   // the exchange being started (its synchronous end is not counted down)
     std::size_t inflight_calls_ = 0;  // calls of the exchanges in flight
     bool drop_ = false;               // the client reads too little: close without a Close frame

@@ -23,6 +23,10 @@ public:
     // Claims up to `wanted` calls under `limit` (0 = no limit); how many it got.
     std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit);
     void release(const std::string& client, std::size_t count);
+    std::size_t in_flight(const std::string& client) const {
+        auto it = in_flight_.find(client);
+        return it == in_flight_.end() ? 0 : it->second;
+    }
     std::size_t clients() const { return in_flight_.size(); }
 
 private:

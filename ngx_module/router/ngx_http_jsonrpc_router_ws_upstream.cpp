@@ -71,7 +71,11 @@ public:
         if (!best->is_open() && !best->start(addr_, endpoint_, target_.timeout_ms, instance_)) {
             call.upstream = nullptr;
             call.upstream_link = nullptr;
-            call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
+            if (best->failed_locally()) {
+                call.busy_later("no local connection (worker_connections, descriptors or ports exhausted)");
+            } else {
+                call.fail_later(jsonrpc::code::upstream_unavailable, "connect failed");
+            }
             return;
         }
         best->send(call, call.upstream_id, call.plan().upstream_body(call.upstream_id));

@@ -4,16 +4,21 @@ The whole stack on loopback: PostgreSQL, Redis, the node simulator (synthetic
 chain advanced and forked by this script), wallet-indexer tailing it to the
 head (forks reconciled), and one nginx with the module (2 workers) serving the
 wallet_history API and the JSON-RPC router (the chain deployment's routing file:
-node = the simulator, social = router-test-backend, wallet_indexer = the API;
+node and hafah = the simulator, social = router-test-backend, wallet_indexer = the API;
 Redis cache). Mixed HTTP and WebSocket clients send node reads, cached and
 uncached social reads, wallet_history calls (through the router and straight to
 the API), batches and bad requests, while PostgreSQL, Redis, the node and the
-social upstream are each killed or restarted at random moments.
+social upstream are each killed or restarted at random moments. Every limit is
+at its shipped default (the API's per-client rate limiter and in-flight cap,
+the router's per-client budgets): the clients' connections come from
+SOAK_CLIENT_ADDRESSES loopback addresses (127.0.0.2 and up), and each address
+keeps its requests to the API under the limiter's rate, as honest clients do.
 
 Checked and reported:
   - every answer: a success of the expected shape, the expected JSON-RPC error
     for a bad request, or (only while a component is down, plus a grace
-    period) a proper JSON-RPC error object; anything else is unexpected;
+    period) a proper JSON-RPC error object; anything else is unexpected, and
+    so is a limit's refusal at any time (rate_limited);
   - RSS of the nginx workers under load every 30 s of the faulted phase
     (worker_rss_growth_kb: last sample minus first; the warm-up ends with the
     run's largest answers on every client, so the buffers' high-water mark is
@@ -34,7 +39,7 @@ Checked and reported:
 Ends with: RESULT soak requests=.. unexpected_errors=.. worker_rss_growth_kb=..
 fd_growth=.. table_equal=.. ...
 Environment: SOAK_SECONDS (faulted phase, default 300), SOAK_WARMUP_SECONDS (90),
-SOAK_SEED, SOAK_KEEP=1,
+SOAK_SEED, SOAK_KEEP=1, SOAK_CLIENT_ADDRESSES (80, from 10 to 250),
 SOAK_FAULTS (comma list of postgres-kill, postgres-restart, redis-kill,
 redis-restart, node-kill, social-kill; default each once, node-kill twice).
 """
@@ -42,9 +47,9 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +57,9 @@ import time
 from collections import Counter
 
 import websockets
+
+import benchlib
+from benchlib import fd_count, free_port, nginx_temp_paths, rss_kb
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("WALLET_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -64,6 +72,14 @@ FAULTS = os.environ.get("SOAK_FAULTS", "postgres-kill,postgres-restart,redis-kil
 GRACE = 5.0            # seconds after a component is back during which its errors still count as the outage's
 HTTP_CLIENTS = 6
 WS_CLIENTS = 4
+# The clients' connections come from this many loopback addresses
+# (127.0.0.2 and up; all of 127/8 is local on Linux), each client its own
+# share of them: the API's limiter and the router's per-client budgets stay at
+# their shipped defaults, and each address keeps to them as an honest client
+# does (see AddressBudget). The mix sends about a third of its ~900 requests/s
+# to the API (wallet calls, batches, a bad wallet call): at 8/s an address,
+# 40 addresses held the clients back 14 % of the time; 80 leave room.
+CLIENT_ADDRESSES = int(os.environ.get("SOAK_CLIENT_ADDRESSES", "80"))
 BLOCK_EVERY = 0.5      # the chain advances one block per BLOCK_EVERY seconds
 CHAIN_START = 100000   # the simulator's initial head
 # Block N is pathological (hundreds of payouts, a 2.8 MB get_ops_in_block
@@ -85,31 +101,23 @@ as_root = os.geteuid() == 0
 drop = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"] if as_root else []
 
 
+def api_limiter_defaults():
+    """The API limiter's shipped defaults (rate per second, burst), as
+    `wallet-db-setup --api-settings` lists them."""
+    listing = subprocess.run([os.path.join(BUILD, "common/wallet-db-setup"), "--api-settings"], capture_output=True,
+                             text=True, check=True).stdout
+    found = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s*(WALLET_API_RATE_(?:RPS|BURST))\s+(\d+)", listing, re.M)}
+    if len(found) != 2 or found["WALLET_API_RATE_RPS"] <= 0:
+        raise RuntimeError(f"no limiter defaults in wallet-db-setup --api-settings: {listing[:500]}")
+    return found["WALLET_API_RATE_RPS"], found["WALLET_API_RATE_BURST"]
+
+
 def log(*parts):
     print(f"[soak {time.strftime('%H:%M:%S')}]", *parts, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
 def wait_port(port, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if port_open(port):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} did not open port {port} (logs in {work})")
+    benchlib.wait_port(port, what, timeout, logs=work)
 
 
 class Service:
@@ -122,6 +130,7 @@ class Service:
         logf = open(os.path.join(work, self.name + ".log"), "ab")
         env = dict(os.environ)
         env.update(self.env or {})
+        env = {k: v for k, v in env.items() if v is not None}  # None: unset
         self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
         logf.close()
@@ -142,18 +151,6 @@ class Service:
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def fd_count(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def children(pid):
@@ -234,7 +231,8 @@ def start_stack():
     social.start()
     with open(os.path.join(ROOT, "conf/routes.hive.json")) as f:
         routes = json.load(f)
-    routes["targets"] = {"node": f"http://127.0.0.1:{sim_port}", "social": f"http://127.0.0.1:{social_port}",
+    routes["targets"] = {"node": f"http://127.0.0.1:{sim_port}", "hafah": f"http://127.0.0.1:{sim_port}",
+                         "social": f"http://127.0.0.1:{social_port}",
                          "wallet_indexer": f"http://127.0.0.1:{api_port}"}
     with open(os.path.join(work, "routes.json"), "w") as f:
         json.dump(routes, f)
@@ -255,12 +253,7 @@ include {ROOT}/conf/nginx/wallet-history-env.conf;
 events {{ worker_connections 4096; }}
 http {{
     access_log off;
-    client_body_temp_path {ngx}/tmp/body;
-    proxy_temp_path {ngx}/tmp/proxy;
-    fastcgi_temp_path {ngx}/tmp/fastcgi;
-    uwsgi_temp_path {ngx}/tmp/uwsgi;
-    scgi_temp_path {ngx}/tmp/scgi;
-{api_conf}
+{nginx_temp_paths(ngx)}{api_conf}
     server {{
         listen 127.0.0.1:{router_port};
         location = / {{
@@ -273,7 +266,8 @@ http {{
 }}
 """)
     nginx_env = {k: v for k, v in db_env.items() if k != "DB_PASSWORD"}
-    nginx_env.update(WALLET_API_RATE_RPS="0")
+    # The limits at their shipped defaults, whatever the caller's environment.
+    nginx_env.update({k: None for k in os.environ if k.startswith("WALLET_API_")})
     global nginx
     nginx = Service("nginx", ["/usr/sbin/nginx", "-p", ngx, "-c", os.path.join(ngx, "nginx.conf")], env=nginx_env,
                     port=router_port)
@@ -521,6 +515,10 @@ def judge(kind, expects, status, text, t0, t1):
 
 def note_failure(kind, detail, t0, t1, proper, code=None):
     components = in_outage(t0, t1)
+    # A limit refusing the soak's honest clients is never the outage's.
+    if code == 1700 or "rate limit" in detail or "HTTP 429" in detail:
+        stats["rate_limited"] += 1
+        components = []
     if proper and components:
         for c in sorted(set(components)):
             outage_errors[f"{c}:{kind}:{code}"] += 1
@@ -531,19 +529,77 @@ def note_failure(kind, detail, t0, t1, proper, code=None):
         unexpected.append((kind, detail + (f" during {sorted(set(components))}" if components else "")))
 
 
-async def http_client(stop, script=None):
-    """Keep-alive connections to the router and the API, reopened when closed.
-    Requests of the mix, or of the kinds in `script` and then returns."""
+class AddressBudget:
+    """One client address's own pacing of the requests that reach the API,
+    directly or through the router (which names the client to the API): a
+    token bucket at 80 % of the API's rate and half its burst, so that what
+    the API counts stays within its limiter even when the network bunches the
+    requests up (up to a second of jitter)."""
+
+    def __init__(self, rate, burst):
+        self.rate, self.burst = rate * 0.8, max(1.0, burst / 2)
+        self.tokens, self.updated = self.burst, time.monotonic()
+
+    def available(self):
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        return self.tokens
+
+    def seconds_to_token(self):
+        return max(0.0, (1 - self.available()) / self.rate)
+
+
+API_BOUND = {"wallet", "wallet_direct", "batch", "bad_params"}  # kinds whose request the API answers
+budgets = {}           # address -> AddressBudget
+
+
+def client_addresses(index):
+    """Client number `index`'s share of the loopback addresses."""
+    return [f"127.0.0.{2 + n}" for n in range(index, CLIENT_ADDRESSES, HTTP_CLIENTS + WS_CLIENTS)]
+
+
+async def pick_address(addresses, turn, kind):
+    """The address for the client's next request: the next in turn (every
+    connection stays in use); a request the API answers takes a token from its
+    address's budget, from the next address that has one, else waits for the
+    first one to refill."""
+    order = addresses[turn % len(addresses):] + addresses[:turn % len(addresses)]
+    if kind not in API_BOUND:
+        return order[0]
+    waited = False
+    while True:
+        for address in order:
+            if budgets[address].available() >= 1:
+                budgets[address].tokens -= 1
+                stats["api_requests"] += 1
+                return address
+        wait = min(budgets[a].seconds_to_token() for a in order)
+        stats["budget_waits"] += not waited
+        stats["budget_wait_ms"] += int(wait * 1000)
+        waited = True
+        await asyncio.sleep(wait)
+
+
+async def http_client(index, stop, script=None):
+    """Keep-alive connections to the router and the API from each of the
+    client's addresses, reopened when closed. Requests of the mix, or of the
+    kinds in `script` and then returns."""
     connections = {}
+    addresses = client_addresses(index)
     script = list(script) if script else None
+    turn = 0
     while not stop.is_set() and script != []:
         kind, body, expects = build_request(script.pop() if script else None)
+        address = await pick_address(addresses, turn, kind)
+        turn += 1
         port = api_port if kind == "wallet_direct" else router_port
+        key = (address, port)
         t0 = time.time()
         try:
-            if port not in connections:
-                connections[port] = await asyncio.open_connection("127.0.0.1", port)
-            reader, writer = connections[port]
+            if key not in connections:
+                connections[key] = await asyncio.open_connection("127.0.0.1", port, local_addr=(address, 0))
+            reader, writer = connections[key]
             data = body.encode()
             writer.write(b"POST / HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\nContent-Length: " +
                          str(len(data)).encode() + b"\r\n\r\n" + data)
@@ -560,40 +616,60 @@ async def http_client(stop, script=None):
             if "x-jsonrpc-cache" in headers:
                 stats["cache_" + headers["x-jsonrpc-cache"].lower()] += 1
             if headers.get("connection", "").lower() == "close":
-                connections.pop(port)[1].close()
+                connections.pop(key)[1].close()
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError) as e:
             stats["requests"] += 1
             note_failure(kind, f"HTTP transport failure: {type(e).__name__} {e}", t0, time.time(), proper=False)
-            if port in connections:
-                connections.pop(port)[1].close()
+            if key in connections:
+                connections.pop(key)[1].close()
     for _, writer in connections.values():
         writer.close()
 
 
-async def ws_client(stop, script=None):
+async def ws_client(index, stop, script=None):
+    """A WebSocket connection to the router from each of the client's
+    addresses, reopened when closed."""
+    connections = {}
+    addresses = client_addresses(index)
     script = list(script) if script else None
+    turn = 0
     while not stop.is_set() and script != []:
+        kind, body, expects = build_request(script.pop() if script else None)
+        if kind == "wallet_direct":
+            continue  # the API itself is HTTP only
+        address = await pick_address(addresses, turn, kind)
+        turn += 1
         try:
-            async with websockets.connect(f"ws://127.0.0.1:{router_port}/", ping_interval=None,
-                                          max_size=64 << 20, open_timeout=10) as ws:
-                while not stop.is_set() and script != []:
-                    kind, body, expects = build_request(script.pop() if script else None)
-                    if kind == "wallet_direct":
-                        continue  # the API itself is HTTP only
-                    t0 = time.time()
-                    await ws.send(body)
-                    text = await asyncio.wait_for(ws.recv(), 20)
-                    judge(kind, expects, 101, text, t0, time.time())
+            if address not in connections:
+                connections[address] = await websockets.connect(
+                    f"ws://127.0.0.1:{router_port}/", ping_interval=None, max_size=64 << 20, open_timeout=10,
+                    local_addr=(address, 0))
+            ws = connections[address]
+            t0 = time.time()
+            await ws.send(body)
+            text = await asyncio.wait_for(ws.recv(), 20)
+            judge(kind, expects, 101, text, t0, time.time())
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as e:
             stats["requests"] += 1
             note_failure("ws", f"WebSocket failure: {type(e).__name__} {e}", time.time(), time.time(), proper=False)
+            if address in connections:
+                await close_ws(connections.pop(address))
             await asyncio.sleep(0.2)
+    for ws in connections.values():
+        await close_ws(ws)
+
+
+async def close_ws(ws):
+    try:
+        await asyncio.wait_for(ws.close(), 5)
+    except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException):
+        pass
 
 
 async def load(seconds, with_faults):
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(http_client(stop)) for _ in range(HTTP_CLIENTS)]
-    tasks += [asyncio.create_task(ws_client(stop)) for _ in range(WS_CLIENTS)]
+    tasks = [asyncio.create_task(http_client(i, stop)) for i in range(HTTP_CLIENTS)]
+    tasks += [asyncio.create_task(ws_client(HTTP_CLIENTS + i, stop)) for i in range(WS_CLIENTS)]
     fault_task = asyncio.create_task(faults(time.time(), stop)) if with_faults else None
     sampler = asyncio.create_task(sample_memory(stop))
     await asyncio.sleep(seconds)
@@ -651,6 +727,7 @@ def compare_tables():
              "account, role, block_seq")
     dumps = {}
     for database in ("wallet", "reference"):
+        psql(database, "ANALYZE")  # as in main(): a plan made with statistics
         dumps[database] = psql(database, f"COPY ({query}) TO STDOUT").splitlines()
     equal = dumps["wallet"] == dumps["reference"]
     if not equal:
@@ -664,12 +741,22 @@ def compare_tables():
 
 
 async def main():
-    log(f"seed {SEED}, work dir {work}")
+    if not HTTP_CLIENTS + WS_CLIENTS <= CLIENT_ADDRESSES <= 250:
+        raise SystemExit(f"SOAK_CLIENT_ADDRESSES={CLIENT_ADDRESSES}: from {HTTP_CLIENTS + WS_CLIENTS} (one per client) to 250")
+    rate, burst = api_limiter_defaults()
+    for index in range(HTTP_CLIENTS + WS_CLIENTS):
+        for address in client_addresses(index):
+            budgets[address] = AddressBudget(rate, burst)
+    log(f"seed {SEED}, work dir {work}, {CLIENT_ADDRESSES} client addresses, API limiter at its defaults "
+        f"({rate}/s, burst {burst})")
     await asyncio.to_thread(start_stack)
     chain_stop = asyncio.Event()
     chain = asyncio.create_task(drive_chain(chain_stop))
     while checkpoint("wallet") < CHAIN_START - 50:
         await asyncio.sleep(0.5)
+    # Statistics first: planned with none (autovacuum has not come by yet), the
+    # view reads a block's operations again for each of its events (minutes).
+    psql("wallet", "ANALYZE")
     busiest = psql("wallet", "SELECT account FROM wallet_operation_events GROUP BY account ORDER BY count(*) DESC LIMIT 40")
     accounts[:] = busiest.split() or accounts
 
@@ -679,8 +766,8 @@ async def main():
     # at once: the workers' buffers reach their high-water mark before the
     # start figures.
     no_stop = asyncio.Event()
-    await asyncio.gather(*(http_client(no_stop, ["node_big"] * 3) for _ in range(HTTP_CLIENTS)),
-                         *(ws_client(no_stop, ["node_big"] * 3) for _ in range(WS_CLIENTS)))
+    await asyncio.gather(*(http_client(i, no_stop, ["node_big"] * 3) for i in range(HTTP_CLIENTS)),
+                         *(ws_client(HTTP_CLIENTS + i, no_stop, ["node_big"] * 3) for i in range(WS_CLIENTS)))
     warm_unexpected = stats["unexpected"]
     await asyncio.sleep(3)
     start = snapshot()
@@ -748,7 +835,10 @@ async def main():
           f" table_equal={int(equal)} ok={stats['ok']} http_cache_hits={stats['cache_hit']} http_cache_misses={stats['cache_miss']} bad_requests_refused={stats['bad_request_refused_properly']}"
           f" outage_errors={stats['outage_errors']} outage_errors_by_kind={','.join(f'{k}={v}' for k, v in sorted(outage_errors.items())) or 'none'}"
           f" unexpected_by_kind={','.join(f'{k}={v}' for k, v in sorted(kinds.items())) or 'none'}"
-          f" warmup_unexpected={warm_unexpected}"
+          f" warmup_unexpected={warm_unexpected} rate_limited={stats['rate_limited']}"
+          f" client_addresses={CLIENT_ADDRESSES} api_requests={stats['api_requests']}"
+          f" api_rps_per_address={stats['api_requests'] / (phase + WARMUP_SECONDS + RECOVERY_SECONDS) / CLIENT_ADDRESSES:.2f}"
+          f" budget_waits={stats['budget_waits']} budget_wait_s={stats['budget_wait_ms'] / 1000:.0f}"
           f" worker_rss_kb_loaded_first={loaded[0] if loaded else 'n/a'} worker_rss_kb_loaded_last={loaded[-1] if loaded else 'n/a'}"
           f" worker_idle_rss_kb_start={start['worker_rss_kb']} worker_idle_rss_kb_after_faults={end['worker_rss_kb']}"
           f" worker_idle_rss_kb_end={again['worker_rss_kb']}"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Soak with faults (t/bench/run soak): the whole stack under mixed HTTP and
 # WebSocket load while PostgreSQL, Redis, the node and the router's upstream
-# are killed or restarted at random moments; t/bench/soak.py does the work and
-# says what is checked. About 8 minutes (SOAK_SECONDS=300 of faults after 90 s
-# of warm-up; SOAK_SEED=N repeats a run's fault moments).
+# are killed or restarted at random moments, every limit at its shipped default
+# (the clients spread over SOAK_CLIENT_ADDRESSES=80 loopback addresses);
+# t/bench/soak.py does the work and says what is checked. About 8 minutes
+# (SOAK_SECONDS=300 of faults after 90 s of warm-up; SOAK_SEED=N repeats a
+# run's fault moments).
 #
 # Ends with one line:
 #   RESULT soak requests=.. unexpected_errors=.. worker_rss_growth_kb=.. fd_growth=.. table_equal=.. ...
+#   rate_limited=.. client_addresses=.. ...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${WALLET_BUILD_DIR:?set by t/bench/run}

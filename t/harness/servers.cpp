@@ -233,6 +233,11 @@ std::vector<std::string> PostgresServer::query(const std::string& sql, const std
     return rows;
 }
 
+std::vector<std::string> PostgresServer::query_analyzed(const std::string& sql, const std::string& database) const {
+    query("ANALYZE", database);
+    return query(sql, database);
+}
+
 // ---- Redis -------------------------------------------------------------------
 
 RedisServer::RedisServer() : dir_("wallet-redis") {
@@ -279,6 +284,14 @@ std::string replace_all(std::string text, const std::string& from, const std::st
         text.replace(pos, from.size(), to);
     }
     return text;
+}
+
+bool sanitized_build() {
+#ifdef WALLET_SANITIZE
+    return true;
+#else
+    return false;
+#endif
 }
 
 namespace {

@@ -185,6 +185,13 @@ TEST(ApiLimits, ConfigurationErrorsFailNginxTestNamingTheVariable) {
         EXPECT_NE(result.exit_code, 0) << name;
         EXPECT_NE(result.output.find(name), std::string::npos) << result.output;
     }
+    // A hand-written URL whose password holds an unencoded '/': nginx -t says
+    // how to encode it, without showing the password.
+    auto slash = check({{"API_DATABASE_URL", "postgresql://wallet_api_reader:pass/word@127.0.0.1:5432/wallet"}});
+    EXPECT_NE(slash.exit_code, 0);
+    EXPECT_NE(slash.output.find("invalid API_DATABASE_URL: its port is not a number"), std::string::npos) << slash.output;
+    EXPECT_NE(slash.output.find("/ as %2F"), std::string::npos) << slash.output;
+    EXPECT_EQ(slash.output.find("pass/word"), std::string::npos) << slash.output;
     // Without a reader password the cursor key must be given explicitly.
     const std::string url = pg.url("wallet_api_reader", harness::kReaderPassword, "wallet");
     auto no_secret = check({{"API_DATABASE_URL", url}, {"WALLET_API_READER_PASSWORD", ""}});

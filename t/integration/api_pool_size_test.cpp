@@ -21,7 +21,8 @@ std::string totals_body(int id) {
 }  // namespace
 
 // Sixteen workers (a 16-core edge's `worker_processes auto`) at the shipped
-// defaults: 2 connections each, 32 per database, said in the log and the metrics.
+// defaults: 2 connections each, 32 per database, said in the log, the metrics
+// and get_status.
 TEST(ApiPoolSize, SixteenWorkersShareTheDefaultTotal) {
     ApiStack stack;
     stack.start_nginx({}, 16);
@@ -36,6 +37,21 @@ TEST(ApiPoolSize, SixteenWorkersShareTheDefaultTotal) {
     ASSERT_EQ(scrape.error, "");
     EXPECT_EQ(scrape.value("wallet_history_db_connections_max"), 32);
     EXPECT_EQ(scrape.value("wallet_history_db_connections_per_worker_max"), 2);
+    // And in get_status, additively: after every field of the spec's status
+    // object, whose text stays as it was.
+    stack.set_checkpoint(9000, "2020-01-02T00:00:00Z");
+    const HttpResponse status =
+        stack.post(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_status"})");
+    ASSERT_EQ(status.status, 200);
+    EXPECT_EQ(status.body.rfind(R"({"jsonrpc":"2.0","result":{"indexed_block":9000,"indexed_time":"2020-01-02T00:00:00Z",)"
+                                R"("lag_seconds":)",
+                                0),
+              0u)
+        << status.body;
+    EXPECT_NE(status.body.find(R"(,"decoder":{"current_version":2,"up_to_date":true},)"
+                               R"("db_connections":{"max":32,"per_worker_max":2}},"id":1})"),
+              std::string::npos)
+        << status.body;
 }
 
 // The pool holds to its share. The reader role may hold only 3 connections

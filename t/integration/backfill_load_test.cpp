@@ -5,8 +5,9 @@
 // beside the tailing indexer.
 //
 // Sizes: a synthetic chain at mainnet density, blocks 1..kLastBlock
-// (6,000 blocks), shards of 250 blocks, batches of 50; the full 200,000
-// blocks are the benchmark's (t/bench/backfill.sh).
+// (3,000 blocks: 12 shards of 250 blocks for 6 workers, batches of 50, enough
+// for kills, takeovers and two loaders to meet); the full 200,000 blocks are
+// the benchmark's (t/bench/backfill.sh).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -22,7 +23,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint32_t kHead = 6001;
+constexpr std::uint32_t kHead = 3001;
 constexpr std::int64_t kLastBlock = kHead - 1;  // the simulator's last irreversible block
 
 std::map<std::string, std::string> backfill_env(const PostgresServer& pg, const std::string& urls,

@@ -55,7 +55,7 @@ inline Process start_indexer(const PostgresServer& pg, const std::string& url, c
 // One line per block: block number, row count and the md5 of its rows (every
 // column, payload included, in key order). Equal digests mean equal tables.
 inline std::vector<std::string> table_digest(const PostgresServer& pg, const std::string& database = "wallet") {
-    return pg.query(
+    return pg.query_analyzed(
         "SELECT block_num, count(*), md5(string_agg(concat_ws('|', trx_in_block, op_in_trx, virtual_op, account, role,"
         "   block_seq, op_type, coalesce(trx_id, '-'), extract(epoch FROM \"timestamp\")::bigint, coalesce(amount::text, '-'),"
         "   coalesce(symbol, '-'), coalesce(vesting_amount::text, '-'), coalesce(vesting_symbol, '-'),"

@@ -168,6 +168,22 @@ TEST(FoundationSetupTool, ProvisionsAFreshClusterAndIsRerunnable) {
     ASSERT_EQ(second.exit_code, 0) << second.output;
     EXPECT_EQ(pg.query("SELECT count(*) FROM schema_version", "walletdb"),
               std::vector<std::string>{std::to_string(wallet::embedded_migrations().size())});
+
+    // A rerun with new passwords holding every character a URL reserves
+    // (the superuser's too): the roles take them, and each program's own
+    // connection (the URLs it derives) logs in with them.
+    auto env = pg.env("walletdb");
+    env["DB_PASSWORD"] = "su/+@%:?#&=' \"-password";
+    env["WALLET_WRITER_PASSWORD"] = "w/+@%:?#&=' \"-password-1";
+    env["WALLET_API_READER_PASSWORD"] = "r/+@%:?#&=' \"-password-1";
+    auto superuser = connect_or_fail(pg.superuser_url("postgres"));
+    pg.query("ALTER ROLE postgres PASSWORD " + wallet::pg::quote_literal(superuser.get(), env["DB_PASSWORD"]), "postgres");
+    auto rerun = run_command({tool}, env);
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
+    auto migrate = run_command({tool, "--migrate"}, env);
+    EXPECT_EQ(migrate.exit_code, 0) << migrate.output;
+    auto reader = connect_or_fail(wallet::load_settings(wallet::map_env(env), wallet::Component::Api).db.api_url);
+    EXPECT_EQ(sqlstate_of(reader.get(), "SELECT 1"), "");
 }
 
 // The store's SQL names the codes and sole asset fields the C++ writer and

@@ -75,7 +75,7 @@ struct Database {
         return std::move(opened).value();
     }
     std::vector<std::string> rows() {
-        return pg.query(
+        return pg.query_analyzed(
             "SELECT block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, coalesce(trx_id, 'NULL'),"
             " to_char(\"timestamp\" AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), coalesce(amount::text, 'NULL'),"
             " coalesce(symbol, 'NULL'), coalesce(vesting_amount::text, 'NULL'), coalesce(vesting_symbol, 'NULL'),"
@@ -188,7 +188,7 @@ TEST(IndexerStore, ThePayloadIsTheNodeEntryForEveryFixtureOperation) {
     ASSERT_EQ(counts->inserted, static_cast<std::int64_t>(events.size()));
     ASSERT_EQ(expected.find("$fixture$"), std::string::npos);
     // Both sides once (a join into the view would parse the blocks per entry).
-    EXPECT_EQ(db.pg.query("WITH x AS MATERIALIZED (SELECT (x ->> 0)::integer AS block_num, (x ->> 1)::integer AS block_seq,"
+    EXPECT_EQ(db.pg.query_analyzed("WITH x AS MATERIALIZED (SELECT (x ->> 0)::integer AS block_num, (x ->> 1)::integer AS block_seq,"
                           "                                x -> 2 AS entry"
                           "                           FROM jsonb_array_elements($fixture$" + expected + "$fixture$) AS x),"
                           " e AS MATERIALIZED (SELECT block_num, block_seq, payload FROM wallet_operation_events)"

@@ -97,7 +97,7 @@ inline bool wait_for_checkpoint(const PostgresServer& pg, const std::string& dat
 // Every row of wallet_operation_events, every column as text, in key order.
 inline std::vector<std::string> table_rows(const PostgresServer& pg, const std::string& database,
                                            std::int64_t up_to_block = 2147483647) {
-    return pg.query(
+    return pg.query_analyzed(
         "SELECT block_num, trx_in_block, op_in_trx, virtual_op, account, role, block_seq, op_type, trx_id, \"timestamp\","
         " amount, symbol, vesting_amount, vesting_symbol, counterparty, memo, author, permlink, assets::text, payload::text"
         " FROM wallet_operation_events WHERE block_num <= " + std::to_string(up_to_block) +

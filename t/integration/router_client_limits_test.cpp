@@ -5,8 +5,10 @@
 // one client address.
 #include <curl/curl.h>
 
+#include <cerrno>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "router_support.hpp"
 #include "support/api_support.hpp"
@@ -59,6 +61,22 @@ Burst burst(const std::string& source, const std::string& url, int n, const std:
         if (body.find("rate limit exceeded") != std::string::npos) ++b.limited;
     }
     return b;
+}
+
+// `count` batches of 50 distinct slow calls (ids 0..49 in each) posted at
+// once from `source`; the answers come as the batches end.
+std::vector<std::future<std::string>> slow_batches_from(const std::string& source, const std::string& url, int count) {
+    std::vector<std::future<std::string>> batches;
+    for (int b = 0; b < count; ++b) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < 50; ++i) {
+            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
+        }
+        batches.push_back(std::async(std::launch::async, [source, url, body = json_list(calls)] {
+            return post_from(source, url, body);
+        }));
+    }
+    return batches;
 }
 
 // A router with the shipped routing file and its defaults (plus
@@ -131,16 +149,7 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
     const std::string url = nginx.url("/");
 
     // Five batches of 50 distinct slow calls at once from one address: 250 > 200.
-    std::vector<std::future<std::string>> batches;
-    for (int b = 0; b < 5; ++b) {
-        std::vector<std::string> calls;
-        for (int i = 0; i < 50; ++i) {
-            calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(b * 50 + i) + "]", std::to_string(i)));
-        }
-        batches.push_back(std::async(std::launch::async, [&url, body = json_list(calls)] {
-            return post_from("127.0.0.2", url, body);
-        }));
-    }
+    std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 5);
     ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 200; }, 10s));
     // Another address meanwhile: served.
     JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.get_config")));
@@ -180,6 +189,49 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
 // One request's answer is bounded (jsonrpc_router_max_response, 16 MiB): a
 // batch of 30 answers of 1 MiB each gets the first ones and error 1800 for
 // the rest, and the worker stays well; over WebSocket the same.
+// A WebSocket connection of an address whose whole budget is in flight on
+// its other connections reads nothing more until calls come back: a flood
+// waits in its own TCP window (no CPU of the worker spent refusing it message
+// by message), and then each message is answered, none refused.
+TEST(RouterClientLimits, AWebSocketOfAClientWithoutBudgetWaitsInsteadOfBeingRefused) {
+    ShippedRouter router(Backend::Options{.slow_ms = 4000});
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+    // Four batches of 50 slow calls hold all 200 calls of 127.0.0.2 (for 4 s
+    // at least: the first batch ends with the node's first round).
+    std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 4);
+    // Spent once a call of the same address is refused (the node sees 64 at a
+    // time: jsonrpc_router_upstream_connections).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 64; }, 10s));
+    ASSERT_TRUE(harness::wait_until([&] {
+        return post_from("127.0.0.2", url, rpc("condenser_api.get_config")).find("\"code\":1700") != std::string::npos;
+    }, 10s));
+    WsClient ws(nginx.port(), "/", "127.0.0.2");
+    ASSERT_EQ(ws.handshake_status(), 101);
+    constexpr int kMessages = 20;
+    for (int i = 0; i < kMessages; ++i) ws.send_text(rpc("condenser_api.slow_read", "[" + std::to_string(1000 + i) + "]", std::to_string(i)));
+    // The messages were sent while the budget was held.
+    for (auto& f : batches) ASSERT_EQ(f.wait_for(0s), std::future_status::timeout);
+    // Each answered in turn with its own id (a result, or the node's queue
+    // timing out behind the slow calls), not one refused for the budget.
+    ws.set_timeout(60s);
+    std::set<std::string> ids;
+    for (int i = 0; i < kMessages; ++i) {
+        const std::string message = ws.next_message();
+        ASSERT_FALSE(message.empty()) << "answer " << i;
+        JsonPtr answer = parse_json(message);
+        EXPECT_NE(text_at(answer.get(), "error.code"), "1700") << message;
+        ids.insert(text_at(answer.get(), "id"));
+    }
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kMessages));
+    for (auto& f : batches) {
+        JsonPtr batch = parse_json(f.get());
+        EXPECT_TRUE(json_is_array(batch.get()));
+    }
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
     ShippedRouter router;
     NginxServer& nginx = *router.nginx;
@@ -236,6 +288,30 @@ TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// A WebSocket client that lets more than jsonrpc_router_ws_max_output of
+// answers pile up (here 2 MiB, max_response raised to match) is closed at
+// once, long before the send timeout (30 s): the answers queued beyond are
+// dropped, never sent; other clients go on.
+TEST(RouterClientLimits, AWebSocketClientsQueuedOutputIsBounded) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_ws_max_output 2m;\n");
+    NginxServer& nginx = *router.nginx;
+    WsClient reader(nginx.port());
+    ASSERT_EQ(reader.handshake_status(), 101);
+    constexpr int kAsked = 30;  // answers of a bit over 1 MiB each, not read while they are asked for
+    for (int i = 0; i < kAsked; ++i) reader.send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    ASSERT_TRUE(harness::wait_until([&] {
+        return read_file(nginx.error_log()).find("WebSocket client not reading:") != std::string::npos;
+    }, 20s));
+    // What the socket buffers held arrives, then the end of the connection.
+    int received = 0;
+    while (!reader.next_message().empty()) ++received;
+    EXPECT_LT(received, kAsked);
+    WsClient other(nginx.port());
+    JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
+    EXPECT_EQ(text_at(answer.get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Upstream connections per target URL and worker are bounded: calls over
 // jsonrpc_router_upstream_connections wait in a queue, calls over
 // jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
@@ -272,6 +348,91 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// A POST body trickled a byte every 100 ms (each pause far below nginx's
+// client_body_timeout) is bounded as a whole by jsonrpc_router_body_timeout
+// (here 1 s instead of 30): the connection is closed before the body is
+// complete, the same worker goes on, and other clients are served.
+TEST(RouterClientLimits, ASlowlyTrickledBodyIsCutOffAtItsDeadline) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_body_timeout 1s;\n");
+    NginxServer& nginx = *router.nginx;
+    // The worker, once it serves (it may not be listed before).
+    ASSERT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    const std::vector<pid_t> workers = nginx.worker_pids();
+    const std::string body = rpc("condenser_api.get_config") + std::string(200, ' ');
+
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(nginx.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string head = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n";
+    ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    // The whole trickle would take 20 s; the router closes it long before.
+    bool closed = false;
+    std::string answer;
+    for (std::size_t sent = 0; sent < body.size() && !closed; ++sent) {
+        if (::send(fd, body.data() + sent, 1, MSG_NOSIGNAL) != 1) closed = true;
+        std::this_thread::sleep_for(100ms);
+        char buffer[4096];
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n > 0) answer.append(buffer, static_cast<std::size_t>(n));
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) closed = true;
+    }
+    ::close(fd);
+    EXPECT_TRUE(closed) << "the whole trickled body was read";
+    EXPECT_EQ(answer, "") << "a connection cut off at its deadline gets no answer";
+    EXPECT_NE(read_file(nginx.error_log()).find("request body not read within 1000 ms, closed"), std::string::npos);
+    // The same worker serves the next clients; a body that comes at once is read as before.
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    EXPECT_EQ(nginx.worker_pids(), workers);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// Our own budget is not the node's fault: calls that time out while they
+// wait in the router's queue for one of jsonrpc_router_upstream_connections
+// (here 1) never reached the node, which answers every call it gets in
+// 0.6 s. They get their JSON-RPC timeout error, and both URLs of the pool
+// stay in with no failure counted.
+TEST(RouterClientLimits, ASaturatedUpstreamBudgetLeavesAHealthyNodeIn) {
+    Backend a("a", Backend::Options{.slow_ms = 600});
+    Backend b("b", Backend::Options{.slow_ms = 600});
+    TempDir dir("router-client");
+    write_file(dir.path() / "routes.json", R"({
+  "targets": {"node": [")" + a.http_url() + R"(", ")" + b.http_url() + R"("]},
+  "timeouts": 2,
+  "routes": {"^": {"target": "node"}}
+})");
+    NginxServer nginx(nginx_options(
+        router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n    jsonrpc_router_upstream_connections 1;\n")));
+    std::vector<std::string> calls;
+    for (int i = 0; i < 16; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    JsonPtr answers = parse_json(post_from("127.0.0.2", nginx.url("/"), json_list(calls)));
+    std::size_t answered = 0;
+    std::size_t timed_out = 0;
+    for (std::size_t i = 0; i < json_array_size(answers.get()); ++i) {
+        json_t* element = json_array_get(answers.get(), i);
+        if (json_object_get(element, "result") != nullptr) ++answered;
+        if (text_at(element, "error.code") == "1000") ++timed_out;
+        EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+    }
+    EXPECT_EQ(answered + timed_out, 16u);
+    EXPECT_GE(timed_out, 4u) << "the budget was not saturated";
+    JsonPtr status = parse_json(harness::http_request("GET", nginx.url("/")).body);
+    for (const char* url : {"0", "1"}) {
+        EXPECT_EQ(text_at(status.get(), std::string("targets.node.") + url + ".in"), "true") << url;
+        EXPECT_EQ(text_at(status.get(), std::string("targets.node.") + url + ".failures"), "0") << url;
+    }
+    EXPECT_EQ(read_file(nginx.error_log()).find("consecutive failures"), std::string::npos);
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Every budget is checked by `nginx -t`; the shipped values pass.
 TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
     TempDir dir("router-client");
@@ -283,7 +444,8 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
     EXPECT_EQ(check("").exit_code, 0);
     for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
-                            "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;"}) {
+                            "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
+                            "jsonrpc_router_body_timeout 0;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
         const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));

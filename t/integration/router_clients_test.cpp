@@ -62,7 +62,7 @@ std::string install_clients(const fs::path& dir) {
 // The routing file of the chain deployment with its targets on this stack.
 std::string deployment_routes(const std::string& node_url, const std::string& api_url) {
     return routes_with_targets(source_dir() / "conf" / "routes.hive.json",
-                               {{"node", node_url}, {"social", node_url}, {"wallet_indexer", api_url}});
+                               {{"node", node_url}, {"hafah", node_url}, {"social", node_url}, {"wallet_indexer", api_url}});
 }
 
 // camilla's four wallet events of block 4785210 (2016-09-08T07:52:42; the

@@ -10,11 +10,14 @@ namespace {
 fs::path launcher() { return binary_dir() / "wallet-rpc-proxy"; }
 
 // The chain deployment's routing map with node (HTTP) and social (WebSocket)
-// stand-ins; wallet_history goes to the node stand-in.
+// stand-ins; chain history and wallet_history go to the node stand-in.
 struct Deployment {
     explicit Deployment(const std::string& name) : dir(name) {
         write_file(routes, routes_with_targets(source_dir() / "conf" / "routes.hive.json",
-                                               {{"node", node.http_url()}, {"social", social.ws_url()}, {"wallet_indexer", node.http_url()}}));
+                                               {{"node", node.http_url()},
+                                                {"hafah", node.http_url()},
+                                                {"social", social.ws_url()},
+                                                {"wallet_indexer", node.http_url()}}));
     }
     Backend node{"node"}, social{"social"};
     RedisServer redis;

@@ -14,7 +14,8 @@ struct Expectation {
     const char* target;
 };
 
-// Every row of spec 001's routing map, with the specific-before-catch-all cases.
+// Every row of spec 001's routing map, with the specific-before-catch-all cases;
+// chain history goes to the HAfAH target, as on public nodes (issue 35).
 const std::vector<Expectation> kHiveMap = {
     {"bridge.get_ranked_posts", "social"},
     {"bridge.get_profile", "social"},
@@ -35,8 +36,15 @@ const std::vector<Expectation> kHiveMap = {
     {"condenser_api.broadcast_transaction", "node"},
     {"condenser_api.broadcast_transaction_synchronous", "node"},
     {"network_broadcast_api.broadcast_transaction", "node"},
-    {"condenser_api.get_account_history", "node"},
-    {"account_history_api.get_ops_in_block", "node"},
+    {"condenser_api.get_account_history", "hafah"},
+    {"condenser_api.get_ops_in_block", "hafah"},
+    {"condenser_api.enum_virtual_ops", "hafah"},
+    {"condenser_api.get_transaction", "hafah"},
+    {"condenser_api.get_transaction_hex", "node"},  // get_transaction$ is exact: the catch-all wins
+    {"account_history_api.get_account_history", "hafah"},
+    {"account_history_api.get_ops_in_block", "hafah"},
+    {"account_history_api.enum_virtual_ops", "hafah"},
+    {"account_history_api.get_transaction", "hafah"},
     {"condenser_api.get_accounts", "node"},
     {"condenser_api.get_dynamic_global_properties", "node"},
     {"condenser_api.get_follow_count_x", "node"},  // get_follow_count$ is exact: the catch-all wins
@@ -120,17 +128,19 @@ std::string legacy_call(const std::string& dotted, const std::string& inner_para
 
 }  // namespace
 
-// node over HTTP, social over WebSocket, wallet_indexer over a unix socket.
+// node and hafah over HTTP, social over WebSocket, wallet_indexer over a unix socket.
 class HiveRoutingMap : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         node = std::make_unique<Backend>("node");
+        hafah = std::make_unique<Backend>("hafah");
         social = std::make_unique<Backend>("social");
         wallet = std::make_unique<Backend>("wallet_indexer", Backend::Options{true, 1500});
         dir = std::make_unique<TempDir>("router-hive");
         fs::path routes = dir->path() / "routes.json";
         write_file(routes, routes_with_targets(source_dir() / "conf" / "routes.hive.json",
                                                {{"node", node->http_url()},
+                                                {"hafah", hafah->http_url()},
                                                 {"social", social->ws_url()},
                                                 {"wallet_indexer", wallet->sock_url()}}));
         redis = std::make_unique<RedisServer>();
@@ -140,13 +150,14 @@ protected:
         nginx.reset();
         redis.reset();
         node.reset();
+        hafah.reset();
         social.reset();
         wallet.reset();
         dir.reset();
     }
     void TearDown() override { EXPECT_TRUE(nginx->fatal_log_lines().empty()); }
 
-    static inline std::unique_ptr<Backend> node, social, wallet;
+    static inline std::unique_ptr<Backend> node, hafah, social, wallet;
     static inline std::unique_ptr<TempDir> dir;
     static inline std::unique_ptr<RedisServer> redis;
     static inline std::unique_ptr<NginxServer> nginx;

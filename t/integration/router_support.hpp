@@ -4,6 +4,7 @@
 // blocking WebSocket client built on the module's own frame codec.
 #pragma once
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -192,8 +193,17 @@ inline std::string rpc(const std::string& method, const std::string& params = ""
 // A blocking WebSocket client (the test's side of the connection).
 class WsClient {
 public:
-    explicit WsClient(std::uint16_t port, const std::string& path = "/") {
+    // `source`: a loopback address to connect from (a client address of its own).
+    explicit WsClient(std::uint16_t port, const std::string& path = "/", const std::string& source = "") {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (!source.empty()) {
+            sockaddr_in local{};
+            local.sin_family = AF_INET;
+            if (::inet_pton(AF_INET, source.c_str(), &local.sin_addr) != 1 ||
+                ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+                throw std::runtime_error("bind " + source);
+            }
+        }
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
         addr.sin_port = htons(port);

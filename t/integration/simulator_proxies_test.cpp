@@ -3,8 +3,11 @@
 // them: each refusal byte for byte where a client depends on it.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
+#include <vector>
 
+#include "harness/harness.hpp"
 #include "harness/node_sim.hpp"
 
 using namespace harness;
@@ -107,4 +110,20 @@ TEST(SimulatorProxies, PoolMembersHaveTheirOwnHeadAndALaggingHistory) {
     EXPECT_EQ(json_array_size(json_object_get(json_object_get(ops.get(), "result"), "ops")), 0u);
     auto older = lagging.call("account_history_api.get_ops_in_block", R"({"block_num":860,"only_virtual":false,"include_reversible":true})");
     EXPECT_GT(json_array_size(json_object_get(json_object_get(older.get(), "result"), "ops")), 0u);
+}
+
+// /sim/status counts the JSON-RPC requests being handled and their most at
+// once (what a router's upstream bound must keep low); reset_peak starts the
+// peak over from the requests in flight.
+TEST(SimulatorProxies, StatusCountsConcurrentRequestsAndTheirPeak) {
+    NodeSimulator sim(synthetic({"--call-latency-ms", "2000"}));
+    const std::string call = R"({"jsonrpc":"2.0","id":1,"method":"condenser_api.get_dynamic_global_properties","params":[]})";
+    std::vector<std::future<long>> calls;
+    for (int i = 0; i < 3; ++i) calls.push_back(std::async(std::launch::async, [&] { return sim.rpc(call).status; }));
+    EXPECT_TRUE(wait_until([&] { return status_number(sim.status(), "rpc_in_flight") == 3; }));
+    for (auto& c : calls) EXPECT_EQ(c.get(), 200);
+    const std::string status = sim.status();
+    EXPECT_EQ(status_number(status, "rpc_in_flight"), 0) << status;
+    EXPECT_EQ(status_number(status, "rpc_in_flight_peak"), 3) << status;
+    EXPECT_EQ(status_number(sim.control(R"({"reset_peak": true})"), "rpc_in_flight_peak"), 0);
 }

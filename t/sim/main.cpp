@@ -20,6 +20,8 @@ Chain (one of):
   --length N                initial head block (synthetic default 1000; real: the fixtures' head)
   --naming current|legacy   field names of current hived or of a Steem-era node (synthetic chain)
   --pathological-every N    block N is huge when N % every == every/2 (default 100000, 0 = never)
+  --full-block-every N      only every Nth block has transactions and payouts, the others
+                            just their producer_reward (default 1: all full)
   --history-blocks N        synthetic account history covers the latest N blocks (default 20000)
   --ledger                  synthetic chain kept by a ledger: payable operations, find_accounts/get_accounts
 Head and irreversibility:
@@ -116,6 +118,9 @@ int main(int argc, char** argv) {
             naming_given = true;
         } else if (flag == "--pathological-every") {
             options.synthetic.pathological_every = static_cast<std::uint32_t>(number(flag, value()));
+        } else if (flag == "--full-block-every") {
+            options.synthetic.full_block_every = static_cast<std::uint32_t>(number(flag, value()));
+            if (options.synthetic.full_block_every == 0) fail("--full-block-every must be at least 1");
         } else if (flag == "--history-blocks") {
             options.history_blocks = static_cast<std::uint32_t>(number(flag, value()));
         } else if (flag == "--block-interval-ms") {

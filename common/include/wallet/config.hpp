@@ -142,6 +142,13 @@ std::string settings_help(Component component);
 std::string make_postgres_url(const std::string& user, const std::string& password,
                               const std::string& host, std::uint16_t port, const std::string& database);
 
+// The libpq connection options of a hand-written postgresql:// URL (the
+// variable `name`), parsed as libpq parses it, empty values left out. The
+// error names the variable, quotes libpq's message without the credentials,
+// and says how to percent-encode them: a password with an unencoded `/` or
+// `@` parses into a wrong port or host, which is refused here too.
+Result<std::map<std::string, std::string>> parse_postgres_url(const std::string& name, const std::string& url);
+
 bool is_loopback_host(const std::string& host);
 
 // The KEY=VALUE lines of a settings file as systemd's EnvironmentFile= reads

@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <memory>
-
-#include <libpq-fe.h>
+#include <utility>
 
 #include "wallet/cursor.hpp"
 
@@ -105,17 +103,9 @@ std::string numeric_address(const std::string& host) {
 }  // namespace
 
 Result<std::vector<std::map<std::string, std::string>>> nonblocking_conninfo(const std::string& url) {
-    char* error = nullptr;
-    std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> options(PQconninfoParse(url.c_str(), &error),
-                                                                        &PQconninfoFree);
-    if (!options) {
-        if (error != nullptr) PQfreemem(error);
-        return make_error("invalid API_DATABASE_URL");
-    }
-    std::map<std::string, std::string> common;
-    for (PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
-        if (o->val != nullptr && o->val[0] != '\0') common[o->keyword] = o->val;
-    }
+    auto parsed = parse_postgres_url("API_DATABASE_URL", url);
+    if (!parsed) return make_error(parsed.error());
+    std::map<std::string, std::string> common = std::move(parsed).value();
     // sslmode keeps libpq's meaning (absent is prefer: TLS whenever the
     // server offers it); PQconnectPoll negotiates TLS without blocking, and
     // the pool follows libpq when allow/prefer retry on a new socket. GSS

@@ -743,7 +743,7 @@ std::string totals_result(const PageQuery& query, PGresult* rows) {
     return out;
 }
 
-std::string status_result(PGresult* rows) {
+std::string status_result(PGresult* rows, const PoolSize& pool) {
     namespace col = status_column;
     const bool one = PQntuples(rows) == 1;
     const bool indexed = one && !is_null(rows, 0, col::kIndexedBlock);
@@ -782,7 +782,11 @@ std::string status_result(PGresult* rows) {
         out += ",\"outdated\":{\"from\":" + std::string(text_of(rows, 0, col::kOutdatedFrom)) +
                ",\"to\":" + std::string(text_of(rows, 0, col::kOutdatedTo)) + '}';
     }
-    out += "}}";
+    out += '}';
+    // Additive: the most connections to each database, all nginx workers
+    // together and one worker (the metrics' wallet_history_db_connections_*).
+    out += ",\"db_connections\":{\"max\":" + std::to_string(pool.per_database()) +
+           ",\"per_worker_max\":" + std::to_string(pool.per_worker) + "}}";
     return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include <libpq-fe.h>
 
+#include "api_config.hpp"
 #include "api_request.hpp"
 #include "api_sql.hpp"
 #include "wallet/cursor.hpp"
@@ -65,7 +66,9 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
 std::string totals_result(const PageQuery& query, PGresult* rows);
 // The account id and generation a totals statement used (none: no such account).
 std::optional<RememberedAccount> totals_account(PGresult* rows);
-std::string status_result(PGresult* rows);
+// `pool`: the database connections this API opens at most (the additive
+// `db_connections`, after every field of the spec's status object).
+std::string status_result(PGresult* rows, const PoolSize& pool);
 std::string methods_result();
 
 }  // namespace wallet::api

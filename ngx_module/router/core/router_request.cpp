@@ -30,6 +30,7 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
     }
     // The envelope's members in one pass (the first of a name counts, as with member()).
     std::optional<std::size_t> id, version, method, params;
+    bool id_twice = false;
     std::size_t key = node + 1;
     std::string key_scratch;
     for (std::uint32_t i = 0; i < doc.node(node).count; ++i) {
@@ -40,8 +41,19 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
                                            : name == "method"  ? &method
                                            : name == "params"  ? &params
                                                                : nullptr;
+        id_twice = id_twice || (slot == &id && id);
         if (slot != nullptr && !*slot) *slot = value;
         key = doc.node(value).next;
+    }
+    // The router would read one of two same-named members (a block_num that
+    // decides how long an answer is cached) and the target maybe the other:
+    // this call is refused, with its id unless that is what is named twice.
+    if (doc.has_duplicate_keys(node)) {
+        if (id && !id_twice && (doc.kind(*id) == JsonKind::String || doc.kind(*id) == JsonKind::Number)) {
+            call.id = std::string(doc.text(*id));
+        }
+        call.error = invalid("Invalid Request: an object names a member twice");
+        return;
     }
     if (id) {
         JsonKind k = doc.kind(*id);
@@ -220,12 +232,6 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
     }
     if (status != JsonParseStatus::Ok) {
         plan.error = jsonrpc::ErrorInfo{rpc::kParseError, "Parse error: " + doc.error()};
-        return plan;
-    }
-    // The router would read one of two same-named members (a block_num that
-    // decides how long an answer is cached) and the target maybe the other.
-    if (doc.has_duplicate_keys()) {
-        plan.error = invalid("Invalid Request: an object names a member twice");
         return plan;
     }
     if (doc.kind(0) == JsonKind::Array) {

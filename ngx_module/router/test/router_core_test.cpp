@@ -337,11 +337,27 @@ TEST(RouterRequest, DuplicateMembersAreRefused) {
     auto twice = plan_request(
         R"({"jsonrpc":"2.0","method":"block_api.get_block_header","params":{"block_num":1,"block_num":99999999},"id":1})",
         t, limits);
-    ASSERT_TRUE(twice.error);
-    EXPECT_EQ(twice.error->code, -32600);
-    EXPECT_EQ(twice.error->message, "Invalid Request: an object names a member twice");
-    auto in_batch = plan_request(R"([{"jsonrpc":"2.0","method":"a.b","id":1,"id":2}])", t, limits);
-    EXPECT_TRUE(in_batch.error);
+    ASSERT_FALSE(twice.error);
+    ASSERT_EQ(twice.calls.size(), 1u);
+    ASSERT_TRUE(twice.calls[0].error);
+    EXPECT_EQ(twice.calls[0].error->code, -32600);
+    EXPECT_EQ(twice.calls[0].error->message, "Invalid Request: an object names a member twice");
+    EXPECT_EQ(twice.calls[0].id, "1");
+    // In a batch only the element that names a member twice is refused, with
+    // its id unless the id is what it names twice.
+    auto in_batch = plan_request(R"([{"jsonrpc":"2.0","method":"a.b","id":"x","params":[{"k":1,"k":2}]},)"
+                                 R"({"jsonrpc":"2.0","method":"condenser_api.get_config","id":7},)"
+                                 R"({"jsonrpc":"2.0","method":"a.b","id":1,"id":2}])",
+                                 t, limits);
+    ASSERT_FALSE(in_batch.error);
+    ASSERT_EQ(in_batch.calls.size(), 3u);
+    ASSERT_TRUE(in_batch.calls[0].error);
+    EXPECT_EQ(in_batch.calls[0].error->code, -32600);
+    EXPECT_EQ(in_batch.calls[0].id, "\"x\"");
+    EXPECT_FALSE(in_batch.calls[1].error);
+    EXPECT_EQ(in_batch.calls[1].id, "7");
+    ASSERT_TRUE(in_batch.calls[2].error);
+    EXPECT_EQ(in_batch.calls[2].id, "null");
     EXPECT_FALSE(plan_request(R"({"jsonrpc":"2.0","method":"a.b","params":{"x":{"k":1},"y":{"k":2}},"id":1})", t, limits).error);
 }
 

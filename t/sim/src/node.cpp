@@ -82,6 +82,23 @@ struct View {
     }
 };
 
+// Counts one request in flight for its lifetime and raises the peak.
+class InFlight {
+public:
+    InFlight(std::atomic<std::uint32_t>& count, std::atomic<std::uint32_t>& peak) : count_(count) {
+        const std::uint32_t now = count_.fetch_add(1) + 1;
+        std::uint32_t seen = peak.load();
+        while (seen < now && !peak.compare_exchange_weak(seen, now)) {
+        }
+    }
+    ~InFlight() { count_.fetch_sub(1); }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+private:
+    std::atomic<std::uint32_t>& count_;
+};
+
 }  // namespace
 
 namespace {
@@ -126,6 +143,10 @@ struct Node::Impl {
     std::uint64_t faults_left = 0;  // with faults.count
 
     std::atomic<std::uint64_t> rpc_requests{0};
+    // JSON-RPC requests being handled now, and the most at once since the
+    // start or the last {"reset_peak": true} (what a router's upstream bound keeps low).
+    std::atomic<std::uint32_t> rpc_in_flight{0};
+    std::atomic<std::uint32_t> rpc_in_flight_peak{0};
     std::atomic<std::uint64_t> faults_injected{0};
     // The proxy in front (options.proxy).
     AnswerCache answer_cache;
@@ -1074,6 +1095,7 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
         }
     }
     std::uint64_t request_number = rpc_requests.fetch_add(1);
+    InFlight in_flight(rpc_in_flight, rpc_in_flight_peak);
     json_error_t parse_error;
     wallet::JsonPtr body = wallet::json_own(parse_json(request.body, &parse_error));
     if (body && json_is_array(body.get()) && proxy.batch_limit > 0 && json_array_size(body.get()) > proxy.batch_limit) {
@@ -1192,6 +1214,8 @@ std::string Node::Impl::status_json() {
     out.raw(options.synthetic.naming == Naming::legacy ? "legacy" : "current");
     out.raw("\",\"pathological_every\":");
     out.uint(options.synthetic.pathological_every);
+    out.raw(",\"full_block_every\":");
+    out.uint(options.synthetic.full_block_every);
     std::lock_guard lock(mutex);
     out.raw(",\"block_interval_ms\":");
     out.integer(block_interval.count());
@@ -1224,6 +1248,10 @@ std::string Node::Impl::status_json() {
         out.null();
     out.raw("},\"rpc_requests\":");
     out.uint(rpc_requests.load());
+    out.raw(",\"rpc_in_flight\":");
+    out.uint(rpc_in_flight.load());
+    out.raw(",\"rpc_in_flight_peak\":");
+    out.uint(rpc_in_flight_peak.load());
     out.raw(",\"faults_injected\":");
     out.uint(faults_injected.load());
     out.raw(",\"proxy\":{\"kind\":\"");
@@ -1359,6 +1387,10 @@ void Node::Impl::handle_control(const wallet::HttpRequest& request, wallet::Http
             std::erase_if(forks, [&](const Fork& fork) { return fork.from >= from; });
             forks.push_back({from, splitmix64(options.synthetic.seed ^ splitmix64(++forks_made))});
             fork_from = from;
+        }
+        if (const json_t* value = json_object_get(spec, "reset_peak")) {
+            if (!json_is_boolean(value)) return refuse("reset_peak must be a boolean");
+            if (json_is_true(value)) rpc_in_flight_peak = rpc_in_flight.load();
         }
         if (json_object_get(spec, "faults") != nullptr) {
             std::string error;

@@ -378,7 +378,8 @@ void SyntheticChain::derive(std::uint32_t num, std::uint64_t salt, SynBlock& blo
         emit(op);
     };
 
-    const std::uint32_t transactions = 15 + rng.below(31);
+    const bool light = options_.full_block_every > 1 && num % options_.full_block_every != 0;
+    const std::uint32_t transactions = light ? 0 : 15 + rng.below(31);
     for (trx = 0; trx < transactions; ++trx) {
         op_in_trx = 0;
         std::uint32_t pick = rng.below(10000);
@@ -566,6 +567,7 @@ void SyntheticChain::derive(std::uint32_t num, std::uint64_t salt, SynBlock& blo
         op.x = 470000000 + rng.below(20000000);
         emit(op);
     }
+    if (light) return;
     const std::uint32_t payouts = is_pathological(num) ? 600 + rng.below(200) : rng.below(4);
     std::vector<std::pair<std::uint32_t, std::uint64_t>> paid_out;  // comment_payout_update order
     for (std::uint32_t p = 0; p < payouts; ++p) {

@@ -101,6 +101,10 @@ struct SyntheticOptions {
     Naming naming = Naming::current;
     // Block N is pathological (thousands of reward payouts) when N % every == every / 2; 0: never.
     std::uint32_t pathological_every = 100000;
+    // Only block N with N % every == 0 carries transactions and payouts; the
+    // others carry their producer_reward alone, as many real blocks are light
+    // (tests that need long ranges, not the density). 1: every block is full.
+    std::uint32_t full_block_every = 1;
     std::uint32_t accounts = 20000;
     // Ledger mode (`--ledger`): operations made payable by the chain's ledger
     // (ledger.hpp), which serves every account's balances at the head.

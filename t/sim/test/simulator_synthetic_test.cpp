@@ -106,6 +106,23 @@ TEST(SimulatorSynthetic, PathologicalBlocksHoldThousandsOfVirtualOps) {
     EXPECT_LT(block.ops.size(), 1000u);
 }
 
+TEST(SimulatorSynthetic, ASparseChainKeepsItsFullBlocksAndRewardsEveryOther) {
+    auto dense = chain_with(9);
+    sim::SyntheticOptions options;
+    options.seed = 9;
+    options.full_block_every = 100;
+    sim::SyntheticChain sparse(options);
+    // Every 100th block as on the dense chain; the others hold their producer_reward alone.
+    EXPECT_EQ(serve(sparse, 4200, sim::Form::nai), serve(dense, 4200, sim::Form::nai));
+    sim::SynBlock block;
+    sparse.generate(4201, 0, block);
+    ASSERT_EQ(block.ops.size(), 1u);
+    EXPECT_EQ(block.ops[0].kind, sim::Kind::producer_reward);
+    EXPECT_EQ(block.transactions, 0u);
+    dense.generate(4201, 0, block);
+    EXPECT_GT(block.ops.size(), 10u);
+}
+
 TEST(SimulatorSynthetic, LegacyNamingIsSteemEra) {
     auto current = chain_with(11);
     auto legacy = chain_with(11, sim::Naming::legacy);

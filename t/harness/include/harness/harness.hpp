@@ -51,6 +51,11 @@ private:
 // A loopback TCP port that was free a moment ago.
 std::uint16_t free_port();
 
+// True in the sanitizer build (preset asan), where every process of ours runs
+// several times slower: a run that proves a size rather than a code path
+// takes a smaller size there (the code paths are the same).
+bool sanitized_build();
+
 // Keeps a loopback TCP port bound without listening, so that a connection to
 // it is refused and free_port() gives it to no other server, also to none of
 // a test running beside this one: a stopped server's port stays dead until
@@ -153,6 +158,12 @@ public:
     void start();
     // Runs SQL as the superuser in the database, returns rows as text (tab-separated columns).
     std::vector<std::string> query(const std::string& sql, const std::string& database = "wallet") const;
+    // query() on fresh statistics, for reading a whole table through the events
+    // view of 0001, which joins every event to its block's stored operations.
+    // Right after a load, before autovacuum has analysed the new rows, the
+    // planner may expand a block's operations once per event of the block:
+    // quadratic, minutes for one block of thousands of operations.
+    std::vector<std::string> query_analyzed(const std::string& sql, const std::string& database = "wallet") const;
 
 private:
     TempDir dir_;
