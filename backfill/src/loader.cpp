@@ -256,6 +256,7 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         counters_.blocks += last - first + 1;
         counters_.events += written->offered;
         counters_.rows_inserted += written->inserted;
+        counters_.balance_undecodable += written->balance_undecodable;
     }
     ++counters_.shards_done;
     return true;

@@ -236,7 +236,8 @@ void log_summary(const Loader& loader, const NodePool& pool, const std::optional
              with_thousands(static_cast<std::int64_t>(static_cast<double>(c.blocks) / rate_base)) + " blocks/s, " +
              with_thousands(static_cast<std::int64_t>(static_cast<double>(c.events) / rate_base)) + " rows/s; " +
              with_thousands(c.shards_done) + " shards finished, " + with_thousands(c.takeovers) + " taken over, " +
-             with_thousands(c.lost_shards) + " lost to other workers, " + with_thousands(c.write_retries) + " write retries");
+             with_thousands(c.lost_shards) + " lost to other workers, " + with_thousands(c.write_retries) + " write retries, " +
+             with_thousands(c.balance_undecodable) + " events without readable balance changes");
     for (const auto& node : pool.health()) {
         std::string kinds;
         for (int kind = 1; kind < 9; ++kind) {

@@ -14,6 +14,7 @@
 #include "wallet/decoder_version.hpp"
 #include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
+#include "wallet/log.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/operation_types.hpp"
 #include "wallet/pg.hpp"
@@ -625,7 +626,17 @@ class BalanceSums {
 public:
     Result<bool> add_event(const WalletEvent& event, int sign, const BalanceRules& rules) {
         auto changes = balance_changes(event, rules.assets, rules.forks);
-        if (!changes) return make_error("balance changes: " + changes.error());
+        if (!changes) {
+            // Stored without its changes, listed so that the balances it may
+            // move are refused (wallet_balance_undecodable): one odd
+            // operation never stops a load.
+            if (sign > 0) {
+                undecodable_.push_back({storable_text(event.account), event.block_num, event.block_seq.value_or(0),
+                                        role_code(event.role), operation_type_id(event.op_type), event.op_type,
+                                        changes.error()});
+            }
+            return true;
+        }
         const std::int64_t seconds = event.timestamp.seconds() - kFirstDaySeconds;
         const std::int64_t day = (seconds - (seconds < 0 ? kSecondsPerDay - 1 : 0)) / kSecondsPerDay;
         if (day < std::numeric_limits<std::int16_t>::min() || day > std::numeric_limits<std::int16_t>::max()) {
@@ -635,7 +646,10 @@ public:
             // Kept for the block-order pass, under the account the change
             // is of: the stateful kinds, and the savings withdrawals they
             // may cancel (their request_id and amount).
-            if (change.kind != ChangeKind::add || change.request_id) {
+            // Also a change of another account than the event's (a routed
+            // fill_vesting_withdraw's sender): get_balances reads that
+            // account's events of a day by the account and its pending rows.
+            if (change.kind != ChangeKind::add || change.request_id || change.account != storable_text(event.account)) {
                 pending_.emplace(storable_text(change.account), event.block_num, event.block_seq.value_or(0),
                                  role_code(event.role));
                 if (change.kind != ChangeKind::add) continue;
@@ -654,6 +668,7 @@ public:
         std::vector<std::string> names;
         for (const auto& [key, sum] : adds_) names.push_back(std::get<0>(key));
         for (const auto& key : pending_) names.push_back(std::get<0>(key));
+        for (const auto& event : undecodable_) names.push_back(event.account);
         auto resolved = ids.resolve_names(conn, std::move(names));
         if (!resolved) return make_error(resolved.error());
         std::map<std::tuple<std::int32_t, std::int64_t, int>, Decimal::Units> by_id;
@@ -701,12 +716,40 @@ public:
                                         {accounts + "}", blocks + "}", seqs + "}", roles + "}"});
             if (!kept) return make_error("balance pending: " + kept.error());
         }
+        for (const auto& event : undecodable_) {
+            const auto id = ids.find(event.account);
+            if (!id) return make_error("account " + event.account + " has no id");
+            auto listed = pg::exec_params(
+                conn,
+                "INSERT INTO wallet_balance_undecodable (account_id, block_num, block_seq, role, op_type, decoder_version, problem)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                {std::to_string(*id), std::to_string(event.block_num), std::to_string(event.block_seq),
+                 std::to_string(event.role), std::to_string(event.op_type), std::to_string(kDecoderVersion),
+                 event.problem});
+            if (!listed) return make_error("balance undecodable: " + listed.error());
+            log_warning("balance changes of block " + std::to_string(event.block_num) + " " +
+                        event.op_type_name + " (account " + event.account +
+                        ") not readable, stored without them: " + event.problem);
+        }
         return true;
     }
+
+    // Events stored without their balance changes (the decoder could not read them).
+    std::int64_t undecodable() const { return static_cast<std::int64_t>(undecodable_.size()); }
 
 private:
     std::map<std::tuple<std::string, std::int64_t, int>, Decimal::Units> adds_;  // (account, day, component)
     std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> pending_;  // (account, block, seq, role)
+    struct Undecodable {
+        std::string account;
+        std::int64_t block_num;
+        std::int64_t block_seq;
+        int role;
+        int op_type;
+        std::string op_type_name;
+        std::string problem;
+    };
+    std::vector<Undecodable> undecodable_;
 };
 
 // {"a","b"} with every element quoted, for a text[] parameter.
@@ -831,6 +874,7 @@ Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vect
     }
     auto written = sums.write(conn, ids);
     if (!written) return make_error(written.error());
+    counts.balance_undecodable = sums.undecodable();
     return counts;
 }
 
@@ -873,6 +917,8 @@ Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num, c
     if (!written) return make_error("delete: " + written.error());
     auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_pending WHERE block_num > $1::integer", {above});
     if (!pending) return make_error("delete: " + pending.error());
+    auto undecodable = pg::exec_params(conn, "DELETE FROM wallet_balance_undecodable WHERE block_num > $1::integer", {above});
+    if (!undecodable) return make_error("delete: " + undecodable.error());
     auto deleted = pg::exec_params(conn, "DELETE FROM wallet_events WHERE block_num > $1::integer", {above});
     if (!deleted) return make_error("delete: " + deleted.error());
     auto blocks = pg::exec_params(conn, "DELETE FROM wallet_blocks WHERE block_num > $1::integer", {above});

@@ -368,7 +368,8 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     checkpoint_ = batch.checkpoint;
     report_recovery();
     const bool at_target = last >= target;
-    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target);
+    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target,
+                           counts->balance_undecodable);
     if (fork_point) {
         log_info("fork reconciled: blocks " + std::to_string(first) + ".." + std::to_string(last) + " re-indexed");
     }

@@ -42,6 +42,7 @@ enum class WriteMethod { CopyMerge, MultiRowInsert, CopyOnly };
 struct WriteCounts {
     std::int64_t offered = 0;   // events passed in
     std::int64_t inserted = 0;  // rows new to the table (the rest were already there)
+    std::int64_t balance_undecodable = 0;  // of them, stored without balance changes (wallet_balance_undecodable)
 };
 
 // The shapes of asset lists `assets` stores as amounts alone (migration
