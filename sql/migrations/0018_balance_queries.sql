@@ -39,3 +39,38 @@ END $$;
 
 GRANT SELECT ON wallet_balance_undecodable TO wallet_api_reader;
 GRANT EXECUTE ON FUNCTION wallet_balance_readiness(smallint) TO wallet_api_reader;
+
+-- get_balances' rows (ngx_module/api/core/api_balances.cpp reads them): $1
+-- the account, $2 the block (NULL: the indexed block), $3 the decoder
+-- version. A header row (kind 0: indexed block, the block, the account id,
+-- the readiness above and the account's first undecodable event at or below
+-- the block), the account's day sums of every day up to the block's except
+-- the replayed days (kind 1: day, component, units), and the events of the
+-- replayed days (kind 2: block, block_seq, epoch, account, role, op type,
+-- payload): the day of the last stored block at or below the block (up to
+-- the block), and the days of the account's pending events. A replayed day's
+-- events are the account's own and those of its pending rows that are another
+-- account's (a change of the account carried by that account's event); the
+-- account's own pending events are on replayed days already. Days are
+-- wallet_balance_daily's. A function so that it runs with jit off: its
+-- estimates (the laterals' row counts) make PostgreSQL compile it for
+-- seconds to run it in milliseconds.
+CREATE FUNCTION wallet_balance_rows(account text, at_block integer, current_version smallint)
+RETURNS TABLE (kind integer, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, n6 bigint,
+               t1 text, t2 text, t3 text, t4 text)
+LANGUAGE sql STABLE SET jit = off AS $$
+WITH st AS (SELECT s.indexed_block, coalesce($2, s.indexed_block) AS at_block,  (SELECT id FROM wallet_accounts WHERE name = $1) AS account_id FROM wallet_store_state s),
+   ready AS (SELECT * FROM wallet_balance_readiness($3)),
+   tip AS (SELECT w.ts FROM wallet_blocks w, st WHERE w.block_num <= st.at_block ORDER BY w.block_num DESC LIMIT 1),
+   pending AS (SELECT p.block_num, p.block_seq, p.role FROM wallet_balance_pending p, st  WHERE p.account_id = st.account_id AND p.block_num <= st.at_block),
+   replayed AS (SELECT DISTINCT floor((extract(epoch FROM d.ts) - 1451606400) / 86400)::integer AS day  FROM (SELECT ts FROM tip UNION ALL SELECT w.ts FROM pending p JOIN wallet_blocks w ON w.block_num = p.block_num) d),
+   ranges AS (SELECT wallet_first_block_at(to_timestamp(1451606400 + r.day * 86400::bigint)) AS first_block,  least(wallet_first_block_at(to_timestamp(1451606400 + (r.day + 1) * 86400::bigint)) - 1, st.at_block) AS last_block  FROM replayed r, st),
+   undecodable AS (SELECT u.block_num, u.op_type FROM wallet_balance_undecodable u, st  WHERE u.account_id = st.account_id AND u.block_num <= st.at_block ORDER BY u.block_num LIMIT 1)
+   SELECT 0 AS kind, st.indexed_block::bigint, st.at_block::bigint, st.account_id::bigint, r.first_block::bigint,  r.loading_from::bigint, r.missing_through::bigint, r.outdated_from::text, r.outdated_to::text,  (SELECT block_num::text FROM undecodable), (SELECT wallet_op_type_name(op_type) FROM undecodable)  FROM st, ready r
+   UNION ALL SELECT 1, d.day::bigint, d.component::bigint, d.units, NULL, NULL, NULL, NULL, NULL, NULL, NULL  FROM wallet_balance_daily d, st WHERE d.account_id = st.account_id   AND d.day <= (SELECT max(day) FROM replayed) AND d.day NOT IN (SELECT day FROM replayed)
+   UNION ALL SELECT 2, e.block_num::bigint, e.block_seq::bigint, extract(epoch FROM e.ts)::bigint,  NULL::bigint, NULL::bigint, NULL::bigint, a.name::text, wallet_role_name(e.role)::text,  wallet_op_type_name(e.op_type)::text, wallet_operation_payload(b.ops -> e.block_seq::text, e.block_num, e.ts,   e.op_in_trx, e.virtual_op, e.trx_id, e.op_type)::text
+   FROM (SELECT o.* FROM ranges g CROSS JOIN LATERAL (SELECT * FROM wallet_events o    WHERE o.account_id = (SELECT account_id FROM st) AND o.wide IN (false, true)     AND o.block_num BETWEEN g.first_block AND g.last_block) o
+   UNION ALL SELECT o.* FROM pending p CROSS JOIN LATERAL (SELECT * FROM wallet_events o    WHERE o.block_num = p.block_num AND o.block_seq = p.block_seq AND o.role = p.role     AND o.account_id <> (SELECT account_id FROM st)) o) e
+   JOIN wallet_accounts a ON a.id = e.account_id JOIN wallet_blocks b ON b.block_num = e.block_num
+$$;
+GRANT EXECUTE ON FUNCTION wallet_balance_rows(text, integer, smallint) TO wallet_api_reader;
