@@ -93,6 +93,7 @@ std::string body_excerpt(std::string_view body) {
 struct ReceiveState {
     std::string* body;
     std::size_t limit;
+    CURL* curl;
     bool oversized = false;
 };
 
@@ -102,6 +103,15 @@ std::size_t receive(char* data, std::size_t size, std::size_t count, void* user)
     if (state->body->size() + bytes > state->limit) {
         state->oversized = true;
         return 0;  // aborts the transfer
+    }
+    if (state->body->empty()) {
+        // The whole answer's room at once when its length is announced: a
+        // batch answer of megabytes is not regrown (and copied) twenty times.
+        curl_off_t length = -1;
+        if (curl_easy_getinfo(state->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length > 0 &&
+            static_cast<std::size_t>(length) <= state->limit) {
+            state->body->reserve(static_cast<std::size_t>(length));
+        }
     }
     state->body->append(data, bytes);
     return bytes;
@@ -345,8 +355,8 @@ struct NodeClient::Impl {
         if (!wait_turn()) return Attempt<std::string>::fail(NodeFailure::Stopped, "stopped");
         ++stats.attempts;
         std::string received;
-        ReceiveState state{&received, static_cast<std::size_t>(options.max_response_bytes)};
         CURL* c = curl.get();
+        ReceiveState state{&received, static_cast<std::size_t>(options.max_response_bytes), c};
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &state);

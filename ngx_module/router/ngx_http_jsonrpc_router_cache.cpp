@@ -30,6 +30,11 @@ std::size_t stored_expiry(std::string_view stored, std::int64_t& expires) {
 
 // ---- per-worker memory layer ---------------------------------------------------------
 
+// A segmented LRU: entries come in on probation, and one asked for again
+// moves to the protected segment (at most 4/5 of the bytes). Eviction takes
+// the oldest entry on probation first: a client spraying distinct keys, each
+// asked once, churns only probation, and the entries clients ask for again
+// stay.
 class MemoryCache {
 public:
     void configure(std::size_t capacity) { capacity_ = std::max(capacity_, capacity); }
@@ -38,40 +43,62 @@ public:
     const std::string* lookup(const std::string& key, std::int64_t now_ms) {
         auto it = entries_.find(key);
         if (it == entries_.end()) return nullptr;
-        if (it->second.expires_ms <= now_ms) {
+        Entry& entry = it->second;
+        if (entry.expires_ms <= now_ms) {
             erase(it);
             return nullptr;
         }
-        lru_.splice(lru_.begin(), lru_, it->second.position);
-        return &it->second.value;
+        const bool was_protected = std::exchange(entry.protected_, true);
+        if (!was_protected) protected_bytes_ += size_of(*it);
+        protected_.splice(protected_.begin(), was_protected ? protected_ : probation_, entry.position);
+        // Over its share, the protected segment's oldest go back on probation.
+        while (protected_bytes_ > capacity_ / 5 * 4 && protected_.size() > 1) {
+            auto oldest = entries_.find(protected_.back());
+            oldest->second.protected_ = false;
+            protected_bytes_ -= size_of(*oldest);
+            probation_.splice(probation_.begin(), protected_, std::prev(protected_.end()));
+        }
+        return &entry.value;
     }
 
     void store(const std::string& key, std::string_view value, std::int64_t expires_ms) {
         if (capacity_ == 0 || value.size() + key.size() > capacity_ / 8) return;
         auto it = entries_.find(key);
         if (it != entries_.end()) erase(it);
-        lru_.push_front(key);
-        entries_.emplace(key, Entry{std::string(value), expires_ms, lru_.begin()});
+        probation_.push_front(key);
+        entries_.emplace(key, Entry{std::string(value), expires_ms, probation_.begin(), false});
         bytes_ += key.size() + value.size();
-        while (bytes_ > capacity_ && !lru_.empty()) erase(entries_.find(lru_.back()));
+        while (bytes_ > capacity_ && !(probation_.empty() && protected_.empty())) {
+            erase(entries_.find(probation_.empty() ? protected_.back() : probation_.back()));
+        }
     }
 
 private:
     struct Entry {
         std::string value;
         std::int64_t expires_ms;
-        std::list<std::string>::iterator position;
+        std::list<std::string>::iterator position;  // in protected_ or probation_
+        bool protected_;
     };
-    void erase(std::unordered_map<std::string, Entry>::iterator it) {
-        bytes_ -= it->first.size() + it->second.value.size();
-        lru_.erase(it->second.position);
+    using Entries = std::unordered_map<std::string, Entry>;
+    static std::size_t size_of(const Entries::value_type& e) { return e.first.size() + e.second.value.size(); }
+    void erase(Entries::iterator it) {
+        bytes_ -= size_of(*it);
+        if (it->second.protected_) {
+            protected_bytes_ -= size_of(*it);
+            protected_.erase(it->second.position);
+        } else {
+            probation_.erase(it->second.position);
+        }
         entries_.erase(it);
     }
 
     std::size_t capacity_ = 0;
     std::size_t bytes_ = 0;
-    std::list<std::string> lru_;
-    std::unordered_map<std::string, Entry> entries_;
+    std::size_t protected_bytes_ = 0;
+    std::list<std::string> probation_;  // most recent first
+    std::list<std::string> protected_;  // most recent first
+    Entries entries_;
 };
 
 // ---- coalesced misses -----------------------------------------------------------------

@@ -26,9 +26,14 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     ngx_uint_t max_client_calls;
     ngx_uint_t upstream_connections;
     ngx_uint_t upstream_queue;
+    ngx_uint_t upstream_client_share;
     size_t max_response;
+    size_t max_client_response;
     size_t ws_max_output;
     ngx_msec_t ws_send_timeout;
+    size_t ws_client_output;   // queued WebSocket answers per client address and worker (reading pauses past it)
+    size_t ws_worker_output;   // queued WebSocket answers per worker (the largest queue is closed past it)
+    ngx_uint_t max_client_connections;  // router requests holding a connection, per client address and worker
     ngx_flag_t ssl_verify;
     ngx_str_t ssl_trusted_certificate;
 };

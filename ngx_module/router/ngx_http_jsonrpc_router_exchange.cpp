@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 #include <utility>
 
 #include "jsonrpc_writer.hpp"
@@ -63,6 +64,7 @@ void Call::start() {
         return;
     }
     cache_status = "MISS";
+    if (follows_) return;  // the identical call's lookup answers this one too
     Worker::get().cache().lookup(*this);
 }
 
@@ -81,15 +83,33 @@ void Call::cache_answered(CacheSource source, std::string_view stored) {
         const std::size_t space = stored_expiry(stored, expires);
         if (space != std::string_view::npos) {
             if (expires == 0 || expires > wall_clock_ms()) {
+                // The identical calls that waited are answered first: this
+                // call's end may end the exchange. `stored` stays valid: they
+                // store nothing (Memory), and this call remembers it after them.
+                for (Call* follower : std::exchange(followers_, {})) follower->cache_answered(CacheSource::Memory, stored);
                 if (source == CacheSource::Redis) Worker::get().cache().remember(*this, stored);
                 cache_status = "HIT";
                 count_cache(exchange_.instance(), *plan().route, router::CacheResult::Hit);
-                finish(router::render_cached(stored.substr(space + 1), plan().id));
+                const std::string_view result = stored.substr(space + 1);
+                // An answer that cannot fit is not built (a batch of 50 copies
+                // of one large result costs the copies that fit, no more).
+                if (const AnswerRoom room = exchange_.room_for(result.size()); room != AnswerRoom::Fits) {
+                    answer_too_large(room);
+                    return;
+                }
+                finish(router::render_cached(result, plan().id));
                 return;
             }
         }
     }
     go_upstream();
+}
+
+void Call::release_followers() {
+    for (Call* follower : std::exchange(followers_, {})) {
+        follower->follows_ = false;
+        follower->go_upstream();
+    }
 }
 
 void Call::go_upstream() {
@@ -99,10 +119,13 @@ void Call::go_upstream() {
         count_cache(exchange_.instance(), *plan().route, router::CacheResult::Coalesced);
         const router::Target& target = exchange_.instance().table.targets[plan().route->target];
         ngx_add_timer(&timer_, static_cast<ngx_msec_t>(target.timeout_ms));
-        return;
+    } else {
+        if (!plan().cache_key.empty()) count_cache(exchange_.instance(), *plan().route, router::CacheResult::Miss);
+        send_upstream();
     }
-    if (!plan().cache_key.empty()) count_cache(exchange_.instance(), *plan().route, router::CacheResult::Miss);
-    send_upstream();
+    // The identical calls of this request join this call's miss group (a
+    // transport never answers from inside submit(): this call is still here).
+    release_followers();
 }
 
 void Call::upstream_sent() {
@@ -340,20 +363,37 @@ void Call::fail(int code, const std::string& message, const std::string& detail)
 }
 
 void Call::finish(std::string text) {
+    const AnswerRoom room = exchange_.charge_response(text.size());
+    if (room != AnswerRoom::Fits) {
+        answer_too_large(room);
+        return;
+    }
+    end(std::move(text));
+}
+
+void Call::answer_too_large(AnswerRoom room) {
+    // Many large answers in one request (a batch of 50 big cached results),
+    // or in the requests of one client at once: each call over the budget
+    // gets a small error instead.
+    ngx_log_error(NGX_LOG_INFO, log(), 0, "jsonrpc_router: request_id=%s code=%d: answer over the %s budget",
+                  exchange_.request_id().c_str(), jsonrpc::code::response_too_large,
+                  room == AnswerRoom::OverClient ? "client's" : "request's");
+    const std::string message =
+        room == AnswerRoom::OverClient
+            ? "Response too large: the answers in flight of one client may hold " +
+                  std::to_string(instance().max_client_response) + " bytes; retry after the answers"
+            : "Response too large: the answers of one request may hold " + std::to_string(instance().max_response) +
+                  " bytes";
+    cache_status = "BYPASS";
+    end(wallet::jsonrpc::error_response(plan().id, jsonrpc::code::response_too_large, message, exchange_.request_id()));
+}
+
+void Call::end(std::string text) {
     if (timer_.timer_set) ngx_del_timer(&timer_);
     unpost_event(&timer_);
-    if (!exchange_.charge_response(text.size())) {
-        // Many large answers in one request (a batch of 50 big cached
-        // results): each call over the budget gets a small error instead.
-        ngx_log_error(NGX_LOG_INFO, log(), 0, "jsonrpc_router: request_id=%s code=%d: answer of %uz bytes over the budget",
-                      exchange_.request_id().c_str(), jsonrpc::code::response_too_large, text.size());
-        text = wallet::jsonrpc::error_response(
-            plan().id, jsonrpc::code::response_too_large,
-            "Response too large: the answers of one request may hold " + std::to_string(instance().max_response) +
-                " bytes",
-            exchange_.request_id());
-        cache_status = "BYPASS";
-    }
+    // Identical calls still waiting for this one's lookup (it failed
+    // before any): they go their own way.
+    release_followers();
     response = std::move(text);
     done_ = true;
     exchange_.call_finished();  // may destroy this Call: nothing after it
@@ -369,6 +409,7 @@ Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner
 Exchange::~Exchange() {
     calls_.clear();  // cancels what is still with a target or the cache
     if (client_calls_ > 0) Worker::get().client_calls().release(client_, client_calls_);
+    if (!client_.empty() && response_bytes_ > 0) Worker::get().client_calls().release_bytes(client_, response_bytes_);
 }
 
 void Exchange::start(std::string_view body) {
@@ -398,6 +439,17 @@ void Exchange::start(std::string_view body) {
     calls_.reserve(plan_.calls.size());
     for (std::size_t i = 0; i < plan_.calls.size(); ++i) calls_.push_back(std::make_unique<Call>(*this, i));
     pending_ = calls_.size();
+    // Identical cacheable calls of one request share one lookup (and one
+    // upstream request on a miss): the first looks the key up for the others.
+    if (plan_.batch) {
+        std::unordered_map<std::string_view, Call*> first_of_key;
+        for (std::size_t i = 0; i < calls_.size(); ++i) {
+            const router::CallPlan& p = plan_.calls[i];
+            if (p.error || p.cache_key.empty()) continue;
+            auto [it, fresh] = first_of_key.try_emplace(p.cache_key, calls_[i].get());
+            if (!fresh) calls_[i]->follow(*it->second);
+        }
+    }
     for (auto& call : calls_) call->start();
     started_ = true;
     if (pending_ == 0) {
@@ -424,10 +476,20 @@ void Exchange::call_finished() {
     }
 }
 
-bool Exchange::charge_response(std::size_t bytes) {
-    if (response_bytes_ + bytes > instance_.max_response) return false;
+AnswerRoom Exchange::room_for(std::size_t bytes) const {
+    if (response_bytes_ + bytes > instance_.max_response) return AnswerRoom::OverRequest;
+    if (!client_.empty() && Worker::get().client_calls().bytes(client_) + bytes > instance_.max_client_response) {
+        return AnswerRoom::OverClient;
+    }
+    return AnswerRoom::Fits;
+}
+
+AnswerRoom Exchange::charge_response(std::size_t bytes) {
+    const AnswerRoom room = room_for(bytes);
+    if (room != AnswerRoom::Fits) return room;
     response_bytes_ += bytes;
-    return true;
+    if (!client_.empty()) Worker::get().client_calls().charge_bytes(client_, bytes);
+    return room;
 }
 
 std::string Exchange::take_response() {

@@ -27,6 +27,10 @@ struct MissOutcome;
 
 enum class CacheSource { None, Memory, Redis };
 
+// Whether an answer fits the budgets of its request (jsonrpc_router_max_response)
+// and of its client address (jsonrpc_router_max_client_response).
+enum class AnswerRoom { Fits, OverRequest, OverClient };
+
 // A request id: 16 hex digits, NUL-terminated for logs, held in place (no allocation).
 struct RequestId {
     std::array<char, 17> text{};
@@ -73,6 +77,12 @@ public:
     void deliver(const MissOutcome& outcome);
     // Becomes the one call of its miss group that asks the target.
     void lead();
+    // An identical call earlier in the same request looks the key up for
+    // this one too (a batch of 50 copies of one call costs one lookup).
+    void follow(Call& leader) {
+        follows_ = true;
+        leader.followers_.push_back(this);
+    }
 
     // Transport bookkeeping.
     std::size_t url = 0;            // which URL of the target has the call
@@ -107,7 +117,13 @@ private:
     // router's own budget failed it); true when the call went to another URL
     // of its pool instead (an idempotent read, once).
     bool fail_over(const char* what, bool urls_fault = true);
+    // Ends the call with `response` when it fits the budgets, else with error 1800.
     void finish(std::string response);
+    void answer_too_large(AnswerRoom room);
+    void end(std::string response);
+    // The identical calls that waited for this one's lookup go upstream too
+    // (they join this call's miss group).
+    void release_followers();
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
     static void timer_failed(ngx_event_t* ev);
@@ -127,6 +143,8 @@ private:
     bool deferred_busy_ = false;
     std::string deferred_reason_;
     std::uint64_t upstream_sent_us_ = 0;  // the attempt in flight (0: none)
+    bool follows_ = false;                // waits for an identical call's lookup
+    std::vector<Call*> followers_;        // the calls that wait for this one's lookup
 };
 
 // Whoever waits for an Exchange (an HTTP request, a WebSocket session).
@@ -176,8 +194,13 @@ public:
     const router::RequestPlan& plan() const { return plan_; }
     router::ClientTransport transport() const { return transport_; }
     const std::string& client() const { return client_; }
-    // Takes `bytes` of the request's answer budget (jsonrpc_router_max_response); false when they do not fit.
-    bool charge_response(std::size_t bytes);
+    // Takes `bytes` of the request's answer budget (jsonrpc_router_max_response)
+    // and of its client's (jsonrpc_router_max_client_response, held until
+    // this exchange ends: for HTTP, once its answer is sent).
+    AnswerRoom charge_response(std::size_t bytes);
+    // Whether `bytes` more would fit, without taking them (an answer that
+    // cannot fit is not built).
+    AnswerRoom room_for(std::size_t bytes) const;
     void call_finished();
 
 private:
@@ -187,7 +210,7 @@ private:
     router::ClientTransport transport_;
     std::string client_;
     std::size_t client_calls_ = 0;  // this exchange's share of its client's calls in flight
-    std::size_t response_bytes_ = 0;  // of the answers kept so far
+    std::size_t response_bytes_ = 0;  // of the answers kept so far (and charged to the client)
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed
     std::vector<std::unique_ptr<Call>> calls_;

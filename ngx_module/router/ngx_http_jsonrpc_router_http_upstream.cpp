@@ -1,7 +1,6 @@
 #include "ngx_http_jsonrpc_router_http_upstream.hpp"
 
 #include <charconv>
-#include <deque>
 #include <list>
 #include <string>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "ngx_http_jsonrpc_router_stream.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
 #include "ngx_wallet_client.hpp"
+#include "router_fair_queue.hpp"
 #include "router_http.hpp"
 
 namespace jsonrpc_router {
@@ -26,7 +26,9 @@ public:
         : Stream(log), upstream_(upstream), parser_(router::HttpMessageParser::Kind::Response, max_body),
           max_body_(max_body) {}
     void start(Call& call, std::string_view request, bool reused);
-    void drop_call() { call_ = nullptr; }
+    // The connection lets go of its call (answered, failed or given up);
+    // the call's client has one call fewer on this URL.
+    Call* detach();
     std::list<std::unique_ptr<HttpConn>>::iterator self;
 
 private:
@@ -38,6 +40,7 @@ private:
     HttpUpstream& upstream_;
     router::HttpMessageParser parser_;
     Call* call_ = nullptr;
+    std::string client_;  // the call's client address (empty: the router's own poll)
     bool reused_ = false;
     bool got_bytes_ = false;
     std::size_t max_body_ = 0;
@@ -50,12 +53,15 @@ public:
           addr_(instance.target_addrs[target][url]) {}
     ~HttpUpstream() override = default;
 
-    // At most jsonrpc_router_upstream_connections connections to the URL;
-    // then calls wait in a queue (their own timeout runs), and past
+    // At most jsonrpc_router_upstream_connections connections to the URL,
+    // and a client address at most its share of them
+    // (jsonrpc_router_upstream_client_share); then calls wait in a queue
+    // (their own timeout runs) that serves the addresses in turn, and past
     // jsonrpc_router_upstream_queue of them a call fails at once (1500).
     void submit(Call& call) override {
         call.upstream = this;
-        if (idle_.empty() && conns_.size() >= instance_.upstream_connections) {
+        const std::string& client = call.exchange().client();
+        if (!queue_.may_start(client) || (idle_.empty() && conns_.size() >= instance_.upstream_connections)) {
             if (queue_.size() >= instance_.upstream_queue) {
                 call.upstream = nullptr;
                 call.busy_later(std::to_string(conns_.size()) + " connections, " + std::to_string(queue_.size()) +
@@ -64,27 +70,26 @@ public:
             }
             call.upstream_link = nullptr;
             call.queued = true;
-            // A poll goes first: it must not wait behind the clients' calls
-            // to learn the node's state.
-            if (call.exchange().quiet()) {
-                queue_.push_front(&call);
-            } else {
-                queue_.push_back(&call);
-            }
+            // A poll (no client) goes first: it must not wait behind the
+            // clients' calls to learn the node's state.
+            queue_.push(client, &call);
             return;
         }
         send(call);
     }
+
+    void call_started(const std::string& client) { queue_.started(client); }
+    void call_left(const std::string& client) { queue_.ended(client); }
 
     void cancel(Call& call) override {
         auto* conn = static_cast<HttpConn*>(call.upstream_link);
         call.upstream = nullptr;
         call.upstream_link = nullptr;
         if (conn == nullptr) {
-            std::erase(queue_, &call);  // still waiting for a connection
+            queue_.erase(call.exchange().client(), &call);  // still waiting for a connection
             return;
         }
-        conn->drop_call();
+        conn->detach();
         destroy(conn);  // an unfinished exchange leaves the connection unusable
     }
 
@@ -115,9 +120,9 @@ private:
         if (pumping_) return;
         pumping_ = true;
         while (!queue_.empty() && (!idle_.empty() || conns_.size() < instance_.upstream_connections)) {
-            Call* call = queue_.front();
-            queue_.pop_front();
-            send(*call);
+            auto next = queue_.pop();
+            if (!next) break;  // the clients that wait are all at their share
+            send(*next->second);
         }
         pumping_ = false;
     }
@@ -194,7 +199,8 @@ private:
     const ngx_addr_t& addr_;
     std::list<std::unique_ptr<HttpConn>> conns_;
     std::vector<HttpConn*> idle_;
-    std::deque<Call*> queue_;  // calls waiting for a connection
+    // Calls waiting for a connection, and the calls in service per client.
+    router::FairQueue<Call*> queue_{instance_.upstream_client_connections()};
     bool pumping_ = false;
     std::string body_;     // the request being built (scratch)
     std::string request_;
@@ -203,10 +209,21 @@ private:
 void HttpConn::start(Call& call, std::string_view request, bool reused) {
     call_ = &call;
     call.upstream_link = this;
+    client_ = call.exchange().client();
+    upstream_.call_started(client_);
     reused_ = reused;
     got_bytes_ = false;
     parser_.reset();
     write(request);
+}
+
+Call* HttpConn::detach() {
+    Call* call = std::exchange(call_, nullptr);
+    if (call == nullptr) return nullptr;
+    call->upstream = nullptr;
+    call->upstream_link = nullptr;
+    upstream_.call_left(client_);
+    return call;
 }
 
 bool HttpConn::on_data(std::string_view data) {
@@ -218,10 +235,7 @@ bool HttpConn::on_data(std::string_view data) {
     auto state = parser_.feed(data);
     if (state == router::HttpMessageParser::State::Incomplete) return true;
     if (state == router::HttpMessageParser::State::Error) {
-        Call* call = call_;
-        call_ = nullptr;
-        call->upstream = nullptr;
-        call->upstream_link = nullptr;
+        Call* call = detach();
         std::string reason = "bad HTTP response: " + parser_.error();
         upstream_.destroy(this);
         call->upstream_failed(jsonrpc::code::bad_upstream_response, reason);
@@ -231,10 +245,7 @@ bool HttpConn::on_data(std::string_view data) {
 }
 
 bool HttpConn::complete() {
-    Call* call = call_;
-    call_ = nullptr;
-    call->upstream = nullptr;
-    call->upstream_link = nullptr;
+    Call* call = detach();
     int status = parser_.status();
     std::string body = parser_.take_body();
     bool reusable = parser_.keep_alive() && parser_.take_leftover().empty() && is_open();
@@ -254,9 +265,7 @@ bool HttpConn::on_closed(bool during_connect, const char* what) {
         return false;
     }
     if (parser_.finish() == router::HttpMessageParser::State::Complete) return complete();
-    call_ = nullptr;
-    call->upstream = nullptr;
-    call->upstream_link = nullptr;
+    detach();
     // A kept-alive connection the target closed meanwhile: one fresh try
     // (never a write's: writes are not sent on reused connections).
     if (reused_ && !got_bytes_ && !call->retried && !router::is_write(call->plan().path)) {

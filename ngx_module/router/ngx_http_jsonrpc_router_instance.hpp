@@ -3,6 +3,7 @@
 // its URLs in shared memory.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -55,10 +56,12 @@ struct RouterInstance {
     std::size_t keepalive = 32;              // idle upstream connections kept per target
     std::size_t upstream_connections = 64;   // per http(s):// URL and worker; then calls queue
     std::size_t upstream_queue = 1024;       // calls waiting per URL and worker; then error 1500
+    std::size_t upstream_client_share = 50;  // percent of upstream_connections one client address may hold
     ngx_msec_t keepalive_timeout = 60000;
     std::size_t ws_upstream_connections = 2; // per ws:// target per worker
     std::size_t max_response = 16 << 20;     // the answer of one request (all its calls), and so of any target body
     std::size_t max_client_calls = 200;      // calls in flight per client address and worker (0 = no limit)
+    std::size_t max_client_response = 32 << 20;  // answer bytes in flight per client address and worker
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;
     ngx_cycle_t* cycle = nullptr;            // the configuration cycle this instance belongs to
@@ -66,6 +69,10 @@ struct RouterInstance {
     ngx_shm_zone_t* metrics_zone = nullptr;  // router::RouterMetrics counters of this routing table
     std::vector<router::Route> probe_routes; // per target: how a poll reaches it
 
+    // Connections of a URL one client address may hold at once (at least one).
+    std::size_t upstream_client_connections() const {
+        return std::max<std::size_t>(1, upstream_connections * upstream_client_share / 100);
+    }
     std::size_t url_count() const { return first_url.empty() ? 0 : first_url.back() + table.targets.back().urls.size(); }
     // Shared health of a URL of a chain node or a pool (nullptr otherwise).
     UrlHealth* url_health(std::size_t target, std::size_t url) const {

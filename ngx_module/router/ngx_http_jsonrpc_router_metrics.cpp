@@ -29,6 +29,23 @@ void count_redis_error(const RouterInstance& instance) {
     if (auto shared = instance.metrics()) metrics::add(shared->head().redis_errors);
 }
 
+void count_ws_output(const RouterInstance& instance, std::int64_t delta) {
+    if (auto shared = instance.metrics()) {
+        // Unsigned wrap-around: every worker takes back exactly what it added.
+        shared->head().ws_output_bytes.fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_relaxed);
+    }
+}
+
+void note_ws_output_peak(const RouterInstance& instance) {
+    if (auto shared = instance.metrics()) {
+        const std::uint64_t now = shared->head().ws_output_bytes.load(std::memory_order_relaxed);
+        metrics::Counter& peak = shared->head().ws_output_peak_bytes;
+        std::uint64_t seen = peak.load(std::memory_order_relaxed);
+        while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+        }
+    }
+}
+
 void count_upstream(const RouterInstance& instance, std::size_t target, std::size_t url, std::uint64_t sent_us,
                     std::optional<router::UpstreamError> error) {
     auto shared = instance.metrics();

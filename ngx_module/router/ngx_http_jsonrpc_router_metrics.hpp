@@ -20,6 +20,10 @@ void count_request(const RouterInstance& instance, router::ClientTransport trans
 void count_call(const RouterInstance& instance, const router::Route* route, router::ClientTransport transport);
 void count_cache(const RouterInstance& instance, const router::Route& route, router::CacheResult result);
 void count_redis_error(const RouterInstance& instance);
+// WebSocket output queued (`delta` > 0) or gone (< 0) on a connection of this routing table.
+void count_ws_output(const RouterInstance& instance, std::int64_t delta);
+// Raises the peak of the queued WebSocket output to what is queued now.
+void note_ws_output_peak(const RouterInstance& instance);
 // An upstream request to URL `url` of `target` sent at `sent_us`
 // (metrics::monotonic_us) ended now: its latency, and its error if any.
 void count_upstream(const RouterInstance& instance, std::size_t target, std::size_t url, std::uint64_t sent_us,

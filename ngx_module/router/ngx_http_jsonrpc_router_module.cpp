@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
+#include "jsonrpc_error.hpp"
 #include "jsonrpc_writer.hpp"
 #include "wallet/json_util.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
@@ -81,12 +83,22 @@ static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
                    offsetof(LocConf, upstream_connections)),
     location_field(ngx_string("jsonrpc_router_upstream_queue"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
                    offsetof(LocConf, upstream_queue)),
+    location_field(ngx_string("jsonrpc_router_upstream_client_share"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, upstream_client_share)),
     location_field(ngx_string("jsonrpc_router_max_response"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, max_response)),
+    location_field(ngx_string("jsonrpc_router_max_client_response"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, max_client_response)),
     location_field(ngx_string("jsonrpc_router_ws_max_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, ws_max_output)),
     location_field(ngx_string("jsonrpc_router_ws_send_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
                    offsetof(LocConf, ws_send_timeout)),
+    location_field(ngx_string("jsonrpc_router_ws_client_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, ws_client_output)),
+    location_field(ngx_string("jsonrpc_router_ws_worker_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, ws_worker_output)),
+    location_field(ngx_string("jsonrpc_router_max_client_connections"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, max_client_connections)),
     location_field(ngx_string("jsonrpc_router_ssl_verify"), NGX_CONF_FLAG, ngx_conf_set_flag_slot, offsetof(LocConf, ssl_verify)),
     location_field(ngx_string("jsonrpc_router_ssl_trusted_certificate"), NGX_CONF_TAKE1, ngx_conf_set_str_slot,
                    offsetof(LocConf, ssl_trusted_certificate)),
@@ -132,6 +144,30 @@ std::vector<RouterInstance*>& instances() {
 
 }  // namespace
 
+// A POST being read or answered, or a WebSocket session, holds a connection
+// of its client address until its request is freed; past
+// jsonrpc_router_max_client_connections of them in this worker, the request
+// is refused: 503 with a JSON-RPC error, and the connection closes.
+static void release_connection(void* data) {
+    std::unique_ptr<std::string> client(static_cast<std::string*>(data));
+    jsonrpc_router::Worker::get().client_connections().release(*client);
+}
+
+// Nothing when counted (until the request ends), else what the handler returns.
+static std::optional<ngx_int_t> claim_connection(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+    if (cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    auto client = std::make_unique<std::string>(wallet::ngx::client_address(r));
+    if (!jsonrpc_router::Worker::get().client_connections().claim(*client, conf.max_client_connections)) {
+        r->keepalive = 0;
+        return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, jsonrpc::code::client_busy,
+                                              "Too many connections from this client");
+    }
+    cleanup->handler = release_connection;
+    cleanup->data = client.release();
+    return std::nullopt;
+}
+
 static ngx_int_t handle_request(ngx_http_request_t* r) {
     WALLET_FAULT_POINT("router.request");
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
@@ -140,7 +176,10 @@ static ngx_int_t handle_request(ngx_http_request_t* r) {
                                               "Invalid Request: request too large");
     }
     if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
-        if (conf->websocket && ngx_http_jsonrpc_router_is_upgrade(r)) return ngx_http_jsonrpc_router_websocket(r, conf);
+        if (conf->websocket && ngx_http_jsonrpc_router_is_upgrade(r)) {
+            if (auto refused = claim_connection(r, *conf)) return *refused;
+            return ngx_http_jsonrpc_router_websocket(r, conf);
+        }
         ngx_int_t rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) return rc;
         static const std::string status_body = R"({"status":"OK","service":"jsonrpc_router"})";
@@ -161,6 +200,7 @@ static ngx_int_t handle_request(ngx_http_request_t* r) {
         return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, wallet::jsonrpc::kInvalidRequest,
                                               "Invalid Request: request too large");
     }
+    if (auto refused = claim_connection(r, *conf)) return *refused;
     ngx_int_t rc = ngx_http_jsonrpc_router_read_body(r, *conf);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
     return NGX_DONE;
@@ -207,10 +247,15 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     conf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
     conf->max_client_calls = NGX_CONF_UNSET_UINT;
     conf->max_response = NGX_CONF_UNSET_SIZE;
+    conf->max_client_response = NGX_CONF_UNSET_SIZE;
     conf->upstream_connections = NGX_CONF_UNSET_UINT;
     conf->upstream_queue = NGX_CONF_UNSET_UINT;
+    conf->upstream_client_share = NGX_CONF_UNSET_UINT;
     conf->ws_max_output = NGX_CONF_UNSET_SIZE;
     conf->ws_send_timeout = NGX_CONF_UNSET_MSEC;
+    conf->ws_client_output = NGX_CONF_UNSET_SIZE;
+    conf->ws_worker_output = NGX_CONF_UNSET_SIZE;
+    conf->max_client_connections = NGX_CONF_UNSET_UINT;
     conf->ssl_verify = NGX_CONF_UNSET;
     return conf;
 }
@@ -431,21 +476,45 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval, 30000);
     ngx_conf_merge_uint_value(conf->max_client_calls, prev->max_client_calls, 200);
     ngx_conf_merge_size_value(conf->max_response, prev->max_response, 16 * 1024 * 1024);
+    ngx_conf_merge_size_value(conf->max_client_response, prev->max_client_response, 32 * 1024 * 1024);
     ngx_conf_merge_size_value(conf->ws_max_output, prev->ws_max_output, 32 * 1024 * 1024);
     ngx_conf_merge_msec_value(conf->ws_send_timeout, prev->ws_send_timeout, 30000);
+    ngx_conf_merge_size_value(conf->ws_client_output, prev->ws_client_output, 32 * 1024 * 1024);
+    ngx_conf_merge_size_value(conf->ws_worker_output, prev->ws_worker_output, 128 * 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->max_client_connections, prev->max_client_connections, 64);
     ngx_conf_merge_uint_value(conf->upstream_connections, prev->upstream_connections, 64);
     ngx_conf_merge_uint_value(conf->upstream_queue, prev->upstream_queue, 1024);
+    ngx_conf_merge_uint_value(conf->upstream_client_share, prev->upstream_client_share, 50);
     if (conf->upstream_connections == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_upstream_connections must be above 0");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->upstream_client_share == 0 || conf->upstream_client_share > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_upstream_client_share must be a percent from 1 to 100");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     if (conf->max_response < 64 * 1024) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_max_response must be at least 64k");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
+    if (conf->max_client_response < conf->max_response) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jsonrpc_router_max_client_response must be at least jsonrpc_router_max_response (one answer)");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
     if (conf->ws_max_output < conf->max_response) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "jsonrpc_router_ws_max_output must be at least jsonrpc_router_max_response (one answer)");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->ws_worker_output < conf->ws_max_output) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jsonrpc_router_ws_worker_output must be at least jsonrpc_router_ws_max_output (one connection's)");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->ws_client_output == 0 || conf->ws_client_output > conf->ws_worker_output) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jsonrpc_router_ws_client_output must be above 0 and at most jsonrpc_router_ws_worker_output");
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     if (conf->body_timeout == 0) {
@@ -470,8 +539,10 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
         instance.ws_upstream_connections = conf->ws_connections;
         instance.max_client_calls = conf->max_client_calls;
         instance.max_response = conf->max_response;
+        instance.max_client_response = conf->max_client_response;
         instance.upstream_connections = conf->upstream_connections;
         instance.upstream_queue = conf->upstream_queue;
+        instance.upstream_client_share = conf->upstream_client_share;
         instance.redis_timeout = conf->redis_timeout;
         std::string redis(wallet::ngx::to_view(conf->redis));
         instance.redis_enabled = redis != "off";

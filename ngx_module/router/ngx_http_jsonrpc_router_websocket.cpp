@@ -5,6 +5,7 @@
 // each answer is one text frame. Ping/pong, close, a maximum message size and
 // an idle timeout apply.
 #include <algorithm>
+#include <deque>
 #include <list>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
+#include "ngx_http_jsonrpc_router_metrics.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
 #include "ngx_wallet_client.hpp"
 #include "ngx_wallet_connection.hpp"
@@ -22,6 +24,7 @@
 
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
+using jsonrpc_router::OutputQueue;
 using jsonrpc_router::Worker;
 using wallet::ngx::guarded;
 using wallet::ngx::post_event;
@@ -33,16 +36,23 @@ namespace {
 constexpr std::size_t kMaxInFlight = 256;          // messages per connection before reading pauses
 constexpr std::size_t kMaxPendingOutput = 16 << 20;  // bytes queued to the client before reading pauses
 // While the client's address has no calls left in its budget (held by its
-// other connections), this connection reads nothing and looks again this
+// other connections), or more than jsonrpc_router_ws_client_output of
+// answers wait for it, this connection reads nothing and looks again this
 // often: a flood waits in its own TCP window instead of being read and
 // refused message by message, which costs the worker the CPU its other
 // clients need.
 constexpr ngx_msec_t kClientBudgetRecheck = 50;
-// Past jsonrpc_router_ws_max_output queued bytes, or with nothing sent for
-// jsonrpc_router_ws_send_timeout, the client is not reading: the connection
-// is closed (a Close frame could not reach it either).
+// Small frames are queued in buffers of up to this many bytes (one send for
+// several answers); a larger frame is a buffer of its own.
+constexpr std::size_t kCoalescedBytes = 64 * 1024;
+// Past jsonrpc_router_ws_max_output queued bytes, or when what was waiting
+// as the socket filled up is not all sent within jsonrpc_router_ws_send_timeout,
+// the client is not reading: the connection is closed (a Close frame could
+// not reach it either). Past jsonrpc_router_ws_worker_output queued in the
+// whole worker, the connection with the most queued is closed with 1013.
+constexpr std::uint16_t kCloseTryAgainLater = 1013;
 
-class Session final : public ExchangeOwner {
+class Session final : public ExchangeOwner, public OutputQueue {
 public:
     Session(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf)
         : r_(r), c_(r->connection), conf_(conf), client_(wallet::ngx::client_address(r)),
@@ -56,9 +66,12 @@ public:
         ping_timer_.handler = guarded<"jsonrpc_router: WebSocket ping timer", on_ping, fail_event>;
         send_timer_.handler = guarded<"jsonrpc_router: WebSocket send timeout", on_send_timeout, fail_event>;
         budget_timer_.handler = guarded<"jsonrpc_router: WebSocket client budget", on_budget_recheck, fail_event>;
+        Worker::get().ws_output().enter(*this);
     }
 
     ~Session() {
+        drop_output(false);
+        Worker::get().ws_output().leave(*this);
         if (idle_timer_.timer_set) ngx_del_timer(&idle_timer_);
         if (ping_timer_.timer_set) ngx_del_timer(&ping_timer_);
         if (send_timer_.timer_set) ngx_del_timer(&send_timer_);
@@ -67,8 +80,8 @@ public:
     }
 
     void begin(const std::string& accept) {
-        out_ = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
-               accept + "\r\n\r\n";
+        enqueue("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+                accept + "\r\n\r\n");
         write_posted_.handler = guarded<"jsonrpc_router: WebSocket write", on_posted_write, fail_event>;
         write_posted_.data = this;
         write_posted_.log = c_->log;
@@ -89,22 +102,47 @@ public:
 
     void exchange_done(Exchange& exchange) override {
         try {
-            out_ += ws::encode_frame(ws::Opcode::Text, exchange.take_response());
+            if (!closing_) enqueue(ws::encode_frame(ws::Opcode::Text, exchange.take_response()));
         } catch (...) {
             closing_ = true;
         }
-        if (out_.size() - out_sent_ > conf_->ws_max_output) {
+        if (out_bytes_ > conf_->ws_max_output) {
             ngx_log_error(NGX_LOG_INFO, c_->log, 0, "jsonrpc_router: WebSocket client not reading: %uz bytes queued, closed",
-                          out_.size() - out_sent_);
+                          out_bytes_);
             closing_ = true;
             drop_ = true;  // terminated from the posted write, once this call stack has unwound
+            drop_output(true);
         }
+        Worker::get().ws_output().enforce(conf_->ws_worker_output);
+        jsonrpc_router::note_ws_output_peak(*conf_->instance);
         if (&exchange != starting_) inflight_calls_ -= std::min(inflight_calls_, exchange.plan().calls.size());
         auto it = inflight_index_.find(&exchange);
         if (it != inflight_index_.end()) {
             // Destroyed once the call stack that completed it has unwound.
             finished_.splice(finished_.end(), inflight_, it->second);
             inflight_index_.erase(it);
+        }
+        post_event(&write_posted_);
+    }
+
+    std::size_t queued_bytes() const override { return out_bytes_; }
+
+    // The worker holds too much output and this connection the most: the
+    // answers not begun are dropped, the one begun is finished and a Close
+    // (1013) follows; a connection shed before (or closing) drops everything.
+    void shed() override {
+        if (closing_) {
+            drop_output(true);
+        } else {
+            ngx_log_error(NGX_LOG_WARN, c_->log, 0,
+                          "jsonrpc_router: WebSocket output of the worker over jsonrpc_router_ws_worker_output (%uz): "
+                          "closing the client with the most queued (%uz bytes), 1013",
+                          conf_->ws_worker_output, out_bytes_);
+            while (out_.size() > (out_sent_ > 0 ? 1u : 0u)) {
+                release(out_.back().size());
+                out_.pop_back();
+            }
+            close_with(kCloseTryAgainLater, "too many answers waiting to be read");
         }
         post_event(&write_posted_);
     }
@@ -129,7 +167,8 @@ private:
 
     static void on_ping(ngx_event_t* ev) {
         auto* s = static_cast<Session*>(ev->data);
-        s->out_ += ws::encode_frame(ws::Opcode::Ping, "");
+        if (s->closing_) return;
+        s->enqueue(ws::encode_frame(ws::Opcode::Ping, ""));
         ngx_add_timer(&s->ping_timer_, s->conf_->ws_ping_interval);
         if (s->flush()) s->after_write_checks();
     }
@@ -138,8 +177,9 @@ private:
 
     static void on_send_timeout(ngx_event_t* ev) {
         auto* s = static_cast<Session*>(ev->data);
-        ngx_log_error(NGX_LOG_INFO, s->c_->log, 0, "jsonrpc_router: WebSocket client read nothing for %M ms, closed",
-                      s->conf_->ws_send_timeout);
+        ngx_log_error(NGX_LOG_INFO, s->c_->log, 0,
+                      "jsonrpc_router: WebSocket client did not read its answers within %M ms (%uz bytes queued), closed",
+                      s->conf_->ws_send_timeout, s->out_bytes_);
         s->terminate();
     }
 
@@ -156,7 +196,7 @@ private:
     }
 
     void after_write_checks() {
-        if (closing_ && out_sent_ == out_.size()) {
+        if (closing_ && out_.empty()) {
             terminate();
             return;
         }
@@ -172,10 +212,15 @@ private:
     // even with a full batch more (reading pauses and the client waits,
     // rather than getting errors).
     bool should_pause() const {
-        return inflight_.size() >= kMaxInFlight || out_.size() - out_sent_ > kMaxPendingOutput ||
+        return inflight_.size() >= kMaxInFlight || out_bytes_ > kMaxPendingOutput ||
                (conf_->max_client_calls > 0 && inflight_calls_ > 0 &&
                 inflight_calls_ + conf_->max_batch > conf_->max_client_calls) ||
-               client_budget_spent();
+               client_budget_spent() || client_output_over();
+    }
+
+    // The answers waiting for the address (on all its connections) are over its budget.
+    bool client_output_over() const {
+        return !client_.empty() && Worker::get().ws_output().of(client_) > conf_->ws_client_output;
     }
 
     // Every call of the address's budget is in flight (on any of its connections).
@@ -187,7 +232,9 @@ private:
     void pause() {
         paused_ = true;
         // Nothing of this connection may end to resume it: look again later.
-        if (client_budget_spent() && !budget_timer_.timer_set) ngx_add_timer(&budget_timer_, kClientBudgetRecheck);
+        if ((client_budget_spent() || client_output_over()) && !budget_timer_.timer_set) {
+            ngx_add_timer(&budget_timer_, kClientBudgetRecheck);
+        }
     }
 
     // Reads what is available and handles every complete frame.
@@ -219,6 +266,7 @@ private:
     bool handle_frames() {
         ws::Event event;
         for (;;) {
+            if (closing_) return false;  // an answer of this loop may have closed it (budgets)
             if (should_pause()) return true;
             auto status = decoder_.next(event);
             if (status == ws::Decoder::Status::NeedMore) return true;
@@ -229,7 +277,7 @@ private:
             }
             switch (event.kind) {
                 case ws::Event::Kind::Ping:
-                    out_ += ws::encode_frame(ws::Opcode::Pong, event.payload);
+                    enqueue(ws::encode_frame(ws::Opcode::Pong, event.payload));
                     break;
                 case ws::Event::Kind::Pong:
                     break;
@@ -263,15 +311,57 @@ private:
     void close_with(std::uint16_t code, const std::string& reason) {
         if (closing_) return;
         closing_ = true;
-        out_ += ws::encode_close(code, reason);
+        enqueue(ws::encode_close(code, reason));
         post_event(&write_posted_);
+    }
+
+    // Queues bytes to send, counted in the worker's output (and its metrics).
+    void enqueue(std::string bytes) {
+        const std::size_t n = bytes.size();
+        if (n == 0) return;
+        if (!out_.empty() && out_.back().size() + n <= kCoalescedBytes) {
+            out_.back() += bytes;
+        } else {
+            out_.push_back(std::move(bytes));
+        }
+        out_bytes_ += n;
+        queued_total_ += n;
+        Worker::get().ws_output().add(client_, n);
+        jsonrpc_router::count_ws_output(*conf_->instance, static_cast<std::int64_t>(n));
+    }
+
+    // `n` bytes of the queue are gone (sent or dropped).
+    void release(std::size_t n) {
+        out_bytes_ -= n;
+        Worker::get().ws_output().remove(client_, n);
+        jsonrpc_router::count_ws_output(*conf_->instance, -static_cast<std::int64_t>(n));
+    }
+
+    // Forgets everything queued; `terminate`: the session ends from its posted write.
+    void drop_output(bool terminate) {
+        release(out_bytes_);
+        out_.clear();
+        out_sent_ = 0;
+        if (terminate) {
+            closing_ = true;
+            drop_ = true;
+        }
+    }
+
+    // A new deadline for what waits now: all of it must be sent within
+    // jsonrpc_router_ws_send_timeout. Sending part of it does not move the
+    // deadline (a client that reads a little now and then cannot hold its
+    // output for ever); once it is all out, what waits then gets the next.
+    void start_send_deadline() {
+        deadline_mark_ = queued_total_;
+        ngx_add_timer(&send_timer_, conf_->ws_send_timeout);
     }
 
     // False when the connection failed (and the session is gone).
     bool flush() {
-        bool progress = false;
-        while (out_sent_ < out_.size()) {
-            ssize_t n = c_->send(c_, reinterpret_cast<u_char*>(out_.data() + out_sent_), out_.size() - out_sent_);
+        while (!out_.empty()) {
+            std::string& front = out_.front();
+            ssize_t n = c_->send(c_, reinterpret_cast<u_char*>(front.data() + out_sent_), front.size() - out_sent_);
             if (n == NGX_ERROR) {
                 terminate();
                 return false;
@@ -281,15 +371,19 @@ private:
                     terminate();
                     return false;
                 }
-                if (progress || !send_timer_.timer_set) ngx_add_timer(&send_timer_, conf_->ws_send_timeout);
+                if (!send_timer_.timer_set) start_send_deadline();
                 return true;
             }
             out_sent_ += static_cast<std::size_t>(n);
-            progress = true;
+            sent_total_ += static_cast<std::uint64_t>(n);
+            if (out_sent_ == front.size()) {
+                release(front.size());
+                out_.pop_front();
+                out_sent_ = 0;
+            }
+            if (send_timer_.timer_set && sent_total_ >= deadline_mark_) start_send_deadline();
         }
         if (send_timer_.timer_set) ngx_del_timer(&send_timer_);
-        out_.clear();
-        out_sent_ = 0;
         return true;
     }
 
@@ -304,8 +398,12 @@ private:
     ngx_http_jsonrpc_router_loc_conf_t* conf_;
     std::string client_;  // the address whose budget of calls this connection shares
     ws::Decoder decoder_;
-    std::string out_;
-    std::size_t out_sent_ = 0;
+    std::deque<std::string> out_;      // bytes to send, small frames coalesced; the front partly sent
+    std::size_t out_sent_ = 0;         // of the front
+    std::size_t out_bytes_ = 0;        // held by out_, counted in the worker's output
+    std::uint64_t queued_total_ = 0;   // bytes ever queued
+    std::uint64_t sent_total_ = 0;     // bytes ever sent
+    std::uint64_t deadline_mark_ = 0;  // queued_total_ when the send deadline started
     std::list<std::unique_ptr<Exchange>> inflight_;
     std::list<std::unique_ptr<Exchange>> finished_;
     std::unordered_map<Exchange*, std::list<std::unique_ptr<Exchange>>::iterator> inflight_index_;

@@ -27,19 +27,10 @@ Worker& Worker::get() {
 void Worker::shutdown() { the_worker.reset(); }
 
 std::size_t ClientCalls::claim(const std::string& client, std::size_t wanted, std::size_t limit) {
-    if (wanted == 0) return 0;
-    std::size_t& count = in_flight_[client];
+    const std::size_t count = in_flight_.of(client);
     const std::size_t granted = limit == 0 ? wanted : std::min(wanted, limit > count ? limit - count : 0);
-    count += granted;
-    if (count == 0) in_flight_.erase(client);
+    in_flight_.add(client, granted);
     return granted;
-}
-
-void ClientCalls::release(const std::string& client, std::size_t count) {
-    auto it = in_flight_.find(client);
-    if (it == in_flight_.end()) return;
-    it->second -= std::min(it->second, count);
-    if (it->second == 0) in_flight_.erase(it);
 }
 
 RequestId Worker::next_request_id() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ngx_http_jsonrpc_router_cache.hpp"
+#include "ngx_http_jsonrpc_router_clients.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
 #include "ngx_http_jsonrpc_router_health.hpp"
 
@@ -17,20 +18,22 @@ namespace jsonrpc_router {
 
 // Calls in flight per client address in this worker (claimed by an
 // Exchange when it starts, released when it ends: a worker that dies takes
-// its counts with it).
+// its counts with it), and the bytes of their answers (charged as each call
+// is answered, released when the exchange ends).
 class ClientCalls {
 public:
     // Claims up to `wanted` calls under `limit` (0 = no limit); how many it got.
     std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit);
-    void release(const std::string& client, std::size_t count);
-    std::size_t in_flight(const std::string& client) const {
-        auto it = in_flight_.find(client);
-        return it == in_flight_.end() ? 0 : it->second;
-    }
-    std::size_t clients() const { return in_flight_.size(); }
+    void release(const std::string& client, std::size_t count) { in_flight_.subtract(client, count); }
+    std::size_t in_flight(const std::string& client) const { return in_flight_.of(client); }
+    std::size_t clients() const { return in_flight_.clients(); }
+    void charge_bytes(const std::string& client, std::size_t bytes) { answer_bytes_.add(client, bytes); }
+    void release_bytes(const std::string& client, std::size_t bytes) { answer_bytes_.subtract(client, bytes); }
+    std::size_t bytes(const std::string& client) const { return answer_bytes_.of(client); }
 
 private:
-    std::unordered_map<std::string, std::size_t> in_flight_;
+    ClientTally in_flight_;
+    ClientTally answer_bytes_;
 };
 
 class Worker {
@@ -43,6 +46,8 @@ public:
     ResponseCache& cache() { return cache_; }
     PoolHealth& pools() { return pools_; }
     ClientCalls& client_calls() { return client_calls_; }
+    ClientConnections& client_connections() { return client_connections_; }
+    WsOutput& ws_output() { return ws_output_; }
     std::uint64_t next_upstream_id() { return ++upstream_ids_; }
     RequestId next_request_id();
 
@@ -52,6 +57,8 @@ private:
     friend struct std::default_delete<Worker>;
 
     ClientCalls client_calls_;
+    ClientConnections client_connections_;
+    WsOutput ws_output_;
     std::unordered_map<const RouterInstance*, std::vector<std::unique_ptr<Upstream>>> upstreams_;
     ResponseCache cache_;
     // Destroyed first (declared last): the polls' calls still use the upstreams.

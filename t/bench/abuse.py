@@ -673,8 +673,10 @@ async def run_phases(stack, work):
         with open(error_log, "rb") as f:
             f.seek(log_start)
             logged = f.read().decode("latin-1")
-        closes = {"ws_send_timeout": logged.count("WebSocket client read nothing for"),
+        closes = {"ws_send_timeout": logged.count("WebSocket client did not read its answers within"),
                   "ws_max_output": logged.count("WebSocket client not reading:"),
+                  "ws_worker_output": logged.count("over jsonrpc_router_ws_worker_output"),
+                  "client_connections": logged.count("Too many connections from this client"),
                   "body_timeout": logged.count("client timed out")}
         rows.append({"phase": phase, "attack": attack, "elapsed": elapsed, "rss_mb": sampler.rss_kb / 1024,
                      "fds": sampler.fds, "cpu": cpu, "wait": waited, "clients_wait": clients_waited, "node_peak": status["rpc_in_flight_peak"],

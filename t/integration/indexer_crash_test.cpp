@@ -1,5 +1,6 @@
-// SIGKILL at 20 random moments while indexing a synthetic chain: after the
-// restarts the table equals a clean one-pass index of the same chain (same
+// SIGKILL at 20 random moments (10 in the sanitizer build, whose restarts
+// cost seconds each) while indexing a synthetic chain: after the restarts
+// the table equals a clean one-pass index of the same chain (same
 // rows, no duplicates, no gaps) and the checkpoint is the last block.
 #include <cstdlib>
 #include <random>
@@ -11,10 +12,10 @@
 
 using namespace indexer_test;
 
-TEST(IndexerCrash, TwentyKillsLeaveTheTableOfACleanIndex) {
+TEST(IndexerCrash, KillsAtRandomMomentsLeaveTheTableOfACleanIndex) {
     constexpr std::int64_t kChainLength = 3000;
     constexpr std::int64_t kTarget = kChainLength - 1 - 2;  // last irreversible minus the trailing blocks
-    constexpr int kKills = 20;
+    const int kKills = harness::sanitized_build() ? 10 : 20;
     // WALLET_TEST_SEED replays a run; the seed is printed either way.
     const char* seed_text = std::getenv("WALLET_TEST_SEED");
     const std::uint64_t seed = seed_text != nullptr ? std::strtoull(seed_text, nullptr, 10) : std::random_device{}();
@@ -61,5 +62,6 @@ TEST(IndexerCrash, TwentyKillsLeaveTheTableOfACleanIndex) {
     expect_clean_index(pg, "crashed", sim.url(), 1, kTarget, wallet::OpsForm::Condenser);
     EXPECT_EQ(pg.query("SELECT count(DISTINCT block_num) FROM wallet_operation_events", "crashed"),
               pg.query("SELECT count(DISTINCT block_num) FROM wallet_operation_events", "crashed_reference"));
-    EXPECT_GT(table_rows(pg, "crashed").size(), 50000u);
+    // Counted, not read again: expect_clean_index compared every row already.
+    EXPECT_GT(std::stoll(pg.query("SELECT count(*) FROM wallet_operation_events", "crashed").at(0)), 50000);
 }

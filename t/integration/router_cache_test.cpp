@@ -184,3 +184,22 @@ TEST_F(RouterCache, StalledRedisIsBypassed) {
     sleeper.join();
     EXPECT_TRUE(wait_until([&] { return post(*second, rpc("long.stall", "[1]")).headers["x-jsonrpc-cache"] == "HIT"; }));
 }
+
+// The memory layer resists a spray of distinct keys (each asked once, as a
+// client choosing old block ranges does): an entry asked for again is
+// protected, and the spray, many times the layer's size (here 64k, Redis
+// off), evicts only entries never asked for again.
+TEST_F(RouterCache, AKeySprayDoesNotEvictEntriesAskedForAgain) {
+    second = start("    jsonrpc_router_memory_cache 64k;\n", "    jsonrpc_router_redis off;\n");
+    const std::string hot = rpc("long.get", "[\"hot\"]");
+    EXPECT_EQ(post(*second, hot).headers["x-jsonrpc-cache"], "MISS");
+    EXPECT_EQ(post(*second, hot).headers["x-jsonrpc-cache"], "HIT");
+    for (int request = 0; request < 20; ++request) {  // 1000 entries of about 140 bytes
+        std::vector<std::string> calls;
+        for (int i = 0; i < 50; ++i) calls.push_back(rpc("long.get", "[" + std::to_string(request * 50 + i) + "]"));
+        ASSERT_EQ(post(*second, json_list(calls)).headers["x-jsonrpc-cache"], "BATCH hits=0 calls=50");
+    }
+    EXPECT_EQ(post(*second, hot).headers["x-jsonrpc-cache"], "HIT");
+    // The spray's own entries went (the layer holds a fraction of them).
+    EXPECT_EQ(post(*second, rpc("long.get", "[0]")).headers["x-jsonrpc-cache"], "MISS");
+}

@@ -12,6 +12,7 @@
 
 #include "router_support.hpp"
 #include "support/api_support.hpp"
+#include "support/prometheus_text.hpp"
 
 using namespace router_test;
 
@@ -80,14 +81,23 @@ std::vector<std::future<std::string>> slow_batches_from(const std::string& sourc
 }
 
 // A router with the shipped routing file and its defaults (plus
-// `directives`), its node a stand-in backend.
+// `directives`), its node a stand-in backend, and /metrics; `listen_options`
+// go on its listen line.
 struct ShippedRouter {
-    explicit ShippedRouter(Backend::Options node_options = {}, const std::string& directives = "")
+    explicit ShippedRouter(Backend::Options node_options = {}, const std::string& directives = "",
+                           const std::string& listen_options = "")
         : node("node", node_options) {
         write_file(dir.path() / "routes.json",
                    routes_with_targets(source_dir() / "conf" / "routes.hive.json", {{"node", node.http_url()}}));
-        nginx = std::make_unique<NginxServer>(
-            nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
+        std::string config = router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives,
+                                                "  location = /metrics { jsonrpc_router_metrics; }\n");
+        const std::string listen = "listen 127.0.0.1:{{PORT}}";
+        config.insert(config.find(listen) + listen.size(), listen_options.empty() ? "" : " " + listen_options);
+        nginx = std::make_unique<NginxServer>(nginx_options(config));
+    }
+    // A value of the router's /metrics (-1 when it has none).
+    double metric(const std::string& name) {
+        return prometheus_text::parse(harness::http_request("GET", nginx->url("/metrics")).body).value(name).value_or(-1);
     }
     Backend node;
     TempDir dir{"router-client"};
@@ -143,7 +153,9 @@ TEST(RouterClientLimits, EachClientHasItsOwnApiBudgetThroughTheRouter) {
 // JSON-RPC error at once, other clients are served, and the budget comes back
 // when the answers are out.
 TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
-    ShippedRouter router(Backend::Options{.slow_ms = 1500});
+    // 0.8 s per call: the 200 calls go 32 at a time (the address's share of
+    // the 64 upstream connections), all within the node's 10 s timeout.
+    ShippedRouter router(Backend::Options{.slow_ms = 800});
     Backend& node = router.node;
     NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
@@ -199,11 +211,11 @@ TEST(RouterClientLimits, AWebSocketOfAClientWithoutBudgetWaitsInsteadOfBeingRefu
     NginxServer& nginx = *router.nginx;
     const std::string url = nginx.url("/");
     // Four batches of 50 slow calls hold all 200 calls of 127.0.0.2 (for 4 s
-    // at least: the first batch ends with the node's first round).
+    // at least: the node answers each after 4 s, 32 of them at a time).
     std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 4);
-    // Spent once a call of the same address is refused (the node sees 64 at a
-    // time: jsonrpc_router_upstream_connections).
-    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 64; }, 10s));
+    // Spent once a call of the same address is refused (the node sees 32 of
+    // them at a time: the address's share of jsonrpc_router_upstream_connections).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 32; }, 10s));
     ASSERT_TRUE(harness::wait_until([&] {
         return post_from("127.0.0.2", url, rpc("condenser_api.get_config")).find("\"code\":1700") != std::string::npos;
     }, 10s));
@@ -266,6 +278,78 @@ TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// The answers in flight of one client address are bounded
+// (jsonrpc_router_max_client_response; here 16 MiB per worker instead of 32):
+// a request of 15 answers of 1 MiB whose client reads nothing holds 15 MiB
+// until it is sent; another request of that address gets error 1800 for
+// what does not fit, another address its answers, and the budget comes
+// back when the unread answer goes.
+TEST(RouterClientLimits, AnswerBytesInFlightPerClientAreBounded) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_max_client_response 16m;\n");
+    NginxServer& nginx = *router.nginx;
+    auto big_calls = [](int n) {
+        std::vector<std::string> calls;
+        for (int i = 0; i < n; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]", std::to_string(i)));
+        return json_list(calls);
+    };
+    const std::string body = big_calls(15);
+    const std::string small = big_calls(3);
+    struct Count {
+        std::size_t answered = 0;
+        std::size_t over_client = 0;
+    };
+    auto count = [](const std::string& text) {
+        Count c;
+        JsonPtr batch = parse_json(text);
+        EXPECT_TRUE(json_is_array(batch.get())) << text.substr(0, 300);
+        for (std::size_t i = 0; i < json_array_size(batch.get()); ++i) {
+            json_t* element = json_array_get(batch.get(), i);
+            if (json_object_get(element, "result") != nullptr) ++c.answered;
+            if (text_at(element, "error.code") == "1800" &&
+                text_at(element, "error.message").find("of one client") != std::string::npos) {
+                ++c.over_client;
+                EXPECT_EQ(text_at(element, "id"), std::to_string(i));
+            }
+        }
+        return c;
+    };
+    // A reader that reads nothing: a small receive buffer, so that most of
+    // its 15 MiB answer stays with the router.
+    auto unread_post = [&](const std::string& source) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int receive_buffer = 16384;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+        EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)), 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(nginx.port());
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+        const std::string request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+        EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+        // Its answer is built once its first bytes arrive.
+        EXPECT_TRUE(harness::wait_until([&] {
+            char byte;
+            return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+        }, 10s));
+        return fd;
+    };
+    const int unread = unread_post("127.0.0.2");
+    Count held = count(post_from("127.0.0.2", nginx.url("/"), small));
+    EXPECT_EQ(held.answered, 0u);  // 16 MiB less the 15 MiB held: not one more
+    EXPECT_EQ(held.over_client, 3u);
+    Count other = count(post_from("127.0.0.3", nginx.url("/"), small));
+    EXPECT_EQ(other.answered, 3u);
+    ::close(unread);
+    // Nothing stays counted once the unread answer is gone.
+    EXPECT_TRUE(harness::wait_until([&] { return count(post_from("127.0.0.2", nginx.url("/"), small)).answered == 3u; }, 10s));
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // A WebSocket client that stops reading is closed after
 // jsonrpc_router_ws_send_timeout (here 1 s instead of 30) with nothing sent,
 // its session and output freed; other clients go on.
@@ -280,7 +364,7 @@ TEST(RouterClientLimits, AWebSocketClientThatStopsReadingIsClosed) {
     for (int i = 0; i < 10; ++i) calls.push_back(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
     for (int m = 0; m < 3; ++m) reader.send_text(json_list(calls));
     ASSERT_TRUE(harness::wait_until([&] {
-        return read_file(nginx.error_log()).find("WebSocket client read nothing for 1000 ms, closed") != std::string::npos;
+        return read_file(nginx.error_log()).find("WebSocket client did not read its answers within 1000 ms") != std::string::npos;
     }, 20s));
     WsClient other(nginx.port());
     JsonPtr answer = parse_json(other.call(rpc("condenser_api.get_config")));
@@ -312,10 +396,102 @@ TEST(RouterClientLimits, AWebSocketClientsQueuedOutputIsBounded) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// The WebSocket answers queued in a worker are bounded in all
+// (jsonrpc_router_ws_worker_output, here 16 MiB instead of 128): clients of
+// one address that ask for 40 MiB and do not read are closed, the one with
+// the most queued first, with 1013 and a reason after the answer they had
+// begun; the queued bytes (/metrics) never pass the bound, another address
+// is served meanwhile, and nothing stays counted.
+TEST(RouterClientLimits, TheWorkersQueuedWebSocketOutputIsBounded) {
+    // Small socket buffers on both sides: the answers wait in the router, not in the kernel.
+    ShippedRouter router(Backend::Options{},
+                         "    jsonrpc_router_max_response 2m;\n    jsonrpc_router_ws_max_output 16m;\n"
+                         "    jsonrpc_router_ws_client_output 4m;\n    jsonrpc_router_ws_worker_output 16m;\n",
+                         "sndbuf=32k");
+    NginxServer& nginx = *router.nginx;
+    constexpr int kReaders = 4;
+    constexpr int kAsked = 10;  // answers of a bit over 1 MiB each per connection: more than one may hold
+    std::vector<std::unique_ptr<WsClient>> idle;
+    for (int c = 0; c < kReaders; ++c) {
+        idle.push_back(std::make_unique<WsClient>(nginx.port(), "/", "127.0.0.2", 16 * 1024));
+        ASSERT_EQ(idle.back()->handshake_status(), 101);
+    }
+    // Each connection stays under its own bound (16 MiB) while together they pass the worker's.
+    for (int i = 0; i < kAsked; ++i) {
+        for (int c = 0; c < kReaders; ++c) {
+            idle[static_cast<std::size_t>(c)]->send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(c * kAsked + i) + "]"));
+        }
+    }
+    ASSERT_TRUE(harness::wait_until([&] {
+        return read_file(nginx.error_log()).find("over jsonrpc_router_ws_worker_output") != std::string::npos;
+    }, 20s));
+    // Another address, over WebSocket and HTTP, is served while they hold their answers.
+    WsClient other(nginx.port(), "/", "127.0.0.3");
+    EXPECT_EQ(text_at(parse_json(other.call(rpc("condenser_api.get_config"))).get(), "result.backend"), "node");
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    const double peak = router.metric("jsonrpc_router_ws_output_peak_bytes");
+    EXPECT_LE(peak, 16 << 20);
+    EXPECT_GT(peak, 8 << 20) << "the answers did not wait in the router";
+    // Read now: what was sent, then, for those closed (all but one may be,
+    // until the rest fits), a Close 1013 with its reason.
+    int closed_1013 = 0;
+    for (auto& ws : idle) {
+        ws->set_timeout(20s);
+        int answers = 0;
+        while (answers < kAsked) {
+            auto event = ws->next();
+            if (!event) break;
+            if (event->kind == router::ws::Event::Kind::Message) ++answers;
+            if (event->kind == router::ws::Event::Kind::Close) {
+                EXPECT_EQ(event->close_code, 1013);
+                EXPECT_EQ(event->payload, "too many answers waiting to be read");
+                EXPECT_LT(answers, kAsked);
+                ++closed_1013;
+                break;
+            }
+        }
+    }
+    EXPECT_GE(closed_1013, kReaders - 1);
+    EXPECT_TRUE(harness::wait_until([&] { return router.metric("jsonrpc_router_ws_output_bytes") == 0; }, 10s));
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// A client that reads a few kilobytes at a time keeps its connection making
+// a little progress, but cannot extend jsonrpc_router_ws_send_timeout (here
+// 1 s) with it: what waited as its socket filled up must all be sent within
+// the timeout. Asked for 8 MiB and read at about 160 kB/s (nearly a minute of
+// reading), it is closed within seconds.
+TEST(RouterClientLimits, AWebSocketClientThatReadsTooSlowlyIsClosed) {
+    ShippedRouter router(Backend::Options{}, "    jsonrpc_router_ws_send_timeout 1s;\n", "sndbuf=32k");
+    NginxServer& nginx = *router.nginx;
+    WsClient slow(nginx.port(), "/", "127.0.0.2", 16 * 1024);
+    ASSERT_EQ(slow.handshake_status(), 101);
+    constexpr std::size_t kAsked = 8;
+    for (std::size_t i = 0; i < kAsked; ++i) slow.send_text(rpc("condenser_api.get_big_thing", "[" + std::to_string(i) + "]"));
+    std::size_t read = 0;
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!slow.peer_closed() && read < kAsked << 20 && std::chrono::steady_clock::now() < give_up) {
+        read += slow.read_available(8 * 1024).size();
+        std::this_thread::sleep_for(50ms);
+    }
+    // The last bytes in the socket buffers, then the end.
+    while (!slow.read_available(64 * 1024).empty()) {
+    }
+    EXPECT_TRUE(slow.peer_closed()) << read << " bytes read, not closed";
+    EXPECT_LT(read, kAsked << 20);
+    EXPECT_NE(read_file(nginx.error_log()).find("WebSocket client did not read its answers within 1000 ms"), std::string::npos);
+    WsClient other(nginx.port(), "/", "127.0.0.3");
+    EXPECT_EQ(text_at(parse_json(other.call(rpc("condenser_api.get_config"))).get(), "result.backend"), "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Upstream connections per target URL and worker are bounded: calls over
-// jsonrpc_router_upstream_connections wait in a queue, calls over
-// jsonrpc_router_upstream_queue get 1500 at once (here 4 and 8 instead of 64
-// and 1024), and the URL is not marked as failing for it.
+// jsonrpc_router_upstream_connections (or over one address's share of them)
+// wait in a queue, calls over jsonrpc_router_upstream_queue get 1500 at once
+// (here 4 and 8 instead of 64 and 1024), and the URL is not marked as
+// failing for it.
 TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
     ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n    jsonrpc_router_upstream_queue 8;\n");
     NginxServer& nginx = *router.nginx;
@@ -336,15 +512,48 @@ TEST(RouterClientLimits, UpstreamConnectionsQueueThenRefuse) {
             EXPECT_EQ(text_at(element, "error.message"), "Upstream busy: target node");
         }
     }
-    // 4 sent and 8 queued, the others refused (one fewer answered when the
-    // router's own chain poll holds a connection at that moment).
+    // 2 sent (the address's half of the 4 connections) and 8 queued, the
+    // others refused.
     EXPECT_EQ(answered + busy, 20u);
-    EXPECT_GE(answered, 11u);
-    EXPECT_LE(answered, 12u);
+    EXPECT_EQ(answered, 10u);
     EXPECT_LE(connections.size(), 4u);
     EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
                       "result.backend"),
               "node");
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
+// The upstream queue is fair across client addresses: an address holds at
+// most its share (jsonrpc_router_upstream_client_share, 50 %) of a URL's
+// connections (here 4: two), and its backlog waits in its own line; another
+// address's call reaches the node before that backlog, not behind it.
+TEST(RouterClientLimits, OneAddressesBacklogDoesNotDelayAnothersCall) {
+    ShippedRouter router(Backend::Options{.slow_ms = 1000}, "    jsonrpc_router_upstream_connections 4;\n");
+    Backend& node = router.node;
+    NginxServer& nginx = *router.nginx;
+    const std::string url = nginx.url("/");
+    const long before = node.stats().second;
+    std::vector<std::string> calls;
+    for (int i = 0; i < 8; ++i) calls.push_back(rpc("condenser_api.slow_read", "[" + std::to_string(i) + "]", std::to_string(i)));
+    auto backlog = std::async(std::launch::async, [&] { return post_from("127.0.0.2", url, json_list(calls)); });
+    // The backlog is queued once its first calls reach the node (a batch's
+    // calls are all submitted at once).
+    ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= before + 2; }, 10s));
+    JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.slow_read", "[100]")));
+    ASSERT_EQ(text_at(other.get(), "result.backend"), "node");
+    const long other_served = std::stol(text_at(other.get(), "result.served"));  // the node's arrival order
+    JsonPtr batch = parse_json(backlog.get());
+    ASSERT_EQ(json_array_size(batch.get()), 8u);
+    std::size_t ahead = 0;
+    std::size_t behind = 0;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::string served = text_at(json_array_get(batch.get(), i), "result.served");
+        ASSERT_NE(served, "<absent>") << text_at(json_array_get(batch.get(), i), "error.message");
+        (std::stol(served) < other_served ? ahead : behind) += 1;
+    }
+    // Two of the backlog (its share) before the other address's call, six after.
+    EXPECT_EQ(ahead, 2u);
+    EXPECT_EQ(behind, 6u);
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
@@ -395,6 +604,84 @@ TEST(RouterClientLimits, ASlowlyTrickledBodyIsCutOffAtItsDeadline) {
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
+// A raw connection from `source` that sends a POST's head with `Expect:
+// 100-continue` and no body yet; what the router answers first.
+struct HeldPost {
+    HeldPost(std::uint16_t port, const std::string& source) {
+        fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        timeval tv{10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
+            ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+            throw std::runtime_error("connect from " + source);
+        }
+        const std::string head = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                 "Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
+        ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    }
+    ~HeldPost() { ::close(fd); }
+    HeldPost(const HeldPost&) = delete;
+    HeldPost& operator=(const HeldPost&) = delete;
+    // Until the end of the first answer's head (a 100 Continue: the router took
+    // the request and waits for its body) or, with `to_end`, of the connection.
+    std::string read(bool to_end) {
+        std::string got;
+        char buffer[4096];
+        while (to_end || got.find("\r\n\r\n") == std::string::npos) {
+            ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            got.append(buffer, static_cast<std::size_t>(n));
+        }
+        return got;
+    }
+    int fd;
+};
+
+// Router requests that hold a connection are bounded per client address and
+// worker (jsonrpc_router_max_client_connections, 64 shipped): 64 POST bodies
+// being trickled from one address are read, the 65th request and a WebSocket
+// upgrade from it are refused with 503 and a JSON-RPC error and their
+// connections closed; another address is served; once the bodies end, the
+// address has its connections again.
+TEST(RouterClientLimits, ConnectionsPerClientAreBounded) {
+    ShippedRouter router;
+    NginxServer& nginx = *router.nginx;
+    constexpr int kLimit = 64;
+    std::vector<std::unique_ptr<HeldPost>> held;
+    for (int i = 0; i < kLimit; ++i) {
+        held.push_back(std::make_unique<HeldPost>(nginx.port(), "127.0.0.2"));
+        ASSERT_NE(held.back()->read(false).find("100 Continue"), std::string::npos) << i;
+        ::send(held.back()->fd, "[", 1, MSG_NOSIGNAL);  // the body begins, slowly
+    }
+    HeldPost over(nginx.port(), "127.0.0.2");
+    const std::string refused = over.read(true);  // the whole answer, then the end of the connection
+    EXPECT_NE(refused.find("HTTP/1.1 503"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("Connection: close"), std::string::npos) << refused;
+    JsonPtr error = parse_json(refused.substr(refused.find("\r\n\r\n") + 4));
+    EXPECT_EQ(text_at(error.get(), "error.code"), "1700");
+    EXPECT_EQ(text_at(error.get(), "error.message"), "Too many connections from this client");
+    EXPECT_NE(text_at(error.get(), "error.data"), "<absent>");
+    WsClient upgrade(nginx.port(), "/", "127.0.0.2");
+    EXPECT_EQ(upgrade.handshake_status(), 503);
+    // Another address meanwhile: served.
+    EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                      "result.backend"),
+              "node");
+    held.clear();
+    EXPECT_TRUE(harness::wait_until([&] {
+        return text_at(parse_json(post_from("127.0.0.2", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
+                       "result.backend") == "node";
+    }, 10s));
+    EXPECT_TRUE(nginx.fatal_log_lines().empty());
+}
+
 // Our own budget is not the node's fault: calls that time out while they
 // wait in the router's queue for one of jsonrpc_router_upstream_connections
 // (here 1) never reached the node, which answers every call it gets in
@@ -442,10 +729,13 @@ TEST(RouterClientLimits, NginxRefusesBudgetsOutOfRange) {
             nginx_options(router_http_config(dir.path() / "routes.json", "    jsonrpc_router_redis off;\n" + directives)));
     };
     EXPECT_EQ(check("").exit_code, 0);
-    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;",
+    for (const char* bad : {"jsonrpc_router_max_client_calls many;", "jsonrpc_router_max_response 1k;", "jsonrpc_router_max_client_response 1m;",
                             "jsonrpc_router_ws_max_output 1m;", "jsonrpc_router_ws_send_timeout 0;",
                             "jsonrpc_router_upstream_connections 0;", "jsonrpc_router_upstream_queue -1;",
-                            "jsonrpc_router_body_timeout 0;"}) {
+                            "jsonrpc_router_upstream_client_share 0;", "jsonrpc_router_upstream_client_share 101;",
+                            "jsonrpc_router_body_timeout 0;", "jsonrpc_router_ws_worker_output 16m;",
+                            "jsonrpc_router_ws_client_output 0;", "jsonrpc_router_ws_client_output 200m;",
+                            "jsonrpc_router_max_client_connections -1;"}) {
         auto result = check(std::string("    ") + bad + "\n");
         EXPECT_NE(result.exit_code, 0) << bad;
         const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));

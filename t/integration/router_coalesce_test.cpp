@@ -128,3 +128,29 @@ TEST_F(RouterCoalesce, WaitersOutliveALeaderWhoseClientLeft) {
     // The first waiter asked again when the leader left; the others still shared it.
     EXPECT_EQ(backend_requests() - before, 2);
 }
+
+// Identical cacheable calls inside one batch (50 copies of one call, the
+// amplifying request) cost one cache lookup and one upstream request: the
+// first looks the key up for the others. Each gets the answer with its own id.
+TEST_F(RouterCoalesce, IdenticalCallsOfOneBatchShareOneLookup) {
+    start(1);
+    auto redis_gets = [&] {
+        const std::string stats = redis.command({"INFO", "commandstats"});
+        const std::size_t at = stats.find("cmdstat_get:calls=");
+        return at == std::string::npos ? 0L : std::stol(stats.substr(at + 18));
+    };
+    std::vector<std::string> calls;
+    for (int i = 0; i < 20; ++i) calls.push_back(rpc("slow.get", "[7]", std::to_string(i)));
+    const long gets_before = redis_gets();
+    const long upstream_before = backend_requests();
+    HttpResponse r = http_post_json(nginx->url(), json_list(calls));
+    ASSERT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(redis_gets() - gets_before, 1) << "each copy looked the key up";
+    EXPECT_EQ(backend_requests() - upstream_before, 1);
+    JsonPtr batch = parse_json(r.body);
+    ASSERT_EQ(json_array_size(batch.get()), 20u);
+    for (std::size_t i = 0; i < 20; ++i) {
+        EXPECT_EQ(text_at(json_array_get(batch.get(), i), "id"), std::to_string(i));
+        EXPECT_EQ(text_at(json_array_get(batch.get(), i), "result.params"), "[7]");
+    }
+}

@@ -193,9 +193,12 @@ inline std::string rpc(const std::string& method, const std::string& params = ""
 // A blocking WebSocket client (the test's side of the connection).
 class WsClient {
 public:
-    // `source`: a loopback address to connect from (a client address of its own).
-    explicit WsClient(std::uint16_t port, const std::string& path = "/", const std::string& source = "") {
+    // `source`: a loopback address to connect from (a client address of its own);
+    // `receive_buffer`: SO_RCVBUF in bytes (0: the system's, which grows to megabytes).
+    explicit WsClient(std::uint16_t port, const std::string& path = "/", const std::string& source = "",
+                      int receive_buffer = 0) {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (receive_buffer > 0) setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
         if (!source.empty()) {
             sockaddr_in local{};
             local.sin_family = AF_INET;
@@ -269,6 +272,20 @@ public:
     std::string call(const std::string& text) {
         send_text(text);
         return next_message();
+    }
+    // At most `n` bytes of what has arrived, without waiting ("" when nothing has, or at the end).
+    std::string read_available(std::size_t n) {
+        std::string data(n, '\0');
+        ssize_t got = ::recv(fd_, data.data(), n, MSG_DONTWAIT);
+        data.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+        return data;
+    }
+    // Whether the server closed the connection (seen without reading: the TCP state after its FIN or reset).
+    bool peer_closed() const {
+        tcp_info info{};
+        socklen_t size = sizeof(info);
+        if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return true;
+        return info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE;
     }
 
 private:

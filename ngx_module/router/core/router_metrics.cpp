@@ -1,5 +1,6 @@
 #include "router_metrics.hpp"
 
+#include <algorithm>
 #include <new>
 
 namespace router {
@@ -132,6 +133,19 @@ void write_router_metrics(metrics::TextWriter& out, const std::vector<RouterScra
     std::uint64_t redis = 0;
     for (const RouterScrape& r : routers) redis += r.metrics.head().redis_errors.load(std::memory_order_relaxed);
     out.sample("jsonrpc_router_redis_errors_total", {}, redis);
+    out.family("jsonrpc_router_ws_output_bytes", "gauge",
+               "WebSocket answers queued to clients that have not read them yet, bytes (every worker's).");
+    std::uint64_t queued = 0;
+    std::uint64_t peak = 0;
+    for (const RouterScrape& r : routers) {
+        queued += r.metrics.head().ws_output_bytes.load(std::memory_order_relaxed);
+        peak = std::max(peak, r.metrics.head().ws_output_peak_bytes.load(std::memory_order_relaxed));
+    }
+    out.sample("jsonrpc_router_ws_output_bytes", {}, queued);
+    out.family("jsonrpc_router_ws_output_peak_bytes", "gauge",
+               "The highest jsonrpc_router_ws_output_bytes has been (after each answer is queued and the "
+               "worker's budget enforced).");
+    out.sample("jsonrpc_router_ws_output_peak_bytes", {}, peak);
 }
 
 }  // namespace router

@@ -33,6 +33,10 @@ struct RouterCountersHead {
     std::array<metrics::Counter, 2> requests{};        // bodies: HTTP POSTs, WebSocket messages
     std::array<metrics::Counter, 2> unrouted_calls{};  // no route, or not a valid call
     metrics::Counter redis_errors{0};
+    // WebSocket answers queued to clients (bytes, all workers: each adds
+    // and takes back its own), and the highest that sum has been.
+    metrics::Counter ws_output_bytes{0};
+    metrics::Counter ws_output_peak_bytes{0};
 };
 
 // A view of the counters of one routing table: the head, one RouteCounters

@@ -69,9 +69,12 @@ TEST(RouterMetricsCore, CountersPerRouteAndUrlRenderEachFamilyOnce) {
     EXPECT_TRUE(has(R"(jsonrpc_router_url_in{target="p",url="http://h:3"} 0)")) << text;
     EXPECT_EQ(text.find(R"(jsonrpc_router_url_in{target="a")"), std::string::npos) << "a target without health";
     EXPECT_TRUE(has("jsonrpc_router_redis_errors_total 1")) << text;
+    EXPECT_TRUE(has("# TYPE jsonrpc_router_ws_output_bytes gauge")) << text;
+    EXPECT_TRUE(has("jsonrpc_router_ws_output_bytes 0")) << text;
+    EXPECT_TRUE(has("jsonrpc_router_ws_output_peak_bytes 0")) << text;
     std::size_t types = 0;
     for (std::size_t at = text.find("# TYPE"); at != std::string::npos; at = text.find("# TYPE", at + 1)) ++types;
-    EXPECT_EQ(types, 7u);
+    EXPECT_EQ(types, 9u);
 }
 
 TEST(ApiMetricsCore, MethodsAreTheApisOwnNamesOrUnknown) {
