@@ -614,107 +614,58 @@ Result<Inserted> multi_row_insert(PGconn* conn, const Rendered& rows) {
     return inserted;
 }
 
-// ---- balance sums (migration 0017) ----------------------------------------
+// ---- balance rows the writers keep (migrations 0017, 0018) ---------------
 
-constexpr std::int64_t kSecondsPerDay = 86400;
-constexpr std::int64_t kFirstDaySeconds = 1451606400;  // 2016-01-01T00:00:00Z: day 0 of wallet_balance_daily
-
-// The balance sums' part of a set of events, added (sign 1) or taken back
-// (sign -1): the day sums of their `add` changes, and the events whose
-// changes wait for block order (wallet_balance_pending).
-class BalanceSums {
+// What the writers keep of the balance changes of the rows they insert:
+// the events that carry a change of another account (wallet_balance_carried)
+// and those whose changes the decoder cannot read (wallet_balance_undecodable).
+// The balances themselves are the snapshot pass's (wallet/balance_snapshots.hpp).
+class BalanceRows {
 public:
-    Result<bool> add_event(const WalletEvent& event, int sign, const BalanceRules& rules) {
+    void add_event(const WalletEvent& event, const BalanceRules& rules) {
         auto changes = balance_changes(event, rules.assets, rules.forks);
+        const std::string account = storable_text(event.account);
         if (!changes) {
             // Stored without its changes, listed so that the balances it may
-            // move are refused (wallet_balance_undecodable): one odd
-            // operation never stops a load.
-            if (sign > 0) {
-                undecodable_.push_back({storable_text(event.account), event.block_num, event.block_seq.value_or(0),
-                                        role_code(event.role), operation_type_id(event.op_type), event.op_type,
-                                        changes.error()});
-            }
-            return true;
-        }
-        const std::int64_t seconds = event.timestamp.seconds() - kFirstDaySeconds;
-        const std::int64_t day = (seconds - (seconds < 0 ? kSecondsPerDay - 1 : 0)) / kSecondsPerDay;
-        if (day < std::numeric_limits<std::int16_t>::min() || day > std::numeric_limits<std::int16_t>::max()) {
-            return make_error("balance sums: the event's day is out of range");
+            // move are refused: one odd operation never stops a load.
+            undecodable_.push_back({account, event.block_num, event.block_seq.value_or(0), role_code(event.role),
+                                    operation_type_id(event.op_type), event.op_type, changes.error()});
+            return;
         }
         for (const auto& change : *changes) {
-            // Kept for the block-order pass, under the account the change
-            // is of: the stateful kinds, and the savings withdrawals they
-            // may cancel (their request_id and amount).
-            // Also a change of another account than the event's (a routed
-            // fill_vesting_withdraw's sender): get_balances reads that
-            // account's events of a day by the account and its pending rows.
-            if (change.kind != ChangeKind::add || change.request_id || change.account != storable_text(event.account)) {
-                pending_.emplace(storable_text(change.account), event.block_num, event.block_seq.value_or(0),
-                                 role_code(event.role));
-                if (change.kind != ChangeKind::add) continue;
-            }
-            auto units = change.amount.rescaled(component_precision(change.component));
-            if (!units) return make_error("balance sum: " + units.error());
-            Decimal::Units& sum = adds_[{storable_text(change.account), day, static_cast<int>(change.component)}];
-            sum += sign < 0 ? -units->units() : units->units();
+            if (change.account == account) continue;
+            carried_.emplace(storable_text(change.account), event.block_num, event.block_seq.value_or(0),
+                             role_code(event.role), account);
         }
-        return true;
     }
 
-    // Inside the writer's transaction. Rows in key order, so that writers
-    // adding to the same rows wait for each other instead of deadlocking.
+    // Inside the writer's transaction.
     Result<bool> write(PGconn* conn, AccountIds& ids) {
         std::vector<std::string> names;
-        for (const auto& [key, sum] : adds_) names.push_back(std::get<0>(key));
-        for (const auto& key : pending_) names.push_back(std::get<0>(key));
+        for (const auto& key : carried_) names.push_back(std::get<0>(key));
         for (const auto& event : undecodable_) names.push_back(event.account);
         auto resolved = ids.resolve_names(conn, std::move(names));
         if (!resolved) return make_error(resolved.error());
-        std::map<std::tuple<std::int32_t, std::int64_t, int>, Decimal::Units> by_id;
-        for (const auto& [key, sum] : adds_) {
-            if (sum == 0) continue;
-            if (sum > std::numeric_limits<std::int64_t>::max() || sum < std::numeric_limits<std::int64_t>::min()) {
-                return make_error("balance sums: a day's sum is out of range");
-            }
-            const auto id = ids.find(std::get<0>(key));
-            if (!id) return make_error("account " + std::get<0>(key) + " has no id");
-            by_id.emplace(std::tuple{*id, std::get<1>(key), std::get<2>(key)}, sum);
-        }
-        if (!by_id.empty()) {
-            std::string accounts = "{", days = "{", components = "{", amounts = "{";
-            for (const auto& [key, sum] : by_id) {
-                const char* comma = accounts.size() > 1 ? "," : "";
-                accounts += comma + std::to_string(std::get<0>(key));
-                days += comma + std::to_string(std::get<1>(key));
-                components += comma + std::to_string(std::get<2>(key));
-                amounts += comma + std::to_string(static_cast<std::int64_t>(sum));
-            }
-            auto upserted = pg::exec_params(
-                conn,
-                "INSERT INTO wallet_balance_daily AS d (account_id, day, component, units)"
-                " SELECT * FROM unnest($1::integer[], $2::smallint[], $3::smallint[], $4::bigint[])"
-                " ON CONFLICT (account_id, day, component) DO UPDATE SET units = d.units + EXCLUDED.units",
-                {accounts + "}", days + "}", components + "}", amounts + "}"});
-            if (!upserted) return make_error("balance sums: " + upserted.error());
-        }
-        if (!pending_.empty()) {
-            std::string accounts = "{", blocks = "{", seqs = "{", roles = "{";
-            for (const auto& [account, block, seq, role] : pending_) {
+        if (!carried_.empty()) {
+            std::string accounts = "{", blocks = "{", seqs = "{", roles = "{", owners = "{";
+            for (const auto& [account, block, seq, role, owner] : carried_) {
                 const auto id = ids.find(account);
-                if (!id) return make_error("account " + account + " has no id");
+                const auto owner_id = ids.find(owner);
+                if (!id || !owner_id) return make_error("account " + account + " or " + owner + " has no id");
                 const char* comma = accounts.size() > 1 ? "," : "";
                 accounts += comma + std::to_string(*id);
                 blocks += comma + std::to_string(block);
                 seqs += comma + std::to_string(seq);
                 roles += comma + std::to_string(role);
+                owners += comma + std::to_string(*owner_id);
             }
-            auto kept = pg::exec_params(conn,
-                                        "INSERT INTO wallet_balance_pending (account_id, block_num, block_seq, role)"
-                                        " SELECT * FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::smallint[])"
-                                        " ON CONFLICT DO NOTHING",
-                                        {accounts + "}", blocks + "}", seqs + "}", roles + "}"});
-            if (!kept) return make_error("balance pending: " + kept.error());
+            auto kept = pg::exec_params(
+                conn,
+                "INSERT INTO wallet_balance_carried (account_id, block_num, block_seq, role, event_account_id)"
+                " SELECT * FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::smallint[], $5::integer[])"
+                " ON CONFLICT DO NOTHING",
+                {accounts + "}", blocks + "}", seqs + "}", roles + "}", owners + "}"});
+            if (!kept) return make_error("balance carried: " + kept.error());
         }
         for (const auto& event : undecodable_) {
             const auto id = ids.find(event.account);
@@ -738,8 +689,8 @@ public:
     std::int64_t undecodable() const { return static_cast<std::int64_t>(undecodable_.size()); }
 
 private:
-    std::map<std::tuple<std::string, std::int64_t, int>, Decimal::Units> adds_;  // (account, day, component)
-    std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> pending_;  // (account, block, seq, role)
+    // (account the change is of, block, seq, role, the event's account)
+    std::set<std::tuple<std::string, std::int64_t, std::int64_t, int, std::string>> carried_;
     struct Undecodable {
         std::string account;
         std::int64_t block_num;
@@ -861,20 +812,19 @@ Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vect
                                                       : multi_row_insert(conn, *rows);
     if (!inserted) return make_error(inserted.error());
     counts.inserted = inserted->count;
-    // The sums of exactly the rows inserted: a row stored before adds nothing.
-    BalanceSums sums;
+    // The balance rows of exactly the rows inserted: a row stored before adds nothing.
+    BalanceRows balance_rows;
     for (const auto& event : events) {
         const std::int32_t account_id = *ids.find(storable_text(event.account));
         if (inserted->keys && !inserted->keys->contains(EventKey{account_id, event.block_num, event.block_seq.value_or(0),
                                                                  role_code(event.role)})) {
             continue;
         }
-        auto added = sums.add_event(event, 1, rules);
-        if (!added) return make_error("block " + std::to_string(event.block_num) + ": " + added.error());
+        balance_rows.add_event(event, rules);
     }
-    auto written = sums.write(conn, ids);
+    auto written = balance_rows.write(conn, ids);
     if (!written) return make_error(written.error());
-    counts.balance_undecodable = sums.undecodable();
+    counts.balance_undecodable = balance_rows.undecodable();
     return counts;
 }
 
@@ -884,38 +834,21 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
     return insert_events(conn, ids, events, method, rules);
 }
 
-Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num, const BalanceRules& rules) {
+Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
     const std::string above = std::to_string(block_num);
-    // The changes of the rows going, taken back from the sums (their events
-    // rebuilt from the stored rows and operations).
-    auto going = pg::exec_params(conn,
-                                 "SELECT e.account, e.role, e.op_type, e.payload, e.block_num, e.block_seq,"
-                                 " extract(epoch FROM e.\"timestamp\")::bigint"
-                                 " FROM wallet_operation_events e WHERE e.block_num > $1::integer",
-                                 {above});
-    if (!going) return make_error("delete: " + going.error());
-    BalanceSums sums;
-    PGresult* result = going->get();
-    for (int row = 0; row < PQntuples(result); ++row) {
-        WalletEvent event;
-        event.account = PQgetvalue(result, row, 0);
-        const auto role = parse_role(PQgetvalue(result, row, 1));
-        if (!role) return make_error(std::string("delete: unknown role ") + PQgetvalue(result, row, 1));
-        event.role = *role;
-        event.op_type = PQgetvalue(result, row, 2);
-        event.payload = std::make_shared<const std::string>(PQgetvalue(result, row, 3));
-        event.block_num = std::strtoll(PQgetvalue(result, row, 4), nullptr, 10);
-        event.block_seq = std::strtoll(PQgetvalue(result, row, 5), nullptr, 10);
-        auto time = Timestamp::from_seconds(std::strtoll(PQgetvalue(result, row, 6), nullptr, 10));
-        if (!time) return make_error("delete: " + time.error());
-        event.timestamp = *time;
-        auto taken = sums.add_event(event, -1, rules);
-        if (!taken) return make_error("delete: block " + std::to_string(event.block_num) + ": " + taken.error());
+    // The snapshot pass stays below forks (it advances over irreversible
+    // blocks only); were it above, its snapshots above go and it redoes them.
+    auto through = pg::exec_params(conn, "SELECT through_block FROM wallet_balance_snapshot_state WHERE through_block > $1::integer",
+                                   {above});
+    if (!through) return make_error("delete: " + through.error());
+    if (PQntuples(through->get()) > 0) {
+        auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {above});
+        if (!snapshots) return make_error("delete: " + snapshots.error());
+        auto reset = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block ="
+                                           " coalesce((SELECT max(block_num) FROM wallet_balance_snapshots), 0)", {});
+        if (!reset) return make_error("delete: " + reset.error());
     }
-    AccountIds ids;
-    auto written = sums.write(conn, ids);
-    if (!written) return make_error("delete: " + written.error());
-    auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_pending WHERE block_num > $1::integer", {above});
+    auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_carried WHERE block_num > $1::integer", {above});
     if (!pending) return make_error("delete: " + pending.error());
     auto undecodable = pg::exec_params(conn, "DELETE FROM wallet_balance_undecodable WHERE block_num > $1::integer", {above});
     if (!undecodable) return make_error("delete: " + undecodable.error());
@@ -1017,7 +950,7 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
     if (!tx) return make_error(tx.error());
 
     if (batch.rewind_above) {
-        auto deleted = store::delete_events_above(conn, *batch.rewind_above, balance_rules_);
+        auto deleted = store::delete_events_above(conn, *batch.rewind_above);
         if (!deleted) return make_error(deleted.error());
         auto ids = pg::exec_params(conn, "DELETE FROM indexer_block_ids WHERE block_num > $1::integer",
                                    {std::to_string(*batch.rewind_above)});

@@ -1,51 +1,45 @@
--- 0017: balances from the history, stored so that order does not matter
--- (issue 28; docs/store-layout.md, "Balances from the history").
+-- 0017: balances from the history, read fast whatever order the store was
+-- loaded in (issue 28; docs/store-layout.md, "Balances from the history").
 --
 -- Nothing is added to the event rows: an event's balance changes are a
 -- function of its stored operation, its account and role (the decoder's
--- balance_changes), so the writers compute them from exactly the rows they
--- insert (or, rewinding a fork, delete) and keep sums of them here, in the
--- same transaction as the rows.
---
--- Per account, UTC day and component, the sum of the day's `add` changes
--- (day: days since 2016-01-01, before the chain's first block, which a
--- smallint holds until 2105; component: wallet::BalanceComponent's number;
--- units: the sum in the component's smallest unit, 0.001 HIVE/HBD, 0.000001
--- VESTS, 1 for counts). Sums commute: backfill shards in any order, beside
--- the indexer, give the same rows; a row stored twice is inserted once (ON
--- CONFLICT DO NOTHING) and adds once. 40-byte rows and an 8-byte key: the
--- issue's budget is 32 bytes per event in all.
-CREATE TABLE wallet_balance_daily (
-    account_id integer  NOT NULL,
-    day        smallint NOT NULL,
-    component  smallint NOT NULL,
-    units      bigint   NOT NULL,
-    PRIMARY KEY (account_id, day, component)
+-- balance_changes). Balances are kept as snapshots of each account's whole
+-- balance state (every component, and what the stateful changes need: the
+-- delegations per pair, the savings withdrawals in flight), written by an
+-- ordered pass (wallet/balance_snapshots.hpp) that advances over the
+-- contiguous fully loaded, irreversible prefix of the chain one period of
+-- CHAIN_BALANCE_SNAPSHOT_BLOCKS at a time: at the end of each period in which
+-- an account's balances changed, its state after that period's last block.
+-- A balance at block B is the account's last snapshot at or below B plus the
+-- account's events after it up to B (at most one period's, below the pass).
+CREATE TABLE wallet_balance_snapshots (
+    account_id integer NOT NULL,
+    block_num  integer NOT NULL,  -- the state after every event of blocks up to this one
+    state      bytea   NOT NULL,  -- wallet::BalanceState::encode
+    PRIMARY KEY (account_id, block_num)
 );
 
--- The events whose changes are not plain sums (a `set`, or a kind that needs
--- the state before it: a delegation's previous amount, a cancelled savings
--- withdrawal's amount, a power-down's counters), which a shard loaded out of
--- order cannot apply: kept by their event key, to be applied in block order
--- where everything below is loaded, under the account the change is of
--- (with the event's block_num, block_seq and role), together with the
--- transfer_from_savings that a cancel needs the amount of. A few per cent of
--- events.
-CREATE TABLE wallet_balance_pending (
+-- The pass's checkpoint: every account's changes of blocks up to
+-- through_block are in its snapshots (an account without a snapshot up to
+-- there had no change). Advanced in the transaction of the snapshots it
+-- covers: a pass killed mid-period redoes that period.
+CREATE TABLE wallet_balance_snapshot_state (
+    singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    through_block integer NOT NULL
+);
+INSERT INTO wallet_balance_snapshot_state (through_block) VALUES (0);
+
+-- The events that carry a change of another account than their own (a
+-- routed fill_vesting_withdraw's sender side), under the account the change
+-- is of: get_balances reads an account's events after its snapshot by the
+-- account, and these beside them. Rare.
+CREATE TABLE wallet_balance_carried (
     account_id integer  NOT NULL,
     block_num  integer  NOT NULL,
     block_seq  integer  NOT NULL,
     role       smallint NOT NULL,
-    PRIMARY KEY (block_num, block_seq, account_id, role)
+    event_account_id integer NOT NULL,  -- the event's own account
+    PRIMARY KEY (account_id, block_num, block_seq, role)
 );
 
--- Events stored before this migration have no sums: the sums cover the
--- store only above `missing_through` (NULL: every event). A store upgraded
--- with events needs its sums rebuilt before it may answer a balance.
-CREATE TABLE wallet_balance_coverage (
-    singleton       boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    missing_through integer
-);
-INSERT INTO wallet_balance_coverage (missing_through) SELECT max(block_num) FROM wallet_events;
-
-GRANT SELECT ON wallet_balance_daily, wallet_balance_pending, wallet_balance_coverage TO wallet_api_reader;
+GRANT SELECT ON wallet_balance_snapshots, wallet_balance_snapshot_state, wallet_balance_carried TO wallet_api_reader;

@@ -21,6 +21,7 @@
 #include "backfill_support.hpp"
 #include "ledger.hpp"
 #include "support/api_support.hpp"
+#include "support/balances_support.hpp"
 #include "synthetic_chain.hpp"
 #include "wallet/balance_change.hpp"
 
@@ -33,7 +34,8 @@ namespace {
 constexpr std::uint32_t kHead = 3001;
 constexpr std::uint32_t kAccounts = 2000;
 constexpr std::uint32_t kBackfillEnd = 2000;
-constexpr std::uint32_t kMiddle = 1500;
+constexpr std::uint32_t kMiddle = 1700;
+constexpr std::uint32_t kPeriod = 500;  // CHAIN_BALANCE_SNAPSHOT_BLOCKS: snapshots at 500, 1000, ... 3000
 constexpr std::uint64_t kSeed = 28;
 
 const sim::SyntheticChain& chain() {
@@ -47,23 +49,7 @@ const sim::SyntheticChain& chain() {
     return instance;
 }
 
-// The ledger's balances (or the node's) as components, in units.
-std::map<C, std::int64_t> components_of(const sim::AccountBalances& b) {
-    return {{C::hive_balance, b.hive},
-            {C::hbd_balance, b.hbd},
-            {C::hive_savings, b.hive_savings},
-            {C::hbd_savings, b.hbd_savings},
-            {C::vesting_shares, b.vests},
-            {C::delegated_vests, b.delegated},
-            {C::received_vests, b.received},
-            {C::hive_rewards, b.reward_hive},
-            {C::hbd_rewards, b.reward_hbd},
-            {C::vests_rewards, b.reward_vests},
-            {C::savings_withdraw_requests, b.savings_withdraw_requests},
-            {C::vesting_withdraw_rate, b.withdraw_rate},
-            {C::to_withdraw, b.to_withdraw},
-            {C::withdrawn, b.withdrawn}};
-}
+using balances_test::components_of;
 
 // "1.234" / "12" -> units of the text's own precision.
 std::int64_t units_of(const std::string& text) {
@@ -149,13 +135,17 @@ protected:
         std::map<std::string, std::string> env{{"BACKFILL_RPC_URLS", node.url()}, {"BACKFILL_START_BLOCK", "1"},
                                                {"BACKFILL_END_BLOCK", std::to_string(kBackfillEnd)},
                                                {"BACKFILL_SHARD_SIZE", "250"},    {"BACKFILL_BATCH_SIZE", "50"},
-                                               {"BACKFILL_WORKERS", "4"},         {"CHAIN_HARDFORKS", "genesis"}};
+                                               {"BACKFILL_WORKERS", "4"},         {"CHAIN_HARDFORKS", "genesis"},
+                                               {"CHAIN_BALANCE_SNAPSHOT_BLOCKS", std::to_string(kPeriod)}};
         const auto backfill = run_command({backfill_binary().string()}, daemon_env(stack.pg(), env), 180s);
         ASSERT_EQ(backfill.exit_code, 0) << backfill.output;
+        // The pass at the end of backfill: every period of the loaded range.
+        EXPECT_EQ(snapshots_through(), kBackfillEnd) << backfill.output;
         Process indexer = Process::start(
             {indexer_binary().string()},
             ProcessOptions{daemon_env(stack.pg(), {{"CHAIN_RPC_URL", node.url()},
                                                    {"CHAIN_HARDFORKS", "genesis"},
+                                                   {"CHAIN_BALANCE_SNAPSHOT_BLOCKS", std::to_string(kPeriod)},
                                                    {"INDEXER_START_BLOCK", std::to_string(kBackfillEnd + 1)},
                                                    {"INDEXER_TRAIL_BLOCKS", "0"},
                                                    // To the node's head, where find_accounts answers.
@@ -169,12 +159,17 @@ protected:
                            false});
         const bool indexed = wait_until(
             [&] {
+                // The pass follows up to the node's last irreversible block (head - 1).
                 const auto rows = stack.pg().query("SELECT coalesce(indexed_block, 0) FROM wallet_store_state");
-                return std::stoll(rows.at(0)) >= kHead;
+                return std::stoll(rows.at(0)) >= kHead && snapshots_through() >= (kHead - 1) / kPeriod * kPeriod;
             },
             120s, 50ms);
         indexer.stop(SIGTERM);
         ASSERT_TRUE(indexed) << indexer.log();
+    }
+
+    std::uint32_t snapshots_through() {
+        return static_cast<std::uint32_t>(std::stoul(stack.pg().query("SELECT through_block FROM wallet_balance_snapshot_state").at(0)));
     }
 
     std::vector<std::string> stored_accounts() {
@@ -186,6 +181,9 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     stack.start_nginx({{"CHAIN_HARDFORKS", "genesis"}});
     // Nothing indexed yet: an error, never a number.
     EXPECT_EQ(error_of(std::string(chain().account(1))), "nothing is indexed yet");
+    // The chain's genesis balances, which no operation carries, as the
+    // operator of such a chain stores them: snapshots at block 0 (mainnet has none).
+    stack.pg().query(balances_test::genesis_snapshots_sql(chain()));
     load();
     if (HasFatalFailure()) return;
 
@@ -193,22 +191,6 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     for (std::uint32_t index = 0; index < chain().account_count(); ++index) index_of[std::string(chain().account(index))] = index;
     const auto accounts = stored_accounts();
     ASSERT_GT(accounts.size(), 100u);
-    // The chain's genesis balances, which no operation carries, as the
-    // operator of such a chain stores them: day sums before every day
-    // (docs/store-layout.md). get_balances then answers absolute balances
-    // (a power-down stops when vesting_shares reaches 0).
-    std::string genesis_rows;
-    for (const auto& name : accounts) {
-        for (const auto& [component, units] : components_of(sim::genesis_balances(chain(), index_of.at(name)))) {
-            if (units == 0) continue;
-            genesis_rows += std::string(genesis_rows.empty() ? "" : ",") + "('" + name + "'," +
-                            std::to_string(static_cast<int>(component)) + "," + std::to_string(units) + ")";
-        }
-    }
-    stack.pg().query("INSERT INTO wallet_balance_daily (account_id, day, component, units)"
-                     " SELECT a.id, -32768, g.component, g.units FROM (VALUES " + genesis_rows +
-                     ") AS g(name, component, units) JOIN wallet_accounts a ON a.name = g.name");
-
     // The node's accounts at head, asked in batches.
     std::map<std::string, json_t*> node_accounts;
     std::vector<wallet::JsonPtr> answers;
@@ -247,16 +229,6 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
                              " coalesce(amount::text, '-') || ' ' || coalesce(symbol, '-') || ' ' || coalesce(vesting_amount::text, '-')"
                              " FROM wallet_operation_events WHERE account = '" + name + "' ORDER BY block_num, block_seq")) {
                         std::printf("  %s\n", row.c_str());
-                    }
-                    for (const auto& row : stack.pg().query(
-                             "SELECT p.block_num || ' ' || p.block_seq || ' ' || p.role FROM wallet_balance_pending p"
-                             " JOIN wallet_accounts a ON a.id = p.account_id WHERE a.name = '" + name + "' ORDER BY 1")) {
-                        std::printf("  pending %s\n", row.c_str());
-                    }
-                    for (const auto& row : stack.pg().query(
-                             "SELECT d.day || ' ' || d.component || ' ' || d.units FROM wallet_balance_daily d"
-                             " JOIN wallet_accounts a ON a.id = d.account_id WHERE a.name = '" + name + "' ORDER BY 1")) {
-                        std::printf("  day %s\n", row.c_str());
                     }
                 }
                 if (++differences <= 20) {
@@ -303,11 +275,6 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
                                      " cannot be read by this decoder version: a decoder that reads them must re-run the range");
     EXPECT_FALSE(balances(someone, 1199).empty()) << "below the block, the balances hold";
     stack.pg().query("DELETE FROM wallet_balance_undecodable");
-    // Sums of events stored before migration 0017.
-    stack.pg().query("UPDATE wallet_balance_coverage SET missing_through = 10");
-    EXPECT_EQ(error_of(someone), "the balance sums lack the events of blocks up to 10 (stored before migration 0017): "
-                                 "they need rebuilding");
-    stack.pg().query("UPDATE wallet_balance_coverage SET missing_through = NULL");
     // A history that does not start at block 1.
     stack.pg().query("UPDATE backfill_shards SET start_block = 2 WHERE start_block = 1");
     EXPECT_EQ(error_of(someone), "the store's history starts at block 2, not 1: a balance needs every block from 1");

@@ -1,19 +1,21 @@
-// The balance sums (migration 0017; docs/store-layout.md, "Balances from the
-// history"): the writers keep, in the transaction of the rows, per account,
-// component and day the sum of the `add` changes of exactly the rows they
-// insert, and the events whose changes wait for block order. Shown on the
-// simulator's synthetic chain with its ledger, written through the writers'
-// own paths (the backfill loader's insert_events, the indexer's batches):
+// The balance snapshots (migration 0017; docs/store-layout.md, "Balances
+// from the history"): the writers keep, in the transaction of the rows, the
+// events that carry a change of another account and those whose changes the
+// decoder cannot read; the snapshot pass replays the stored events in block
+// order over the fully loaded, irreversible prefix and stores each changed
+// account's state at the end of each period. Shown on the simulator's
+// synthetic chain with its ledger, written through the writers' own paths
+// (the backfill loader's insert_events, the indexer's batches):
 //   - shards out of order, a re-run of a range, then indexer batches with a
-//     fork rewound give the same sums as one in-order load;
-//   - genesis plus the sums equal the ledger's balances at head for every
-//     account and every component that no stateful change touches (those wait
-//     for the block-order pass), and the pending rows name exactly the events
-//     with stateful changes;
+//     fork stored and rewound, the pass run only at the end (and held below
+//     the fork by its limit), give the same snapshots as one in-order load
+//     with the pass run after every batch;
+//   - every account's snapshot state equals the ledger's balances at two
+//     period ends, every component the node shows;
+//   - the carried rows name exactly the events with another account's change;
 //   - a batch killed mid-way (rolled back) adds nothing.
 //
 // Sizes: 300 accounts, 2,000 blocks, one PostgreSQL server with two stores.
-// About 10 s of CPU (30 s on a machine shared with other builds).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -22,6 +24,8 @@
 
 #include "harness/harness.hpp"
 #include "ledger.hpp"
+#include "support/balances_support.hpp"
+#include "wallet/balance_snapshots.hpp"
 #include "served_ops.hpp"
 #include "synthetic_chain.hpp"
 #include "wallet/decoder.hpp"
@@ -37,6 +41,7 @@ using C = wallet::BalanceComponent;
 namespace {
 
 constexpr std::uint32_t kHead = 2000;
+constexpr std::int64_t kPeriod = 250;  // CHAIN_BALANCE_SNAPSHOT_BLOCKS of the test
 constexpr std::uint64_t kForkSalt = 77;
 
 const sim::SyntheticChain& chain() {
@@ -136,29 +141,48 @@ void commit(EventStore& store, const EventStore::Batch& batch) {
     ASSERT_TRUE(committed) << committed.error();
 }
 
-// The sums and pending rows by account name, non-zero sums only.
-std::vector<std::string> sums(const std::string& database) {
-    return stores().pg.query("SELECT a.name || ' ' || d.component || ' ' || d.day || ' ' || d.units"
-                             " FROM wallet_balance_daily d JOIN wallet_accounts a ON a.id = d.account_id"
-                             " WHERE d.units <> 0 ORDER BY 1",
+// The snapshots and carried rows by account name.
+std::vector<std::string> snapshots(const std::string& database) {
+    return stores().pg.query("SELECT a.name || ' ' || s.block_num || ' ' || encode(s.state, 'hex')"
+                             " FROM wallet_balance_snapshots s JOIN wallet_accounts a ON a.id = s.account_id ORDER BY 1",
                              database);
 }
-std::vector<std::string> pending(const std::string& database) {
-    return stores().pg.query("SELECT a.name || ' ' || p.block_num || ' ' || p.block_seq || ' ' || p.role"
-                             " FROM wallet_balance_pending p JOIN wallet_accounts a ON a.id = p.account_id ORDER BY 1",
+std::vector<std::string> carried(const std::string& database) {
+    return stores().pg.query("SELECT a.name || ' ' || c.block_num || ' ' || c.block_seq || ' ' || c.role"
+                             " FROM wallet_balance_carried c JOIN wallet_accounts a ON a.id = c.account_id ORDER BY 1",
                              database);
+}
+std::string through(const std::string& database) {
+    return stores().pg.query("SELECT through_block FROM wallet_balance_snapshot_state", database).at(0);
 }
 
-// Loads both stores: in order by indexer batches; out of order by
-// shards, a re-run, and indexer batches that first store a fork's blocks and
-// then rewind them.
+// The snapshot pass up to `limit` (the caller's last irreversible block), period by period.
+void pass(const wallet::Settings& settings, std::int64_t limit) {
+    auto conn = connect(settings);
+    wallet::store::AccountIds ids;
+    for (;;) {
+        auto step = wallet::store::advance_balance_snapshots(conn.get(), ids, rules(), kPeriod, limit);
+        ASSERT_TRUE(step) << step.error();
+        if (!step->advanced) return;
+    }
+}
+
+// Loads both stores, each with the chain's genesis snapshots: in order by
+// indexer batches with the pass after each; out of order by shards, a
+// re-run, and indexer batches that first store a fork's blocks (the pass
+// held below them) and then rewind them, the pass at the end.
 void load() {
+    stores().pg.query(balances_test::genesis_snapshots_sql(chain()), "in_order");
+    stores().pg.query(balances_test::genesis_snapshots_sql(chain()), "shuffled");
     {
         auto connected = EventStore::connect(stores().in_order.db.indexer_url);
         ASSERT_TRUE(connected) << connected.error();
         EventStore store = std::move(connected).value();
         store.set_balance_rules(rules());
-        for (std::uint32_t first = 1; first <= kHead; first += 500) commit(store, indexer_batch(first, first + 499));
+        for (std::uint32_t first = 1; first <= kHead; first += 500) {
+            commit(store, indexer_batch(first, first + 499));
+            pass(stores().in_order, first + 499);
+        }
     }
     auto conn = connect(stores().shuffled);
     wallet::store::AccountIds ids;
@@ -169,96 +193,85 @@ void load() {
     // A re-run of a range already stored, and one overlapping the unloaded end.
     shard_batch(conn.get(), ids, 300, 1000, WriteMethod::CopyMerge);
     shard_batch(conn.get(), ids, 1801, 1950, WriteMethod::MultiRowInsert);
-    // The indexer goes on from 1,950 on a fork, then rewinds it.
+    // Nothing is known to be loaded from block 1 yet (no indexer, no shards planned): the pass waits.
+    pass(stores().shuffled, kHead);
+    EXPECT_EQ(through("shuffled"), "0");
+    // The indexer goes on from 1,950 on a fork (the pass stops at its limit, the
+    // last irreversible block 1,950), then rewinds it.
     auto connected = EventStore::connect(stores().shuffled.db.indexer_url);
     ASSERT_TRUE(connected) << connected.error();
     EventStore store = std::move(connected).value();
     store.set_balance_rules(rules());
     commit(store, indexer_batch(1951, kHead, kForkSalt));
+    pass(stores().shuffled, 1950);
+    EXPECT_EQ(through("shuffled"), "1750");
     commit(store, indexer_batch(1951, kHead, 0, 1950));
+    pass(stores().shuffled, kHead);
 }
 
-void expect_the_in_order_sums() {
-    const auto expected = sums("in_order");
+void expect_the_in_order_snapshots() {
+    const auto expected = snapshots("in_order");
     EXPECT_GT(expected.size(), 1000u);
-    EXPECT_EQ(sums("shuffled"), expected);
-    EXPECT_EQ(pending("shuffled"), pending("in_order"));
+    EXPECT_EQ(snapshots("shuffled"), expected);
+    EXPECT_EQ(through("shuffled"), std::to_string(kHead));
+    EXPECT_EQ(through("in_order"), std::to_string(kHead));
+    EXPECT_EQ(carried("shuffled"), carried("in_order"));
     EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_events", "shuffled"),
               stores().pg.query("SELECT count(*) FROM wallet_events", "in_order"));
 }
 
-// The components a stateful change (or a savings withdrawal a cancel may
-// need) moves: they wait for the block-order pass.
-const std::set<C>& stateful_components() {
-    static const std::set<C> components = {
-        C::delegated_vests,         C::received_vests,  C::hive_savings,
-        C::hbd_savings,             C::savings_withdraw_requests, C::savings_pending_amount_hive,
-        C::savings_pending_amount_hbd, C::vesting_withdraw_rate, C::to_withdraw,
-        C::withdrawn,
-    };
-    return components;
-}
-
-void expect_the_ledger_for_every_plain_component() {
+// Every account's last snapshot at or below a period end is the ledger's state there.
+void expect_the_ledger_at(std::uint32_t block) {
     const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
-    const auto ledger = chain().ledger()->balances_at(chain(), kHead, no_fork);
-    std::map<std::pair<std::string, int>, std::string> stored;
-    for (const auto& row : stores().pg.query("SELECT a.name || ' ' || d.component || ' ' || sum(d.units)"
-                                             " FROM wallet_balance_daily d JOIN wallet_accounts a ON a.id = d.account_id"
-                                             " GROUP BY a.name, d.component",
+    const auto ledger = chain().ledger()->balances_at(chain(), block, no_fork);
+    std::map<std::string, wallet::BalanceState> stored;
+    for (const auto& row : stores().pg.query("SELECT DISTINCT ON (s.account_id) a.name, encode(s.state, 'hex')"
+                                             " FROM wallet_balance_snapshots s JOIN wallet_accounts a ON a.id = s.account_id"
+                                             " WHERE s.block_num <= " + std::to_string(block) +
+                                                 " ORDER BY s.account_id, s.block_num DESC",
                                              "shuffled")) {
-        const auto first = row.find(' ');
-        const auto second = row.find(' ', first + 1);
-        stored[{row.substr(0, first), std::stoi(row.substr(first + 1, second - first - 1))}] = row.substr(second + 1);
+        const auto tab = row.find('\t');
+        const auto bytes = wallet::bytes_of_hex(row.substr(tab + 1));
+        auto state = bytes ? wallet::BalanceState::decode(*bytes) : std::nullopt;
+        ASSERT_TRUE(state) << row;
+        stored.emplace(row.substr(0, tab), std::move(*state));
     }
     int compared = 0, differences = 0;
     for (std::uint32_t index = 0; index < chain().account_count(); ++index) {
         const std::string name(chain().account(index));
-        const auto genesis = sim::genesis_balances(chain(), index);
-        const auto& b = ledger[index];
-        const std::map<C, std::pair<std::int64_t, std::int64_t>> plain = {
-            {C::hive_balance, {b.hive, genesis.hive}},
-            {C::hbd_balance, {b.hbd, genesis.hbd}},
-            {C::vesting_shares, {b.vests, genesis.vests}},
-            {C::hive_rewards, {b.reward_hive, genesis.reward_hive}},
-            {C::hbd_rewards, {b.reward_hbd, genesis.reward_hbd}},
-            {C::vests_rewards, {b.reward_vests, genesis.reward_vests}},
-        };
-        for (const auto& [component, values] : plain) {
-            ASSERT_FALSE(stateful_components().contains(component));
-            const auto found = stored.find({name, static_cast<int>(component)});
-            // Both in the component's smallest unit.
-            const std::int64_t summed = found == stored.end() ? 0 : std::stoll(found->second);
+        const auto found = stored.find(name);
+        ASSERT_NE(found, stored.end()) << name;
+        for (const auto& [component, expected] : balances_test::components_of(ledger[index])) {
             ++compared;
-            if (values.second + summed != values.first && ++differences <= 10) {
-                ADD_FAILURE() << name << " " << wallet::component_name(component) << ": ledger " << values.first
-                              << ", genesis " << values.second << " + sums " << summed;
+            const auto got = found->second.value(component);
+            if (got != expected && ++differences <= 10) {
+                ADD_FAILURE() << name << " " << wallet::component_name(component) << " at " << block << ": ledger "
+                              << expected << ", snapshot " << static_cast<std::int64_t>(got);
             }
         }
     }
     EXPECT_EQ(differences, 0) << "of " << compared;
-    // Every stateful kind happened, and each such event waits in pending.
-    EXPECT_GT(std::stoi(stores().pg.query("SELECT count(*) FROM wallet_balance_pending", "shuffled").at(0)), 0);
 }
 
-void expect_pending_rows_for_the_stateful_events() {
+void expect_carried_rows_for_the_carried_changes() {
     std::set<std::string> expected;
     for (const auto& event : events_of(1, kHead)) {
         auto changes = wallet::balance_changes(event, wallet::AssetTable::mainnet(), wallet::HardforkSchedule::from_genesis());
         ASSERT_TRUE(changes) << changes.error();
         for (const auto& change : *changes) {
-            if (change.kind == wallet::ChangeKind::add && !change.request_id && change.account == event.account) continue;
+            if (change.account == event.account) continue;
             expected.insert(change.account + " " + std::to_string(event.block_num) + " " + std::to_string(*event.block_seq) +
                             " " + std::to_string(wallet::role_code(event.role)));
         }
     }
-    EXPECT_GT(expected.size(), 10u);
-    const auto stored = pending("shuffled");
+    EXPECT_GT(expected.size(), 0u);
+    const auto stored = carried("shuffled");
     EXPECT_EQ(std::set<std::string>(stored.begin(), stored.end()), expected);
 }
 
 void expect_nothing_from_a_rolled_back_batch() {
-    const auto before = sums("shuffled");
+    const auto before = carried("shuffled");
+    const auto events_before = stores().pg.query("SELECT count(*) FROM wallet_events", "shuffled");
     auto conn = connect(stores().shuffled);
     {
         // The writer dies before its commit: the transaction rolls back.
@@ -269,12 +282,13 @@ void expect_nothing_from_a_rolled_back_batch() {
         ASSERT_TRUE(written) << written.error();
         EXPECT_GT(written->inserted, 0);
     }
-    EXPECT_EQ(sums("shuffled"), before);
+    EXPECT_EQ(carried("shuffled"), before);
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_events", "shuffled"), events_before);
 }
 
 // An event whose balance changes the decoder cannot read (here an asset of
 // an unknown NAI in a transfer) is stored with its batch, listed in
-// wallet_balance_undecodable with its block and op, and adds no sum.
+// wallet_balance_undecodable with its block and op, and carries nothing.
 void expect_an_undecodable_event_stored_and_listed() {
     auto events = events_of(kHead + 60, kHead + 60);
     ASSERT_FALSE(events.empty());
@@ -286,7 +300,7 @@ void expect_an_undecodable_event_stored_and_listed() {
         R"({"type":"transfer_operation","value":{"from":"oddsender","to":"oddreceiver",)"
         R"("amount":{"amount":"1000","precision":3,"nai":"@@000000099"},"memo":""}})");
     odd.block_seq = 900;
-    const auto sums_before = sums("shuffled");
+    const auto carried_before = carried("shuffled");
     auto conn = connect(stores().shuffled);
     auto tx = wallet::pg::Transaction::begin(conn.get());
     ASSERT_TRUE(tx) << tx.error();
@@ -303,7 +317,7 @@ void expect_an_undecodable_event_stored_and_listed() {
                                 " WHERE a.name = 'oddsender'",
                                 "shuffled"),
               std::vector<std::string>{"1"});
-    EXPECT_EQ(sums("shuffled"), sums_before);
+    EXPECT_EQ(carried("shuffled"), carried_before);
 }
 
 // One test, so that ctest loads the chain once (each test is a process).
@@ -311,16 +325,17 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
     load();
     if (HasFatalFailure()) return;
     {
-        SCOPED_TRACE("shards out of order, re-runs, a fork rewound = one load in order");
-        expect_the_in_order_sums();
+        SCOPED_TRACE("shards out of order, re-runs, a fork rewound, one late pass = one load in order");
+        expect_the_in_order_snapshots();
     }
     {
-        SCOPED_TRACE("genesis + sums = the ledger");
-        expect_the_ledger_for_every_plain_component();
+        SCOPED_TRACE("the snapshots = the ledger");
+        expect_the_ledger_at(1000);
+        expect_the_ledger_at(kHead);
     }
     {
-        SCOPED_TRACE("pending rows");
-        expect_pending_rows_for_the_stateful_events();
+        SCOPED_TRACE("carried rows");
+        expect_carried_rows_for_the_carried_changes();
     }
     {
         SCOPED_TRACE("a batch rolled back");

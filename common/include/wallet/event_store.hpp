@@ -84,9 +84,9 @@ Result<bool> prepare_session(PGconn* conn);
 // (block_seq and virtual_op): events decoded without the whole block are
 // refused; they come in block order, with all events of a block in the same
 // call. Amounts must fit NUMERIC(30,6) exactly. Writers that run beside
-// others resolve `ids` before opening their transaction. The balance sums
-// (migration 0017) of exactly the rows inserted are added in the same
-// transaction.
+// others resolve `ids` before opening their transaction. The balance rows
+// of exactly the rows inserted (carried and undecodable events, migrations
+// 0017 and 0018) are added in the same transaction.
 Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
                                   WriteMethod method = WriteMethod::CopyMerge,
                                   const BalanceRules& rules = mainnet_balance_rules());
@@ -95,10 +95,9 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
                                   WriteMethod method = WriteMethod::CopyMerge,
                                   const BalanceRules& rules = mainnet_balance_rules());
 
-// Inside an open transaction: removes every event of blocks above block_num,
-// and their changes from the balance sums.
-Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num,
-                                         const BalanceRules& rules = mainnet_balance_rules());
+// Inside an open transaction: removes every event of blocks above block_num
+// and the balance rows of their events.
+Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num);
 
 }  // namespace store
 

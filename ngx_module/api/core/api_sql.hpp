@@ -38,17 +38,17 @@ StatementCall status_statement(std::int64_t node_max_stall_ms);
 StatementCall balances_statement(const BalanceQuery& query);
 
 // Column positions of the balances statement's result: a header row (kind
-// 0), the account's day sums outside the replayed days (kind 1) and the
-// events of the replayed days (kind 2), in no order.
+// 0), the account's last snapshot at or below the block (kind 1, none when it
+// has none) and the events after it up to the block (kind 2), in no order.
 namespace balances_column {
 inline constexpr int kKind = 0;
-inline constexpr int kN1 = 1;  // header: indexed_block; sums: day; events: block_num
-inline constexpr int kN2 = 2;  // header: the block; sums: component; events: block_seq
-inline constexpr int kN3 = 3;  // header: account id (NULL: unknown); sums: units; events: epoch
+inline constexpr int kN1 = 1;  // header: indexed_block; snapshot and events: block_num
+inline constexpr int kN2 = 2;  // header: the block; events: block_seq
+inline constexpr int kN3 = 3;  // header: account id (NULL: unknown)
 inline constexpr int kN4 = 4;  // header: the configured range's first block
 inline constexpr int kN5 = 5;  // header: the first block still loading
-inline constexpr int kN6 = 6;  // header: wallet_balance_coverage.missing_through
-inline constexpr int kT1 = 7;  // header: outdated from; events: account
+inline constexpr int kN6 = 6;  // header: the snapshot pass's checkpoint
+inline constexpr int kT1 = 7;  // header: outdated from; snapshot: its state (hex); events: account
 inline constexpr int kT2 = 8;  // header: outdated to; events: role
 inline constexpr int kT3 = 9;  // header: the account's first undecodable block; events: op type
 inline constexpr int kT4 = 10; // header: its op type; events: payload
