@@ -45,16 +45,19 @@ GRANT EXECUTE ON FUNCTION wallet_balance_readiness(smallint) TO wallet_api_reade
 -- that change the account (kind 2: block, block_seq, account, role, op type,
 -- payload): its own (the keyset index's range) and those it is carried by
 -- (wallet_balance_carried). Below the snapshot pass that is at most one
--- period of one account's events. jit off: its estimates make PostgreSQL
--- compile it for longer than it runs.
+-- period of one account's events. The account and the bounds are scalar
+-- subqueries, so that each read is an index range (the CTEs' row estimates
+-- make joins on them hash whole tables). jit off: its estimates make
+-- PostgreSQL compile it for longer than it runs.
 CREATE FUNCTION wallet_balance_rows(account text, at_block integer, current_version smallint)
 RETURNS TABLE (kind integer, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, n6 bigint,
                t1 text, t2 text, t3 text, t4 text)
 LANGUAGE sql STABLE SET jit = off AS $$
 WITH st AS (SELECT s.indexed_block, coalesce($2, s.indexed_block) AS at_block, (SELECT id FROM wallet_accounts WHERE name = $1) AS account_id FROM wallet_store_state s),
    ready AS (SELECT * FROM wallet_balance_readiness($3)),
-   snap AS (SELECT s.block_num, s.state FROM wallet_balance_snapshots s, st
-             WHERE s.account_id = st.account_id AND s.block_num <= st.at_block ORDER BY s.block_num DESC LIMIT 1),
+   snap AS (SELECT s.block_num, s.state FROM wallet_balance_snapshots s
+             WHERE s.account_id = (SELECT account_id FROM st) AND s.block_num <= (SELECT at_block FROM st)
+             ORDER BY s.block_num DESC LIMIT 1),
    since AS (SELECT coalesce((SELECT block_num FROM snap), -1) AS block_num),
    undecodable AS (SELECT u.block_num, u.op_type FROM wallet_balance_undecodable u, st
                     WHERE u.account_id = st.account_id AND u.block_num <= st.at_block ORDER BY u.block_num LIMIT 1)
@@ -63,16 +66,19 @@ WITH st AS (SELECT s.indexed_block, coalesce($2, s.indexed_block) AS at_block, (
           (SELECT block_num::text FROM undecodable), (SELECT wallet_op_type_name(op_type) FROM undecodable)
      FROM st, ready r
    UNION ALL SELECT 1, snap.block_num::bigint, NULL, NULL, NULL, NULL, NULL, encode(snap.state, 'hex'), NULL, NULL, NULL FROM snap
-   UNION ALL SELECT 2, e.block_num::bigint, e.block_seq::bigint, NULL, NULL, NULL, NULL, a.name::text, wallet_role_name(e.role)::text,
+   UNION ALL SELECT 2, e.block_num::bigint, e.block_seq::bigint, NULL, NULL, NULL, NULL,
+          (SELECT a.name FROM wallet_accounts a WHERE a.id = e.account_id)::text, wallet_role_name(e.role)::text,
           wallet_op_type_name(e.op_type)::text,
-          wallet_operation_payload(b.ops -> e.block_seq::text, e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id, e.op_type)::text
-     FROM (SELECT o.* FROM wallet_events o, st, since
-            WHERE o.account_id = st.account_id AND o.wide IN (false, true) AND o.block_num > since.block_num AND o.block_num <= st.at_block
+          wallet_operation_payload((SELECT b.ops -> e.block_seq::text FROM wallet_blocks b WHERE b.block_num = e.block_num),
+                                   e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id, e.op_type)::text
+     FROM (SELECT o.* FROM wallet_events o
+            WHERE o.account_id = (SELECT account_id FROM st) AND o.wide IN (false, true)
+              AND o.block_num > (SELECT block_num FROM since) AND o.block_num <= (SELECT at_block FROM st)
            UNION ALL
-           SELECT o.* FROM wallet_balance_carried c, st, since, LATERAL (SELECT * FROM wallet_events o
+           SELECT o.* FROM wallet_balance_carried c CROSS JOIN LATERAL (SELECT * FROM wallet_events o
                      WHERE o.account_id = c.event_account_id AND o.wide IN (false, true) AND o.block_num = c.block_num
                        AND o.block_seq * 100 + o.role = c.block_seq * 100 + c.role) o
-            WHERE c.account_id = st.account_id AND c.block_num > since.block_num AND c.block_num <= st.at_block) e
-     JOIN wallet_accounts a ON a.id = e.account_id JOIN wallet_blocks b ON b.block_num = e.block_num
+            WHERE c.account_id = (SELECT account_id FROM st) AND c.block_num > (SELECT block_num FROM since)
+              AND c.block_num <= (SELECT at_block FROM st)) e
 $$;
 GRANT EXECUTE ON FUNCTION wallet_balance_rows(text, integer, smallint) TO wallet_api_reader;

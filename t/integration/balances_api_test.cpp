@@ -287,6 +287,16 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
                                                           "\",\"block\":" + std::to_string(kMiddle) + "}");
         },
         300);
+    if (std::getenv("BALANCES_PROFILE")) {
+        std::string body = stack.pg().query("SELECT prosrc FROM pg_proc WHERE proname = 'wallet_balance_rows'").at(0);
+        const auto replace = [&](const std::string& from, const std::string& to) {
+            for (auto at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size())) body.replace(at, from.size(), to);
+        };
+        replace("$1", "'" + accounts[3] + "'");
+        replace("$2", std::to_string(kMiddle));
+        replace("$3", "32767::smallint");
+        for (const auto& line : stack.pg().query("SET jit = off; EXPLAIN (ANALYZE, BUFFERS) " + body)) std::printf("%s\n", line.c_str());
+    }
     const auto bytes = stack.pg().query(
         "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN"
         " ('wallet_balance_snapshots', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state'))::numeric"
