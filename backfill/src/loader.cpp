@@ -256,6 +256,7 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         counters_.blocks += last - first + 1;
         counters_.events += written->offered;
         counters_.rows_inserted += written->inserted;
+        counters_.balance_undecodable += written->balance_undecodable;
     }
     ++counters_.shards_done;
     return true;
@@ -270,7 +271,8 @@ Result<store::WriteCounts> Loader::write_batch(PGconn* conn, store::AccountIds& 
     if (!resolved) return make_error(resolved.error());
     auto tx = pg::Transaction::begin(conn);
     if (!tx) return make_error(tx.error());
-    auto counts = store::insert_events(conn, account_ids, events, options_.write_method);
+    auto counts = store::insert_events(conn, account_ids, events, options_.write_method,
+                                       store::BalanceRules{options_.assets, options_.forks});
     if (!counts) return make_error(counts.error());
     // Last, so that the shard row is locked only for the commit.
     auto kept = record_progress(conn, shard, owner, next_block, counts->inserted);

@@ -29,6 +29,7 @@ struct LoaderOptions {
     std::int64_t batch_size = 100;  // BACKFILL_BATCH_SIZE
     std::int64_t workers = 6;       // BACKFILL_WORKERS
     AssetTable assets = AssetTable::mainnet();
+    HardforkSchedule forks = HardforkSchedule::mainnet();  // CHAIN_HARDFORKS
     std::chrono::milliseconds heartbeat_timeout{60000};
     store::WriteMethod write_method = store::WriteMethod::CopyMerge;
     std::string owner_prefix;       // unique per process: host, pid, random
@@ -39,6 +40,7 @@ struct LoadCounters {
     std::atomic<std::int64_t> blocks{0};         // blocks stored by this process
     std::atomic<std::int64_t> events{0};         // events decoded and offered to the table
     std::atomic<std::int64_t> rows_inserted{0};  // of them, rows new to the table (the rest were stored already)
+    std::atomic<std::int64_t> balance_undecodable{0};  // rows stored without balance changes (wallet_balance_undecodable)
     std::atomic<std::int64_t> shards_done{0};
     std::atomic<std::int64_t> takeovers{0};      // shards taken over from silent workers
     std::atomic<std::int64_t> lost_shards{0};    // shards another worker took over from us

@@ -18,6 +18,7 @@
 #include "node_pool.hpp"
 #include "progress.hpp"
 #include "shards.hpp"
+#include "wallet/balance_snapshots.hpp"
 #include "wallet/bulk_load.hpp"
 #include "wallet/cli_options.hpp"
 #include "wallet/config.hpp"
@@ -154,6 +155,30 @@ int build_bulk_load(const Settings& settings, const Arguments& args, std::stop_t
     return stop.stop_requested() ? kExitStopped : kExitIncomplete;
 }
 
+// The balance snapshot pass over what is stored, up to `limit` (the range's
+// end, irreversible): the store's fully loaded prefix gets its snapshots
+// before the indexer runs. Its exit status.
+int run_snapshot_pass(PGconn* conn, const Settings& settings, const store::BalanceRules& rules, std::int64_t limit,
+                      std::stop_token stop) {
+    store::AccountIds ids;
+    std::int64_t periods = 0, events = 0, snapshots = 0, through = 0;
+    while (!stop.stop_requested()) {
+        auto step = store::advance_balance_snapshots(conn, ids, rules, settings.chain.balance_snapshot_blocks, limit);
+        if (!step) {
+            log_error("balance snapshots: " + step.error());
+            return kExitIncomplete;
+        }
+        through = step->through;
+        if (!step->advanced) break;
+        ++periods;
+        events += step->events;
+        snapshots += step->snapshots;
+    }
+    log_info("summary: balance snapshots through block " + std::to_string(through) + ": " + std::to_string(periods) +
+             " periods, " + with_thousands(events) + " events replayed, " + with_thousands(snapshots) + " snapshots");
+    return stop.stop_requested() ? kExitStopped : kExitComplete;
+}
+
 std::string database_text(const std::string& url) { return loggable_url(url); }
 
 std::string pool_text(const std::vector<std::string>& urls) {
@@ -236,7 +261,8 @@ void log_summary(const Loader& loader, const NodePool& pool, const std::optional
              with_thousands(static_cast<std::int64_t>(static_cast<double>(c.blocks) / rate_base)) + " blocks/s, " +
              with_thousands(static_cast<std::int64_t>(static_cast<double>(c.events) / rate_base)) + " rows/s; " +
              with_thousands(c.shards_done) + " shards finished, " + with_thousands(c.takeovers) + " taken over, " +
-             with_thousands(c.lost_shards) + " lost to other workers, " + with_thousands(c.write_retries) + " write retries");
+             with_thousands(c.lost_shards) + " lost to other workers, " + with_thousands(c.write_retries) + " write retries, " +
+             with_thousands(c.balance_undecodable) + " events without readable balance changes");
     for (const auto& node : pool.health()) {
         std::string kinds;
         for (int kind = 1; kind < 9; ++kind) {
@@ -382,6 +408,9 @@ int main(int argc, char** argv) {
     options.batch_size = b.batch_size;
     options.workers = b.workers;
     options.assets = std::move(assets).value();
+    options.forks = HardforkSchedule::named(settings.chain.hardforks).value_or(HardforkSchedule::mainnet());
+    const AssetTable loader_assets = options.assets;
+    const HardforkSchedule loader_forks = options.forks;
     options.heartbeat_timeout = args->heartbeat_timeout;
     options.write_method = args->write_method;
     options.owner_prefix = make_owner_prefix();
@@ -433,14 +462,17 @@ int main(int argc, char** argv) {
     std::optional<RangeStatus> after;
     if (auto now = range_status(conn->get(), range)) after = *now;
     log_summary(loader, pool, after, range, seconds);
+    const store::BalanceRules balance_rules{loader_assets, loader_forks};
     if (after && after->complete()) {
-        if (!args->bulk) return kExitComplete;
+        if (!args->bulk) return run_snapshot_pass(conn->get(), settings, balance_rules, range.last, stop.token());
         if (auto finished = bulk::finish_loading(conn->get()); !finished) {
             log_error("bulk load: " + finished.error());
             return kExitIncomplete;
         }
         log_info("bulk load: every shard loaded; building");
-        return build_bulk_load(settings, *args, stop.token());
+        const int built = build_bulk_load(settings, *args, stop.token());
+        if (built != kExitComplete) return built;
+        return run_snapshot_pass(conn->get(), settings, balance_rules, range.last, stop.token());
     }
     if (!outcome->failed_shards.empty()) {
         std::string starts;

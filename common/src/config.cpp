@@ -1,5 +1,7 @@
 #include "wallet/config.hpp"
 
+#include "wallet/balance_change.hpp"
+
 #include <arpa/inet.h>
 #include <libpq-fe.h>
 
@@ -63,6 +65,12 @@ const std::vector<SettingDoc> kDocs = {
     {"CHAIN_EVERY_BLOCK_REWARDED", "true",
      "Every block after the first producer_reward carries one (mainnet): a node's empty answer for such a block is refused "
      "as not indexed yet. false only for a chain with truly empty blocks."},
+    {"CHAIN_HARDFORKS", "mainnet",
+     "Blocks where the balance rules changed (docs/operations.md, \"Balance changes\"): mainnet (hived's hardfork "
+     "blocks), or genesis (every rule from block 1: testnets and the simulator's synthetic chain)."},
+    {"CHAIN_BALANCE_SNAPSHOT_BLOCKS", "28800",
+     "Blocks per period of the balance snapshot pass (docs/store-layout.md, \"Balances from the history\"): a "
+     "get_balances read replays at most one period of one account's events. 1 to 10,000,000."},
     {"INDEXER_START_BLOCK", "0", "First block to index on a fresh database; 0 means genesis."},
     {"INDEXER_TRAIL_BLOCKS", "2", "Blocks to stay behind the target."},
     {"INDEXER_TARGET_IRREVERSIBLE", "true", "Index only up to the last irreversible block."},
@@ -436,6 +444,9 @@ Settings load_settings(const EnvLookup& env, Component component) {
     s.chain.asset_table = r.text("CHAIN_ASSET_TABLE", "mainnet");
     s.chain.every_block_rewarded = r.boolean("CHAIN_EVERY_BLOCK_REWARDED", true);
     if (s.chain.asset_table.empty()) Reader::fail("CHAIN_ASSET_TABLE", "mainnet, testnet or NAI=SYMBOL:PRECISION,...", "");
+    s.chain.hardforks = r.text("CHAIN_HARDFORKS", "mainnet");
+    if (!HardforkSchedule::named(s.chain.hardforks)) Reader::fail("CHAIN_HARDFORKS", "mainnet or genesis", s.chain.hardforks);
+    s.chain.balance_snapshot_blocks = r.integer("CHAIN_BALANCE_SNAPSHOT_BLOCKS", 28'800, 1, 10'000'000);
 
     // Indexer.
     s.indexer.start_block = r.integer("INDEXER_START_BLOCK", 0, 0, 4'294'967'295LL);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -11,6 +14,7 @@
 #include "wallet/decoder_version.hpp"
 #include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
+#include "wallet/log.hpp"
 #include "wallet/migrations.hpp"
 #include "wallet/operation_types.hpp"
 #include "wallet/pg.hpp"
@@ -449,6 +453,23 @@ std::int64_t affected_rows(PGresult* result) {
     return count != nullptr && *count != '\0' ? std::strtoll(count, nullptr, 10) : 0;
 }
 
+// An event row's key (wallet_events' unique key, as the writers see it).
+using EventKey = std::tuple<std::int32_t, std::int64_t, std::int64_t, int>;  // account_id, block_num, block_seq, role
+constexpr std::string_view kReturnedKey = " RETURNING account_id, block_num, block_seq, role";
+
+// The rows a write inserted: all of the batch, or those `keys` name.
+struct Inserted {
+    std::int64_t count = 0;
+    std::optional<std::set<EventKey>> keys;  // nullopt: every row of the batch
+};
+
+void collect_keys(PGresult* result, std::set<EventKey>& keys) {
+    for (int row = 0; row < PQntuples(result); ++row) {
+        const auto number = [&](int column) { return std::strtoll(PQgetvalue(result, row, column), nullptr, 10); };
+        keys.emplace(static_cast<std::int32_t>(number(0)), number(1), number(2), static_cast<int>(number(3)));
+    }
+}
+
 // The outcome of a COPY: empty on success, else the message and SQLSTATE.
 struct CopyFailure {
     std::string message;
@@ -509,14 +530,14 @@ std::optional<CopyFailure> copy_direct(PGconn* conn, const Rendered& rows) {
     return failure;
 }
 
-Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
+Result<Inserted> copy_merge(PGconn* conn, const Rendered& rows) {
     auto saved = pg::exec(conn, "SAVEPOINT wallet_direct_copy");
     if (!saved) return make_error(saved.error());
     auto direct = copy_direct(conn, rows);
     if (!direct) {
         auto released = pg::exec(conn, "RELEASE SAVEPOINT wallet_direct_copy");
         if (!released) return make_error(released.error());
-        return static_cast<std::int64_t>(rows.events.size());
+        return Inserted{static_cast<std::int64_t>(rows.events.size()), std::nullopt};
     }
     if (direct->sqlstate != kUniqueViolation) return make_error(direct->message);
     auto undone = pg::exec(conn, "ROLLBACK TO SAVEPOINT wallet_direct_copy");
@@ -535,14 +556,17 @@ Result<std::int64_t> copy_merge(PGconn* conn, const Rendered& rows) {
     if (!blocks) return make_error("merge: " + blocks.error());
     auto merged = pg::exec(conn, "WITH moved AS (DELETE FROM wallet_events_incoming RETURNING *)"
                                  " INSERT INTO wallet_events (" + std::string(kEventColumns) + ") SELECT " +
-                                     std::string(kEventColumns) + " FROM moved ON CONFLICT DO NOTHING");
+                                     std::string(kEventColumns) + " FROM moved ON CONFLICT DO NOTHING" +
+                                     std::string(kReturnedKey));
     if (!merged) return make_error("merge: " + merged.error());
-    return affected_rows(merged->get());
+    Inserted inserted{affected_rows(merged->get()), std::set<EventKey>{}};
+    collect_keys(merged->get(), *inserted.keys);
+    return inserted;
 }
 
 // A bulk load's write: no merge (wallet_events has no unique index then);
 // wallet_blocks' primary key still refuses a block stored twice.
-Result<std::int64_t> copy_only(PGconn* conn, const Rendered& rows) {
+Result<Inserted> copy_only(PGconn* conn, const Rendered& rows) {
     if (const auto failure = copy_direct(conn, rows)) {
         if (failure->sqlstate == kUniqueViolation) {
             return make_error("a block of the batch is already stored, which a bulk load never does (" +
@@ -550,12 +574,12 @@ Result<std::int64_t> copy_only(PGconn* conn, const Rendered& rows) {
         }
         return make_error(failure->message);
     }
-    return static_cast<std::int64_t>(rows.events.size());
+    return Inserted{static_cast<std::int64_t>(rows.events.size()), std::nullopt};
 }
 
 // One multi-row INSERT per kRowsPerInsert rows; returns the rows inserted.
 Result<std::int64_t> insert_rows(PGconn* conn, const std::string& head, const std::vector<Row>& rows,
-                                 const std::string& tail) {
+                                 const std::string& tail, std::set<EventKey>* keys = nullptr) {
     std::int64_t inserted = 0;
     for (std::size_t first = 0; first < rows.size(); first += kRowsPerInsert) {
         const std::size_t count = std::min(kRowsPerInsert, rows.size() - first);
@@ -573,17 +597,111 @@ Result<std::int64_t> insert_rows(PGconn* conn, const std::string& head, const st
         auto result = pg::exec_params(conn, sql + tail, params);
         if (!result) return make_error("insert: " + result.error());
         inserted += affected_rows(result->get());
+        if (keys) collect_keys(result->get(), *keys);
     }
     return inserted;
 }
 
-Result<std::int64_t> multi_row_insert(PGconn* conn, const Rendered& rows) {
+Result<Inserted> multi_row_insert(PGconn* conn, const Rendered& rows) {
     auto blocks = insert_rows(conn, "INSERT INTO wallet_blocks AS b (" + std::string(kBlockColumns) + ")", rows.blocks,
                               kMergeBlocks);
     if (!blocks) return make_error(blocks.error());
-    return insert_rows(conn, "INSERT INTO wallet_events (" + std::string(kEventColumns) + ")", rows.events,
-                       " ON CONFLICT DO NOTHING");
+    Inserted inserted{0, std::set<EventKey>{}};
+    auto events = insert_rows(conn, "INSERT INTO wallet_events (" + std::string(kEventColumns) + ")", rows.events,
+                              " ON CONFLICT DO NOTHING" + std::string(kReturnedKey), &*inserted.keys);
+    if (!events) return make_error(events.error());
+    inserted.count = *events;
+    return inserted;
 }
+
+// ---- balance rows the writers keep (migrations 0017, 0018) ---------------
+
+// What the writers keep of the balance changes of the rows they insert:
+// the events that carry a change of another account (wallet_balance_carried)
+// and those whose changes the decoder cannot read (wallet_balance_undecodable).
+// The balances themselves are the snapshot pass's (wallet/balance_snapshots.hpp).
+class BalanceRows {
+public:
+    void add_event(const WalletEvent& event, const BalanceRules& rules) {
+        auto changes = balance_changes(event, rules.assets, rules.forks);
+        const std::string account = storable_text(event.account);
+        if (!changes) {
+            // Stored without its changes, listed so that the balances it may
+            // move are refused: one odd operation never stops a load.
+            undecodable_.push_back({account, event.block_num, event.block_seq.value_or(0), role_code(event.role),
+                                    operation_type_id(event.op_type), event.op_type, changes.error()});
+            return;
+        }
+        for (const auto& change : *changes) {
+            if (change.account == account) continue;
+            carried_.emplace(storable_text(change.account), event.block_num, event.block_seq.value_or(0),
+                             role_code(event.role), account);
+        }
+    }
+
+    // Inside the writer's transaction.
+    Result<bool> write(PGconn* conn, AccountIds& ids) {
+        std::vector<std::string> names;
+        for (const auto& key : carried_) names.push_back(std::get<0>(key));
+        for (const auto& event : undecodable_) names.push_back(event.account);
+        auto resolved = ids.resolve_names(conn, std::move(names));
+        if (!resolved) return make_error(resolved.error());
+        if (!carried_.empty()) {
+            std::string accounts = "{", blocks = "{", seqs = "{", roles = "{", owners = "{";
+            for (const auto& [account, block, seq, role, owner] : carried_) {
+                const auto id = ids.find(account);
+                const auto owner_id = ids.find(owner);
+                if (!id || !owner_id) return make_error("account " + account + " or " + owner + " has no id");
+                const char* comma = accounts.size() > 1 ? "," : "";
+                accounts += comma + std::to_string(*id);
+                blocks += comma + std::to_string(block);
+                seqs += comma + std::to_string(seq);
+                roles += comma + std::to_string(role);
+                owners += comma + std::to_string(*owner_id);
+            }
+            auto kept = pg::exec_params(
+                conn,
+                "INSERT INTO wallet_balance_carried (account_id, block_num, block_seq, role, event_account_id)"
+                " SELECT * FROM unnest($1::integer[], $2::integer[], $3::integer[], $4::smallint[], $5::integer[])"
+                " ON CONFLICT DO NOTHING",
+                {accounts + "}", blocks + "}", seqs + "}", roles + "}", owners + "}"});
+            if (!kept) return make_error("balance carried: " + kept.error());
+        }
+        for (const auto& event : undecodable_) {
+            const auto id = ids.find(event.account);
+            if (!id) return make_error("account " + event.account + " has no id");
+            auto listed = pg::exec_params(
+                conn,
+                "INSERT INTO wallet_balance_undecodable (account_id, block_num, block_seq, role, op_type, decoder_version, problem)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                {std::to_string(*id), std::to_string(event.block_num), std::to_string(event.block_seq),
+                 std::to_string(event.role), std::to_string(event.op_type), std::to_string(kDecoderVersion),
+                 event.problem});
+            if (!listed) return make_error("balance undecodable: " + listed.error());
+            log_warning("balance changes of block " + std::to_string(event.block_num) + " " +
+                        event.op_type_name + " (account " + event.account +
+                        ") not readable, stored without them: " + event.problem);
+        }
+        return true;
+    }
+
+    // Events stored without their balance changes (the decoder could not read them).
+    std::int64_t undecodable() const { return static_cast<std::int64_t>(undecodable_.size()); }
+
+private:
+    // (account the change is of, block, seq, role, the event's account)
+    std::set<std::tuple<std::string, std::int64_t, std::int64_t, int, std::string>> carried_;
+    struct Undecodable {
+        std::string account;
+        std::int64_t block_num;
+        std::int64_t block_seq;
+        int role;
+        int op_type;
+        std::string op_type_name;
+        std::string problem;
+    };
+    std::vector<Undecodable> undecodable_;
+};
 
 // {"a","b"} with every element quoted, for a text[] parameter.
 std::string text_array_literal(const std::vector<std::string>& items) {
@@ -609,9 +727,17 @@ std::optional<std::int32_t> AccountIds::find(const std::string& name) const {
 }
 
 Result<bool> AccountIds::resolve(PGconn* conn, const std::vector<WalletEvent>& events) {
-    std::vector<std::string> missing;
+    std::vector<std::string> names;
     for (const auto& event : events) {
         std::string name = storable_text(event.account);
+        if (!ids_.contains(name)) names.push_back(std::move(name));
+    }
+    return resolve_names(conn, std::move(names));
+}
+
+Result<bool> AccountIds::resolve_names(PGconn* conn, std::vector<std::string> names) {
+    std::vector<std::string> missing;
+    for (auto& name : names) {
         if (!ids_.contains(name)) missing.push_back(std::move(name));
     }
     if (missing.empty()) return true;
@@ -667,8 +793,13 @@ Result<bool> prepare_session(PGconn* conn) {
     return true;
 }
 
+const BalanceRules& mainnet_balance_rules() {
+    static const BalanceRules rules;
+    return rules;
+}
+
 Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
-                                  WriteMethod method) {
+                                  WriteMethod method, const BalanceRules& rules) {
     WriteCounts counts;
     counts.offered = static_cast<std::int64_t>(events.size());
     if (events.empty()) return counts;
@@ -680,17 +811,47 @@ Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vect
                     : method == WriteMethod::CopyOnly ? copy_only(conn, *rows)
                                                       : multi_row_insert(conn, *rows);
     if (!inserted) return make_error(inserted.error());
-    counts.inserted = *inserted;
+    counts.inserted = inserted->count;
+    // The balance rows of exactly the rows inserted: a row stored before adds nothing.
+    BalanceRows balance_rows;
+    for (const auto& event : events) {
+        const std::int32_t account_id = *ids.find(storable_text(event.account));
+        if (inserted->keys && !inserted->keys->contains(EventKey{account_id, event.block_num, event.block_seq.value_or(0),
+                                                                 role_code(event.role)})) {
+            continue;
+        }
+        balance_rows.add_event(event, rules);
+    }
+    auto written = balance_rows.write(conn, ids);
+    if (!written) return make_error(written.error());
+    counts.balance_undecodable = balance_rows.undecodable();
     return counts;
 }
 
-Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events, WriteMethod method) {
+Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events, WriteMethod method,
+                                  const BalanceRules& rules) {
     AccountIds ids;
-    return insert_events(conn, ids, events, method);
+    return insert_events(conn, ids, events, method, rules);
 }
 
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
     const std::string above = std::to_string(block_num);
+    // The snapshot pass stays below forks (it advances over irreversible
+    // blocks only); were it above, its snapshots above go and it redoes them.
+    auto through = pg::exec_params(conn, "SELECT through_block FROM wallet_balance_snapshot_state WHERE through_block > $1::integer",
+                                   {above});
+    if (!through) return make_error("delete: " + through.error());
+    if (PQntuples(through->get()) > 0) {
+        auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {above});
+        if (!snapshots) return make_error("delete: " + snapshots.error());
+        auto reset = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block ="
+                                           " coalesce((SELECT max(block_num) FROM wallet_balance_snapshots), 0)", {});
+        if (!reset) return make_error("delete: " + reset.error());
+    }
+    auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_carried WHERE block_num > $1::integer", {above});
+    if (!pending) return make_error("delete: " + pending.error());
+    auto undecodable = pg::exec_params(conn, "DELETE FROM wallet_balance_undecodable WHERE block_num > $1::integer", {above});
+    if (!undecodable) return make_error("delete: " + undecodable.error());
     auto deleted = pg::exec_params(conn, "DELETE FROM wallet_events WHERE block_num > $1::integer", {above});
     if (!deleted) return make_error("delete: " + deleted.error());
     auto blocks = pg::exec_params(conn, "DELETE FROM wallet_blocks WHERE block_num > $1::integer", {above});
@@ -795,7 +956,7 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
                                    {std::to_string(*batch.rewind_above)});
         if (!ids) return make_error(ids.error());
     }
-    auto counts = store::insert_events(conn, account_ids_, batch.events, method);
+    auto counts = store::insert_events(conn, account_ids_, batch.events, method, balance_rules_);
     if (!counts) return make_error(counts.error());
 
     // Only the ids fork detection may still compare are kept.

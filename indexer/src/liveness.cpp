@@ -15,7 +15,7 @@ void Liveness::set_indexed(std::int64_t block) {
 }
 
 void Liveness::record_batch(std::int64_t indexed_block, std::int64_t blocks, std::int64_t events_offered,
-                            std::int64_t rows_inserted, bool at_target) {
+                            std::int64_t rows_inserted, bool at_target, std::int64_t balance_undecodable) {
     std::lock_guard lock(mutex_);
     indexed_block_ = indexed_block;
     last_progress_ = Clock::now();
@@ -25,6 +25,7 @@ void Liveness::record_batch(std::int64_t indexed_block, std::int64_t blocks, std
     blocks_total_ += static_cast<std::uint64_t>(blocks);
     events_total_ += static_cast<std::uint64_t>(events_offered);
     rows_inserted_total_ += static_cast<std::uint64_t>(rows_inserted);
+    balance_undecodable_total_ += static_cast<std::uint64_t>(balance_undecodable);
 }
 
 void Liveness::record_caught_up(std::int64_t indexed_block) {
@@ -144,6 +145,9 @@ std::string Liveness::metrics() const {
     metric(out, "wallet_indexer_events_total", "counter", "Wallet events decoded and written (new or already stored).",
            std::to_string(events_total_));
     metric(out, "wallet_indexer_rows_inserted_total", "counter", "Rows new to the table.", std::to_string(rows_inserted_total_));
+    metric(out, "wallet_indexer_balance_undecodable_total", "counter",
+           "Events stored without balance changes: the decoder could not read them (wallet_balance_undecodable).",
+           std::to_string(balance_undecodable_total_));
     metric(out, "wallet_indexer_forks_total", "counter", "Forks reconciled.", std::to_string(forks_total_));
     metric(out, "wallet_indexer_deepest_fork_blocks", "gauge", "Depth of the deepest fork reconciled.", std::to_string(deepest_fork_));
     metric(out, "wallet_indexer_database_errors_total", "counter", "Failed database operations.",

@@ -31,7 +31,7 @@ public:
     void set_indexed(std::int64_t block);
     // A committed batch; `at_target` when it reached the node's current target.
     void record_batch(std::int64_t indexed_block, std::int64_t blocks, std::int64_t events_offered, std::int64_t rows_inserted,
-                      bool at_target);
+                      bool at_target, std::int64_t balance_undecodable = 0);
     void record_caught_up(std::int64_t indexed_block);
     void record_head(const ChainHead& head);
     // The current obstacle to progress (shown in /health), cleared by progress.
@@ -71,6 +71,7 @@ private:
     std::uint64_t batches_total_ = 0;
     std::uint64_t events_total_ = 0;
     std::uint64_t rows_inserted_total_ = 0;
+    std::uint64_t balance_undecodable_total_ = 0;
     std::uint64_t forks_total_ = 0;
     std::int64_t deepest_fork_ = 0;
     std::uint64_t database_errors_total_ = 0;

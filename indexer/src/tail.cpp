@@ -4,6 +4,7 @@
 #include <iterator>
 #include <utility>
 
+#include "wallet/balance_snapshots.hpp"
 #include "wallet/bulk_load.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_scan.hpp"
@@ -63,7 +64,9 @@ int TailIndexer::run() {
              std::to_string(s.max_batch_blocks) + " blocks");
     while (!stop_.stop_requested()) {
         notifier_.keep_alive();
-        const Step result = step();
+        Step result = step();
+        // The snapshot pass follows the store; while it has periods to do the loop does not sleep.
+        if ((result == Step::Progressed || result == Step::Idle) && advance_snapshots()) result = Step::Progressed;
         liveness_.set_node_stats(combined_node_stats());
         report_liveness();
         switch (result) {
@@ -117,11 +120,27 @@ std::int64_t TailIndexer::target_of(const ChainHead& head) const {
     return base - s.trail_blocks;
 }
 
+store::BalanceRules TailIndexer::balance_rules() const {
+    return {options_.assets, HardforkSchedule::named(options_.settings.chain.hardforks).value_or(HardforkSchedule::mainnet())};
+}
+
+bool TailIndexer::advance_snapshots() {
+    if (!store_ || !store_->healthy()) return false;
+    auto done = store::advance_balance_snapshots(store_->connection(), snapshot_ids_, balance_rules(),
+                                                 options_.settings.chain.balance_snapshot_blocks, last_irreversible_);
+    if (!done) {
+        log_warning("balance snapshots: " + done.error());
+        return false;
+    }
+    return done->advanced;
+}
+
 TailIndexer::Step TailIndexer::step() {
     if (!ensure_store()) return refused_ ? Step::Refused : Step::Retry;
     auto head = node_.get_dynamic_global_properties();
     if (!head) return node_problem(head.error());
     liveness_.record_head(*head);
+    last_irreversible_ = head->last_irreversible.value_or(0);
     if (auto saved = store_->record_observation(*head); !saved) return database_problem(saved.error());
     read_monitored_state();
     if (!head->last_irreversible) {
@@ -183,6 +202,7 @@ bool TailIndexer::ensure_store() {
         return false;
     }
     store_.emplace(std::move(opened).value());
+    store_->set_balance_rules(balance_rules());
     checkpoint_ = *checkpoint;
     const std::int64_t first_block = std::max<std::int64_t>(options_.settings.indexer.start_block, 1);
     liveness_.set_indexed(checkpoint_ ? checkpoint_->num : first_block - 1);
@@ -367,7 +387,8 @@ TailIndexer::Step TailIndexer::index_range(std::int64_t first, std::int64_t last
     checkpoint_ = batch.checkpoint;
     report_recovery();
     const bool at_target = last >= target;
-    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target);
+    liveness_.record_batch(checkpoint_->num, last - first + 1, counts->offered, counts->inserted, at_target,
+                           counts->balance_undecodable);
     if (fork_point) {
         log_info("fork reconciled: blocks " + std::to_string(first) + ".." + std::to_string(last) + " re-indexed");
     }

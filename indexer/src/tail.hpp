@@ -81,6 +81,10 @@ private:
 
     Step step();
     bool ensure_store();
+    // One period of the balance snapshot pass, up to the last irreversible
+    // block seen; true when it advanced.
+    bool advance_snapshots();
+    store::BalanceRules balance_rules() const;
     Step index_range(std::int64_t first, std::int64_t last, const ChainHead& head, std::optional<BlockRef> fork_point);
     Step reconcile_fork(const ChainHead& head);
     std::int64_t target_of(const ChainHead& head) const;
@@ -117,6 +121,8 @@ private:
     std::optional<EventStore> store_;
     std::optional<std::chrono::steady_clock::time_point> monitored_at_;
     std::optional<BlockRef> checkpoint_;  // mirrors indexer_checkpoint; nullopt on a fresh database
+    std::int64_t last_irreversible_ = 0;  // the node's, at the last step: the snapshot pass's limit
+    store::AccountIds snapshot_ids_;
 
     std::string last_problem_kind_;
     std::string last_problem_;

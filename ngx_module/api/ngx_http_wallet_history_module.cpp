@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "api_accounts.hpp"
+#include "api_balances.hpp"
 #include "api_config.hpp"
 #include "api_inflight.hpp"
 #include "api_limits.hpp"
@@ -296,6 +297,11 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
         return send_result_unowned(ctx, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
         return send_result_unowned(ctx, api::status_result(rows, rt.pool_size));
+    case api::Method::GetBalances: {
+        const api::BalancesAnswer answer = api::balances_answer(ctx->call.balances, rows, rt.config.balance_rules);
+        if (answer.error) return send_error(ctx->r, NGX_HTTP_OK, ctx->id_json, answer.error->code, answer.error->message);
+        return send_result_unowned(ctx, answer.result);
+    }
     case api::Method::GetMethods:
         break;
     }
@@ -444,6 +450,9 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         break;
     case api::Method::GetRewardTotals:
         statement = api::totals_statement(ctx->call.page, remembered_account(ctx->call.page.account));
+        break;
+    case api::Method::GetBalances:
+        statement = api::balances_statement(ctx->call.balances);
         break;
     default:
         statement = api::page_statement(ctx->call.page, remembered_account(ctx->call.page.account));

@@ -214,7 +214,8 @@ awk -v n="$events" '$2 > 0 { printf "[scale bench]   %-55s %9.1f\n", $1, $2 / n 
 parts=$(awk -v n="$events" '
   { split($1, p, "."); t = p[1]; k = p[2]; sub("^" t "_", "", k)
     if (t == "wallet_events") g = "events_" k; else if (t == "wallet_blocks") g = "blocks_" k
-    else if (t ~ /^wallet_reward/) g = "aggregates"; else if (t == "wallet_accounts") g = "dictionary"; else g = "other"
+    else if (t ~ /^wallet_reward/) g = "aggregates"; else if (t ~ /^wallet_balance/) g = "balances"
+    else if (t == "wallet_accounts") g = "dictionary"; else g = "other"
     s[g] += $2 }
   END { for (g in s) printf "part_%s=%.1f ", g, s[g] / n }' "$work/parts")
 # Average stored size of each column (a 5% sample of the pages), and the

@@ -20,6 +20,7 @@ Chain (one of):
   --length N                initial head block (synthetic default 1000; real: the fixtures' head)
   --naming current|legacy   field names of current hived or of a Steem-era node (synthetic chain)
   --pathological-every N    block N is huge when N % every == every/2 (default 100000, 0 = never)
+  --accounts N              accounts of the synthetic chain (default 20000, at least 100)
   --full-block-every N      only every Nth block has transactions and payouts, the others
                             just their producer_reward (default 1: all full)
   --history-blocks N        synthetic account history covers the latest N blocks (default 20000)
@@ -118,6 +119,9 @@ int main(int argc, char** argv) {
             naming_given = true;
         } else if (flag == "--pathological-every") {
             options.synthetic.pathological_every = static_cast<std::uint32_t>(number(flag, value()));
+        } else if (flag == "--accounts") {
+            options.synthetic.accounts = static_cast<std::uint32_t>(number(flag, value()));
+            if (options.synthetic.accounts < 100) fail("--accounts must be at least 100");
         } else if (flag == "--full-block-every") {
             options.synthetic.full_block_every = static_cast<std::uint32_t>(number(flag, value()));
             if (options.synthetic.full_block_every == 0) fail("--full-block-every must be at least 1");

@@ -101,6 +101,12 @@ struct HardforkSchedule {
     static HardforkSchedule mainnet() noexcept { return {7353249, 10629455, 26256743, 35921786}; }
     // Testnets and the simulator's synthetic chain: every rule from block 1.
     static HardforkSchedule from_genesis() noexcept { return {}; }
+    // The value of CHAIN_HARDFORKS: "mainnet" or "genesis"; nullopt for others.
+    static std::optional<HardforkSchedule> named(std::string_view name) noexcept {
+        if (name == "mainnet") return mainnet();
+        if (name == "genesis") return from_genesis();
+        return std::nullopt;
+    }
 };
 
 // Balances the chain creates without an operation, which no event carries.

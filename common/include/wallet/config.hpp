@@ -52,6 +52,8 @@ struct ChainSettings {
     std::int64_t max_response_bytes = 64LL << 20;  // CHAIN_RPC_MAX_RESPONSE_BYTES
     std::string asset_table = "mainnet";     // CHAIN_ASSET_TABLE: mainnet, testnet, or NAI=SYM:P,...
     bool every_block_rewarded = true;        // CHAIN_EVERY_BLOCK_REWARDED
+    std::string hardforks = "mainnet";       // CHAIN_HARDFORKS: mainnet or genesis (HardforkSchedule::named)
+    std::int64_t balance_snapshot_blocks = 28'800;  // CHAIN_BALANCE_SNAPSHOT_BLOCKS: the snapshot pass's period
 };
 
 struct IndexerSettings {

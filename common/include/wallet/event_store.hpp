@@ -21,6 +21,8 @@
 
 #include <libpq-fe.h>
 
+#include "wallet/asset.hpp"
+#include "wallet/balance_change.hpp"
 #include "wallet/chain_types.hpp"
 #include "wallet/handles.hpp"
 #include "wallet/result.hpp"
@@ -40,6 +42,7 @@ enum class WriteMethod { CopyMerge, MultiRowInsert, CopyOnly };
 struct WriteCounts {
     std::int64_t offered = 0;   // events passed in
     std::int64_t inserted = 0;  // rows new to the table (the rest were already there)
+    std::int64_t balance_undecodable = 0;  // of them, stored without balance changes (wallet_balance_undecodable)
 };
 
 // The shapes of asset lists `assets` stores as amounts alone (migration
@@ -50,12 +53,23 @@ struct WriteCounts {
 inline constexpr std::string_view kAssetTemplateCodes = "#$%&*+:;<=>?^~!|";
 std::span<const std::string_view> asset_templates() noexcept;
 
+// What the writers need to compute each stored event's balance changes
+// (docs/operations.md, "Balance changes"): the chain's assets and the blocks
+// where the rules changed (CHAIN_ASSET_TABLE, CHAIN_HARDFORKS).
+struct BalanceRules {
+    AssetTable assets = AssetTable::mainnet();
+    HardforkSchedule forks = HardforkSchedule::mainnet();
+};
+const BalanceRules& mainnet_balance_rules();
+
 // The integer ids of account names (wallet_accounts) of one database, cached:
 // ids are never changed or reused, so a cached id stays right.
 class AccountIds {
 public:
     // Gives every account of the events an id, adding new names.
     Result<bool> resolve(PGconn* conn, const std::vector<WalletEvent>& events);
+    // The same for names (accounts a balance change names without an event).
+    Result<bool> resolve_names(PGconn* conn, std::vector<std::string> names);
     std::optional<std::int32_t> find(const std::string& name) const;
 
 private:
@@ -70,14 +84,19 @@ Result<bool> prepare_session(PGconn* conn);
 // (block_seq and virtual_op): events decoded without the whole block are
 // refused; they come in block order, with all events of a block in the same
 // call. Amounts must fit NUMERIC(30,6) exactly. Writers that run beside
-// others resolve `ids` before opening their transaction.
+// others resolve `ids` before opening their transaction. The balance rows
+// of exactly the rows inserted (carried and undecodable events, migrations
+// 0017 and 0018) are added in the same transaction.
 Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vector<WalletEvent>& events,
-                                  WriteMethod method = WriteMethod::CopyMerge);
+                                  WriteMethod method = WriteMethod::CopyMerge,
+                                  const BalanceRules& rules = mainnet_balance_rules());
 // The same with a cache of its own (for one-off writes).
 Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& events,
-                                  WriteMethod method = WriteMethod::CopyMerge);
+                                  WriteMethod method = WriteMethod::CopyMerge,
+                                  const BalanceRules& rules = mainnet_balance_rules());
 
-// Inside an open transaction: removes every event of blocks above block_num.
+// Inside an open transaction: removes every event of blocks above block_num
+// and the balance rows of their events.
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num);
 
 }  // namespace store
@@ -130,6 +149,7 @@ public:
     Result<MonitoredState> monitored_state();
 
     PGconn* connection() const noexcept { return conn_.get(); }
+    void set_balance_rules(store::BalanceRules rules) { balance_rules_ = std::move(rules); }
     // Whether the connection is still usable (false after the server went away).
     bool healthy() const noexcept;
 
@@ -137,6 +157,7 @@ private:
     explicit EventStore(PgConnPtr conn) : conn_(std::move(conn)) {}
     PgConnPtr conn_;
     store::AccountIds account_ids_;
+    store::BalanceRules balance_rules_;
 };
 
 }  // namespace wallet

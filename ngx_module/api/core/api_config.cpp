@@ -24,6 +24,10 @@ Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::stri
         config.api = settings.api;
         config.database_url = settings.db.api_url;
         config.node_max_stall_ms = settings.indexer.health_max_stall_ms;
+        auto assets = AssetTable::from_setting(settings.chain.asset_table);
+        if (!assets) return make_error("invalid CHAIN_ASSET_TABLE: " + assets.error());
+        config.balance_rules.assets = std::move(assets).value();
+        config.balance_rules.forks = *HardforkSchedule::named(settings.chain.hardforks);  // validated by load_settings
         // An entry is about a hundred bytes: the largest bound is 1 GB.
         if (const auto cache = merged("WALLET_API_ACCOUNT_CACHE"); cache && !cache->empty()) {
             std::int64_t count = -1;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "wallet/config.hpp"
+#include "wallet/event_store.hpp"
 #include "wallet/result.hpp"
 
 namespace wallet::api {
@@ -20,6 +21,9 @@ struct ApiConfig {
     // WALLET_API_ACCOUNT_CACHE: account ids each worker remembers by name
     // (api_accounts.hpp); 0 remembers none.
     std::int64_t account_cache = kDefaultAccountCache;
+    // get_balances reads operations as the writers do: CHAIN_ASSET_TABLE and
+    // CHAIN_HARDFORKS, the same values as the indexer's and backfill's.
+    store::BalanceRules balance_rules;
     static constexpr std::int64_t kDefaultAccountCache = 100000;
 };
 

@@ -19,13 +19,14 @@ struct MethodEntry {
     Method method;
 };
 
-constexpr std::array<MethodEntry, 6> kMethods = {{
+constexpr std::array<MethodEntry, 7> kMethods = {{
     {"get_wallet_history", Method::GetWalletHistory},
     {"get_author_rewards", Method::GetAuthorRewards},
     {"get_curation_rewards", Method::GetCurationRewards},
     {"get_reward_totals", Method::GetRewardTotals},
     {"get_status", Method::GetStatus},
     {"get_methods", Method::GetMethods},
+    {"get_balances", Method::GetBalances},
 }};
 
 RpcError invalid_params(std::string message) { return RpcError{jsonrpc::kInvalidParams, std::move(message)}; }
@@ -42,6 +43,8 @@ bool accepts_param(Method method, std::string_view key) {
         return key == "account" || key == "from" || key == "to" || key == "limit" || key == "cursor";
     case Method::GetRewardTotals:
         return key == "account" || key == "from" || key == "to" || key == "scope";
+    case Method::GetBalances:
+        return key == "account" || key == "block";
     case Method::GetStatus:
     case Method::GetMethods:
         return false;
@@ -82,8 +85,29 @@ std::optional<RpcError> read_timestamp(const Params& params, const char* key, st
     return std::nullopt;
 }
 
+std::optional<RpcError> read_account(const Params& params, std::string& account) {
+    const JsonDocument& doc = params.doc;
+    const auto value = params.member("account");
+    if (!value) return invalid_params("missing account");
+    if (doc.kind(*value) != JsonKind::String) return invalid_params("invalid account");
+    account = doc.string_value(*value);
+    if (!is_valid_account_name(account)) return invalid_params("invalid account");
+    return std::nullopt;
+}
+
+// get_balances: account and an optional block (a block number from 1).
+std::optional<RpcError> read_balance_params(const Params& params, BalanceQuery& query) {
+    if (auto error = read_account(params, query.account)) return error;
+    if (const auto block = params.member("block")) {
+        const auto n = params.doc.unsigned_integer(*block);
+        if (!n || *n < 1 || *n > 2147483647) return invalid_params("invalid block");
+        query.block = static_cast<std::int64_t>(*n);
+    }
+    return std::nullopt;
+}
+
 std::optional<RpcError> read_params(Method method, const Params& params, const RequestLimits& limits,
-                                    const CursorCodec& cursors, PageQuery& query) {
+                                    const CursorCodec& cursors, PageQuery& query, BalanceQuery& balances) {
     const JsonDocument& doc = params.doc;
     if (params.object) {
         std::string scratch;
@@ -94,12 +118,9 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
         }
     }
     if (method == Method::GetStatus || method == Method::GetMethods) return std::nullopt;
+    if (method == Method::GetBalances) return read_balance_params(params, balances);
 
-    const auto account = params.member("account");
-    if (!account) return invalid_params("missing account");
-    if (doc.kind(*account) != JsonKind::String) return invalid_params("invalid account");
-    query.account = doc.string_value(*account);
-    if (!is_valid_account_name(query.account)) return invalid_params("invalid account");
+    if (auto error = read_account(params, query.account)) return error;
 
     if (auto error = read_timestamp(params, "from", query.from)) return error;
     if (auto error = read_timestamp(params, "to", query.to)) return error;
@@ -159,6 +180,7 @@ const std::vector<std::string_view>& method_names() {
         "wallet_history.get_wallet_history", "wallet_history.get_author_rewards",
         "wallet_history.get_curation_rewards", "wallet_history.get_reward_totals",
         "wallet_history.get_status",         "wallet_history.get_methods",
+        "wallet_history.get_balances",
     };
     return names;
 }
@@ -239,7 +261,7 @@ ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, 
         out.error = invalid_params("invalid params");
         return out;
     }
-    if (auto error = read_params(call.method, Params{doc, params}, limits, cursors, call.page)) {
+    if (auto error = read_params(call.method, Params{doc, params}, limits, cursors, call.page, call.balances)) {
         out.error = std::move(error);
         return out;
     }

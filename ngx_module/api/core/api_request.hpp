@@ -22,6 +22,7 @@ enum class Method {
     GetRewardTotals,
     GetStatus,
     GetMethods,
+    GetBalances,  // additive (issue 28): after the spec's methods, so their metrics keep their places
 };
 
 // Every method name, in the order get_methods lists them.
@@ -62,9 +63,16 @@ struct RpcError {
     std::string message;
 };
 
+// get_balances: the account, at `block` (none: the indexed block).
+struct BalanceQuery {
+    std::string account;
+    std::optional<std::int64_t> block;
+};
+
 struct Call {
     Method method = Method::GetStatus;
     PageQuery page;  // paged methods and get_reward_totals (account, from, to)
+    BalanceQuery balances;  // get_balances
 };
 
 struct ParsedRequest {

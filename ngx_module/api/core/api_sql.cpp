@@ -140,6 +140,10 @@ std::string totals_sql(bool with_partial_days) {
     return sql;
 }
 
+// get_balances (api_balances.hpp): the rows of wallet_balance_rows
+// (migration 0018), which says what they are.
+constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_rows($1, $2, $3)";
+
 const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
         std::map<std::string, std::string> s;
@@ -164,6 +168,7 @@ const std::map<std::string, std::string>& statements() {
             with_page_header(std::string("SELECT x.* FROM unnest($10) AS t(code) CROSS JOIN LATERAL (SELECT ") +
                              kEventColumns + " FROM wallet_events e WHERE" + kAccount +
                              " AND e.op_type = t.code AND" + kWindowAndKeyset + kMergedOrder);
+        s["wh_balances"] = kBalancesSql;
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
         // Columns: status_column order. Indexed block, what is loading and
@@ -293,6 +298,12 @@ StatementCall totals_statement(const PageQuery& query, const std::optional<Remem
     }
     append_remembered(call, remembered);
     return call;
+}
+
+StatementCall balances_statement(const BalanceQuery& query) {
+    return StatementCall{"wh_balances",
+                         {query.account, query.block ? std::optional(std::to_string(*query.block)) : std::nullopt,
+                          std::to_string(kDecoderVersion)}};
 }
 
 StatementCall status_statement(std::int64_t node_max_stall_ms) {

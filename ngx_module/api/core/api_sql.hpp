@@ -35,6 +35,24 @@ struct RememberedAccount {
 StatementCall page_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall status_statement(std::int64_t node_max_stall_ms);
+StatementCall balances_statement(const BalanceQuery& query);
+
+// Column positions of the balances statement's result: a header row (kind
+// 0), the account's last snapshot at or below the block (kind 1, none when it
+// has none) and the events after it up to the block (kind 2), in no order.
+namespace balances_column {
+inline constexpr int kKind = 0;
+inline constexpr int kN1 = 1;  // header: indexed_block; snapshot and events: block_num
+inline constexpr int kN2 = 2;  // header: the block; events: block_seq
+inline constexpr int kN3 = 3;  // header: account id (NULL: unknown)
+inline constexpr int kN4 = 4;  // header: the configured range's first block
+inline constexpr int kN5 = 5;  // header: the first block still loading
+inline constexpr int kN6 = 6;  // header: the snapshot pass's checkpoint
+inline constexpr int kT1 = 7;  // header: outdated from; snapshot: its state (hex); events: account
+inline constexpr int kT2 = 8;  // header: outdated to; events: role
+inline constexpr int kT3 = 9;  // header: the account's first undecodable block; events: op type
+inline constexpr int kT4 = 10; // header: its op type; events: payload
+}  // namespace balances_column
 
 // Column positions of the page statements' result: one header row, then the
 // events. The account is the one asked for (account = $1): it is not fetched.

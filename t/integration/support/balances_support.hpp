@@ -1,0 +1,56 @@
+// Shared by the balances tests (label balances): the simulator ledger's
+// balances as components, and the synthetic chain's genesis balances stored
+// as the operator of such a chain stores them: a snapshot at block 0 of every
+// account (docs/store-layout.md, "Balances from the history"; mainnet has none).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ledger.hpp"
+#include "synthetic_chain.hpp"
+#include "wallet/balance_state.hpp"
+
+namespace balances_test {
+
+using C = wallet::BalanceComponent;
+
+// The ledger's balances (or the node's) as components, in units.
+inline std::map<C, std::int64_t> components_of(const sim::AccountBalances& b) {
+    return {{C::hive_balance, b.hive},
+            {C::hbd_balance, b.hbd},
+            {C::hive_savings, b.hive_savings},
+            {C::hbd_savings, b.hbd_savings},
+            {C::vesting_shares, b.vests},
+            {C::delegated_vests, b.delegated},
+            {C::received_vests, b.received},
+            {C::hive_rewards, b.reward_hive},
+            {C::hbd_rewards, b.reward_hbd},
+            {C::vests_rewards, b.reward_vests},
+            {C::savings_withdraw_requests, b.savings_withdraw_requests},
+            {C::vesting_withdraw_rate, b.withdraw_rate},
+            {C::to_withdraw, b.to_withdraw},
+            {C::withdrawn, b.withdrawn}};
+}
+
+// SQL that stores every account of the chain and its genesis snapshot at
+// block 0 (before anything is loaded: the snapshot pass starts from them).
+inline std::string genesis_snapshots_sql(const sim::SyntheticChain& chain) {
+    std::string names, rows;
+    for (std::uint32_t index = 0; index < chain.account_count(); ++index) {
+        const std::string name(chain.account(index));
+        wallet::BalanceState state;
+        for (const auto& [component, units] : components_of(sim::genesis_balances(chain, index))) state.set(component, units);
+        const auto bytes = state.encode();
+        const char* comma = names.empty() ? "" : ",";
+        names += comma + ("('" + name + "')");
+        rows += comma + ("('" + name + "','" + wallet::hex_of(bytes.value_or("")) + "')");
+    }
+    return "INSERT INTO wallet_accounts (name) VALUES " + names +
+           " ON CONFLICT DO NOTHING; INSERT INTO wallet_balance_snapshots (account_id, block_num, state)"
+           " SELECT a.id, 0, decode(g.state, 'hex') FROM (VALUES " + rows +
+           ") AS g(name, state) JOIN wallet_accounts a ON a.name = g.name";
+}
+
+}  // namespace balances_test
