@@ -12,6 +12,7 @@
 #include "json_writer.hpp"
 #include "ledger.hpp"
 #include "served_ops.hpp"
+#include "support/balances_support.hpp"
 #include "synthetic_chain.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_util.hpp"
@@ -30,23 +31,7 @@ sim::SyntheticChain ledger_chain(std::uint64_t seed, std::uint32_t accounts = 20
     return sim::SyntheticChain(options);
 }
 
-// The ledger's balances as decoder components, in units.
-std::map<C, std::int64_t> components_of(const sim::AccountBalances& b) {
-    return {{C::hive_balance, b.hive},
-            {C::hbd_balance, b.hbd},
-            {C::hive_savings, b.hive_savings},
-            {C::hbd_savings, b.hbd_savings},
-            {C::vesting_shares, b.vests},
-            {C::delegated_vests, b.delegated},
-            {C::received_vests, b.received},
-            {C::hive_rewards, b.reward_hive},
-            {C::hbd_rewards, b.reward_hbd},
-            {C::vests_rewards, b.reward_vests},
-            {C::savings_withdraw_requests, b.savings_withdraw_requests},
-            {C::vesting_withdraw_rate, b.withdraw_rate},
-            {C::to_withdraw, b.to_withdraw},
-            {C::withdrawn, b.withdrawn}};
-}
+using balances_test::components_of;
 
 // The test's own consumer of the decoder's balance changes: the state the
 // stateful kinds need (docs/operations.md, "Balance changes").
