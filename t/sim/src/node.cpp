@@ -141,6 +141,11 @@ struct Node::Impl {
     std::uint64_t forks_made = 0;
     FaultOptions faults;
     std::uint64_t faults_left = 0;  // with faults.count
+    // Requests that passed the faults' method filter: the schedule rolls on
+    // this count, so the n-th batch a client asks for meets the same fault
+    // whatever head polls ran between (a client's timing varies; the
+    // schedule of a seed must not).
+    std::uint64_t fault_candidates = 0;
 
     std::atomic<std::uint64_t> rpc_requests{0};
     // JSON-RPC requests being handled now, and the most at once since the
@@ -267,7 +272,7 @@ struct Node::Impl {
     // -- HTTP ---------------------------------------------------------------
     void handle_rpc(const wallet::HttpRequest& request, wallet::HttpResponse& response);
     void handle_control(const wallet::HttpRequest& request, wallet::HttpResponse& response);
-    std::optional<FaultKind> decide_fault(std::uint64_t request_number, const json_t* body);
+    std::optional<FaultKind> decide_fault(const json_t* body);
     std::string status_json();
     std::string describe() const;
 };
@@ -1049,7 +1054,7 @@ void Node::Impl::rpc_one(const json_t* request, const View& v, const CallFault& 
 // ---------------------------------------------------------------------------
 // HTTP
 
-std::optional<FaultKind> Node::Impl::decide_fault(std::uint64_t request_number, const json_t* body) {
+std::optional<FaultKind> Node::Impl::decide_fault(const json_t* body) {
     std::lock_guard lock(mutex);
     if (faults.per_million == 0 || faults.kinds.empty()) return std::nullopt;
     if (faults.count && faults_left == 0) return std::nullopt;
@@ -1075,7 +1080,7 @@ std::optional<FaultKind> Node::Impl::decide_fault(std::uint64_t request_number, 
         }
         if (!matches) return std::nullopt;
     }
-    std::uint64_t roll = splitmix64(faults.seed ^ splitmix64(request_number));
+    std::uint64_t roll = splitmix64(faults.seed ^ splitmix64(fault_candidates++));
     if (roll % 1000000 >= faults.per_million) return std::nullopt;
     if (faults.count) --faults_left;
     return faults.kinds[splitmix64(roll) % faults.kinds.size()];
@@ -1113,7 +1118,7 @@ void Node::Impl::handle_rpc(const wallet::HttpRequest& request, wallet::HttpResp
         }
         return;
     }
-    const FaultKind fault = body ? decide_fault(request_number, body.get()).value_or(FaultKind::none) : FaultKind::none;
+    const FaultKind fault = body ? decide_fault(body.get()).value_or(FaultKind::none) : FaultKind::none;
     FaultOptions fault_settings;
     if (fault != FaultKind::none) {
         faults_injected.fetch_add(1);
@@ -1398,6 +1403,7 @@ void Node::Impl::handle_control(const wallet::HttpRequest& request, wallet::Http
             if (!parsed) return refuse(error);
             faults = std::move(*parsed);
             faults_left = faults.count.value_or(0);
+            fault_candidates = 0;
         }
     }
     if (fork_from) truncate_history(*fork_from);
