@@ -73,3 +73,33 @@ TEST(FoundationStart, RefusesANonLoopbackDatabaseAddress) {
     EXPECT_EQ(result.exit_code, 2);
     EXPECT_NE(result.output.find("DB_BIND_HOST"), std::string::npos) << result.output;
 }
+
+// The demo's backfill over the sparse fixture replay: between the fixtures'
+// real blocks the simulator answers empty blocks, so the demo must not hold
+// them to mainnet's "every block after the first producer_reward has one"
+// (a shard stopped at block 334696 for good). The range crosses that block.
+TEST(FoundationStart, DemoBackfillLoadsTheSparseFixtureReplayWithoutRefusals) {
+    TempDir state("wallet-start");
+    ProcessOptions options;
+    options.log_path = state.path() / "start.log";
+    options.env = {{"WALLET_STATE_DIR", (state.path() / "state").string()},
+                   {"WALLET_START_SERVICES", "db,sim,backfill"},
+                   {"WALLET_NO_BUILD", "1"},
+                   {"WALLET_BUILD_DIR", binary_dir().string()},
+                   {"DB_BIND_PORT", std::to_string(free_port())},
+                   {"SIM_PORT", std::to_string(free_port())},
+                   {"BACKFILL_START_BLOCK", "330001"},
+                   {"INDEXER_START_BLOCK", "340000"}};
+    options.unset_env = {"DB_BIND_HOST", "DB_PASSWORD", "WALLET_WRITER_PASSWORD", "WALLET_API_READER_PASSWORD",
+                         "CHAIN_EVERY_BLOCK_REWARDED", "CHAIN_RPC_URL", "BACKFILL_RPC_URLS"};
+    auto start = Process::start({"bash", (source_dir() / "scripts" / "start").string()}, options);
+    const auto backfill_log = state.path() / "state" / "logs" / "backfill.log";
+    auto backfill = [&] { return fs::exists(backfill_log) ? read_file(backfill_log) : std::string(); };
+    const bool ended = wait_until(
+        [&] { return backfill().find("summary: node") != std::string::npos || !start.running(); }, 120s);
+    start.stop(SIGINT, 30s);
+    ASSERT_TRUE(ended) << backfill() << start.log();
+    const auto log = backfill();
+    EXPECT_NE(log.find("blocks 330001..340000: complete"), std::string::npos) << log;
+    EXPECT_NE(log.find("requests, 0 failed"), std::string::npos) << log;
+}
