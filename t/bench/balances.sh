@@ -31,18 +31,18 @@
 # each scenario.
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (default
-# 30000), BENCH_ACCOUNTS (the chain's accounts, default 20000),
-# BENCH_SNAPSHOT_BLOCKS (default: the shipped period), BENCH_REQUESTS (300),
-# BENCH_SAMPLE (50), BENCH_WORKERS (4, backfill), BENCH_HOLD_SECONDS (keeps
+# 20000), BENCH_ACCOUNTS (the chain's accounts, default 20000),
+# BENCH_SNAPSHOT_BLOCKS (default: the shipped period), BENCH_REQUESTS (100),
+# BENCH_SAMPLE (10), BENCH_WORKERS (4, backfill), BENCH_HOLD_SECONDS (keeps
 # the store up after the RESULT line).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
-blocks=${BENCH_BLOCKS:-30000}
+blocks=${BENCH_BLOCKS:-20000}
 accounts=${BENCH_ACCOUNTS:-20000}
-requests=${BENCH_REQUESTS:-300}
-sample=${BENCH_SAMPLE:-50}
+requests=${BENCH_REQUESTS:-100}
+sample=${BENCH_SAMPLE:-10}
 workers=${BENCH_WORKERS:-4}
 seed=28
 backfill=$build/backfill/wallet-backfill
