@@ -180,12 +180,12 @@ protected:
         std::int64_t block = 0, prev = 0, balance = 0, change = 0;
         std::string text;
     };
-    std::vector<Change> history(const std::string& account, C component, int limit) {
+    std::vector<Change> history(const std::string& account, C component, int limit, const std::string& window = "") {
         std::vector<Change> out;
         std::string cursor;
         for (int page = 0; page < 100000; ++page) {
             std::string params = R"({"account":")" + account + R"(","component":")" +
-                                 std::string(wallet::component_name(component)) + R"(","limit":)" + std::to_string(limit);
+                                 std::string(wallet::component_name(component)) + R"(","limit":)" + std::to_string(limit) + window;
             if (!cursor.empty()) params += R"(,"cursor":")" + cursor + "\"";
             auto response = stack.call("wallet_history.get_balance_history", params + "}");
             json_t* result = json_object_get(response.get(), "result");
@@ -234,7 +234,7 @@ protected:
         std::string busiest;
         std::size_t busiest_changes = 0;
         int compared = 0;
-        for (std::size_t a = 0; a < accounts.size(); a += 97) {
+        for (std::size_t a = 0; a < accounts.size(); a += 170) {
             const std::string& name = accounts[a];
             std::map<std::uint32_t, std::map<C, std::int64_t>> at;
             for (const auto block : blocks) at[block] = balances(name, block);
@@ -259,12 +259,14 @@ protected:
                     EXPECT_EQ(replayed, at.at(block).at(component)) << "at block " << block;
                     ++compared;
                 }
-                if (component == C::hive_balance && changes.size() > busiest_changes) {
-                    busiest = name;
-                    busiest_changes = changes.size();
-                }
             }
         }
+        // The account with the most events: its pages.
+        busiest = stack.pg()
+                      .query("SELECT a.name FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
+                             " GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT 1")
+                      .at(0);
+        busiest_changes = history(busiest, C::hive_balance, 200).size();
         ASSERT_GT(busiest_changes, 10u);
         std::printf("balance history: %d values replayed and compared\n", compared);
         // Paging forward with the cursor gives the rows of one big page.
@@ -297,22 +299,20 @@ protected:
         // A window: exactly the changes of its blocks.
         const auto all = history(busiest, C::hive_balance, 200);
         const std::uint32_t from = 700, to = 1500;
-        auto window = stack.result("wallet_history.get_balance_history",
-                                   of + R"(,"component":"hive_balance","limit":200,"from":")" + block_time(from) +
-                                       R"(","to":")" + block_time(to) + "\"}");
         std::vector<std::string> expected, got;
-        for (auto it = all.rbegin(); it != all.rend(); ++it) {
-            if (it->block >= from && it->block < to) expected.push_back(it->text);
+        for (const auto& change : all) {
+            if (change.block >= from && change.block < to) expected.push_back(change.text);
         }
-        std::size_t i = 0;
-        json_t* item = nullptr;
-        json_array_foreach(json_object_get(window.get(), "items"), i, item) got.push_back(api_test::dump(item));
+        for (const auto& change : history(busiest, C::hive_balance, 200,
+                                          R"(,"from":")" + block_time(from) + R"(","to":")" + block_time(to) + "\"")) {
+            got.push_back(change.text);
+        }
         EXPECT_EQ(got, expected);
         EXPECT_FALSE(expected.empty());
     }
 
-    // get_delegations of every account equals the ledger's open delegations
-    // at the head, both sides.
+    // get_delegations of every 10th account equals the ledger's open
+    // delegations at the head, both sides.
     void check_delegations(const std::vector<std::string>& accounts, const std::map<std::string, std::uint32_t>& index_of) {
         const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
         std::map<std::string, std::map<std::string, std::int64_t>> outgoing, incoming;
@@ -324,7 +324,8 @@ protected:
         }
         ASSERT_FALSE(outgoing.empty()) << "the chain has delegations to compare";
         int differences = 0, delegations = 0;
-        for (const auto& name : accounts) {
+        for (std::size_t a = 0; a < accounts.size(); a += 10) {
+            const std::string& name = accounts[a];
             ASSERT_TRUE(index_of.count(name));
             auto result = stack.result("wallet_history.get_delegations", R"({"account":")" + name + "\"}");
             const auto read = [&](const char* list, const char* other) {
@@ -346,7 +347,8 @@ protected:
             }
         }
         EXPECT_EQ(differences, 0);
-        std::printf("delegations: %d open, every account's equal to the ledger's\n", delegations);
+        EXPECT_GT(delegations, 5);
+        std::printf("delegations: %d open, of every 10th account, equal to the ledger's\n", delegations);
     }
 
     // get_balance_aggregation of a few accounts: on a store whose blocks are
@@ -358,7 +360,7 @@ protected:
         stack.pg().query("UPDATE wallet_blocks SET ts = timestamptz '2016-03-24 00:00:00+00' + block_num * interval '30 minutes'");
         const std::string from = "2016-03-24T00:00:00Z", to = block_time(kHead);
         int periods_compared = 0;
-        for (std::size_t a = 5; a < accounts.size(); a += 331) {
+        for (std::size_t a = 5; a < accounts.size(); a += 500) {
             const std::string& name = accounts[a];
             for (const char* granularity : {"day", "month"}) {
                 auto result = stack.result("wallet_history.get_balance_aggregation",
@@ -507,10 +509,13 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     }
     EXPECT_EQ(middle_differences, 0);
 
+    const auto methods_started = std::chrono::steady_clock::now();
     check_balance_history(accounts);
     if (HasFatalFailure()) return;
     check_delegations(accounts, index_of);
     check_aggregation(accounts);
+    std::printf("balance history, delegations and aggregation checked in %.1f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - methods_started).count());
 
     // Measured, not asserted: wall time per call, get_balances at the head
     // beside get_status (the HTTP and JSON-RPC floor) in the same run, and

@@ -221,6 +221,26 @@ void append_time(std::string& out, std::int64_t epoch_seconds) {
     json::append_quoted(out, time ? time->to_iso_z() : std::string());
 }
 
+// balance_tracker's three members of a move from `before` to `after`.
+void append_balance_move(std::string& out, BalanceComponent component, BalanceState::Units before,
+                         BalanceState::Units after) {
+    out += ",\"prev_balance\":";
+    append_component_value(out, component, before);
+    out += ",\"balance\":";
+    append_component_value(out, component, after);
+    out += ",\"balance_change\":";
+    append_component_value(out, component, after - before);
+}
+
+// The start of a history or aggregation result: the account and component.
+std::string component_result_head(const BalanceHistoryQuery& query) {
+    std::string out = "{\"account\":";
+    json::append_quoted(out, query.account);
+    out += ",\"component\":";
+    json::append_quoted(out, component_name(query.component));
+    return out;
+}
+
 // One change of the component: the event and the value before and after.
 struct ChangeRow {
     const BalanceStep* step = nullptr;
@@ -244,12 +264,7 @@ void append_change_row(std::string& out, const BalanceHistoryQuery& query, PGres
     }
     out += ",\"timestamp\":";
     append_time(out, number(rows, row, col::kN3));
-    out += ",\"prev_balance\":";
-    append_component_value(out, query.component, change.before);
-    out += ",\"balance\":";
-    append_component_value(out, query.component, change.after);
-    out += ",\"balance_change\":";
-    append_component_value(out, query.component, change.after - change.before);
+    append_balance_move(out, query.component, change.before, change.after);
     out += '}';
 }
 
@@ -302,11 +317,7 @@ BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult
     // Newest first, at most `limit`; the next page starts below the last
     // row, or below the last event looked at when the page ran out of them.
     const auto shown = std::min(changes.size(), static_cast<std::size_t>(query.limit));
-    std::string out = "{\"account\":";
-    json::append_quoted(out, query.account);
-    out += ",\"component\":";
-    json::append_quoted(out, component_name(query.component));
-    out += ",\"items\":[";
+    std::string out = component_result_head(query) + ",\"items\":[";
     for (std::size_t i = 0; i < shown; ++i) {
         if (i > 0) out += ',';
         append_change_row(out, query, result, changes[changes.size() - 1 - i]);
@@ -384,11 +395,7 @@ BalancesAnswer balance_aggregation_answer(const BalanceHistoryQuery& query, PGre
         }
         boundary.value = replay.state.value(query.component);
     }
-    std::string out = "{\"account\":";
-    json::append_quoted(out, query.account);
-    out += ",\"component\":";
-    json::append_quoted(out, component_name(query.component));
-    out += ",\"granularity\":";
+    std::string out = component_result_head(query) + ",\"granularity\":";
     json::append_quoted(out, granularity_name(query.granularity));
     out += ",\"periods\":[";
     // Newest first, as balance_tracker's aggregation.
@@ -399,12 +406,7 @@ BalancesAnswer balance_aggregation_answer(const BalanceHistoryQuery& query, PGre
         out += "{\"date\":";
         append_time(out, start.epoch);
         out += ",\"block\":" + std::to_string(end.block);
-        out += ",\"prev_balance\":";
-        append_component_value(out, query.component, start.value);
-        out += ",\"balance\":";
-        append_component_value(out, query.component, end.value);
-        out += ",\"balance_change\":";
-        append_component_value(out, query.component, end.value - start.value);
+        append_balance_move(out, query.component, start.value, end.value);
         out += '}';
     }
     answer.result = out + "]}";

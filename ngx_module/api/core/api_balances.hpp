@@ -1,4 +1,5 @@
-// wallet_history.get_balances (issue 28; docs/wallet-history-api.md): every
+// wallet_history.get_balances and the other balance methods (issue 28;
+// docs/wallet-history-api.md): get_balances gives every
 // balance component of an account at a block, computed at query time from
 // the balance sums of migration 0017 and the account's events, exactly
 // (integers in each component's smallest unit). One statement gives the

@@ -214,6 +214,11 @@ std::string iso_or(const std::optional<Timestamp>& t, const char* fallback) {
     return t ? t->to_iso_z() : std::string(fallback);
 }
 
+// A bound as a parameter: SQL NULL when there is none.
+std::optional<std::string> iso(const std::optional<Timestamp>& t) {
+    return t ? std::optional(t->to_iso_z()) : std::nullopt;
+}
+
 constexpr std::int64_t kSecondsPerDay = 86400;
 
 std::int64_t floor_day(std::int64_t seconds) { return seconds / kSecondsPerDay * kSecondsPerDay; }
@@ -324,7 +329,6 @@ StatementCall balance_history_statement(const BalanceHistoryQuery& query) {
         before_block = std::to_string(query.after->block_num);
         before_key = std::to_string(std::int64_t{query.after->block_seq} * 100 + (role ? role_code(*role) : 0));
     }
-    const auto iso = [](const std::optional<Timestamp>& t) { return t ? std::optional(t->to_iso_z()) : std::nullopt; };
     // One event more than the page looks at tells whether another page exists.
     return StatementCall{"wh_balance_history",
                          {query.account, before_block, before_key, iso(query.from), iso(query.to),
@@ -332,7 +336,6 @@ StatementCall balance_history_statement(const BalanceHistoryQuery& query) {
 }
 
 StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::int64_t max_periods) {
-    const auto iso = [](const std::optional<Timestamp>& t) { return t ? std::optional(t->to_iso_z()) : std::nullopt; };
     return StatementCall{"wh_balance_periods",
                          {query.account, std::string(granularity_name(query.granularity)), iso(query.from), iso(query.to),
                           std::to_string(max_periods), std::to_string(kDecoderVersion)}};
