@@ -281,6 +281,11 @@ void finish_async(ngx_http_request_t* r, ngx_int_t rc) {
     ngx_http_run_posted_requests(c);
 }
 
+ngx_int_t send_balances_answer(WalletHistoryRequest* ctx, const api::BalancesAnswer& answer) {
+    if (answer.error) return send_error(ctx->r, NGX_HTTP_OK, ctx->id_json, answer.error->code, answer.error->message);
+    return send_result_unowned(ctx, answer.result);
+}
+
 ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     const WalletHistoryRuntime& rt = *main_conf(ctx->r)->runtime;
     switch (ctx->call.method) {
@@ -297,11 +302,16 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
         return send_result_unowned(ctx, api::totals_result(ctx->call.page, rows));
     case api::Method::GetStatus:
         return send_result_unowned(ctx, api::status_result(rows, rt.pool_size));
-    case api::Method::GetBalances: {
-        const api::BalancesAnswer answer = api::balances_answer(ctx->call.balances, rows, rt.config.balance_rules);
-        if (answer.error) return send_error(ctx->r, NGX_HTTP_OK, ctx->id_json, answer.error->code, answer.error->message);
-        return send_result_unowned(ctx, answer.result);
-    }
+    case api::Method::GetBalances:
+        return send_balances_answer(ctx, api::balances_answer(ctx->call.balances, rows, rt.config.balance_rules));
+    case api::Method::GetDelegations:
+        return send_balances_answer(ctx, api::delegations_answer(ctx->call.balances, rows, rt.config.balance_rules));
+    case api::Method::GetBalanceHistory:
+        return send_balances_answer(
+            ctx, api::balance_history_answer(ctx->call.history, rows, rt.config.balance_rules, rt.cursors));
+    case api::Method::GetBalanceAggregation:
+        return send_balances_answer(ctx, api::balance_aggregation_answer(ctx->call.history, rows, rt.config.balance_rules,
+                                                                         rt.limits.max_range_days));
     case api::Method::GetMethods:
         break;
     }
@@ -452,7 +462,14 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         statement = api::totals_statement(ctx->call.page, remembered_account(ctx->call.page.account));
         break;
     case api::Method::GetBalances:
+    case api::Method::GetDelegations:
         statement = api::balances_statement(ctx->call.balances);
+        break;
+    case api::Method::GetBalanceHistory:
+        statement = api::balance_history_statement(ctx->call.history);
+        break;
+    case api::Method::GetBalanceAggregation:
+        statement = api::balance_periods_statement(ctx->call.history, rt.limits.max_range_days);
         break;
     default:
         statement = api::page_statement(ctx->call.page, remembered_account(ctx->call.page.account));

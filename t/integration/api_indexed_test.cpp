@@ -619,7 +619,8 @@ void check_status(IndexedChain& chain, std::int64_t indexed, std::int64_t head) 
     EXPECT_EQ(canonical(json_object_get(methods.get(), "methods")),
               canonical_text(R"(["wallet_history.get_wallet_history","wallet_history.get_author_rewards",)"
                              R"("wallet_history.get_curation_rewards","wallet_history.get_reward_totals",)"
-                             R"("wallet_history.get_status","wallet_history.get_methods","wallet_history.get_balances"])"));
+                             R"("wallet_history.get_status","wallet_history.get_methods","wallet_history.get_balances",)"
+              R"("wallet_history.get_balance_history","wallet_history.get_balance_aggregation","wallet_history.get_delegations"])"));
 }
 
 // The table's make-up, counted by hand from the fixtures: the wallet

@@ -294,7 +294,8 @@ TEST_F(ApiMethods, MethodsListAndHealth) {
     EXPECT_EQ(dump(json_object_get(methods.get(), "methods")),
               R"(["wallet_history.get_wallet_history","wallet_history.get_author_rewards",)"
               R"("wallet_history.get_curation_rewards","wallet_history.get_reward_totals",)"
-              R"("wallet_history.get_status","wallet_history.get_methods","wallet_history.get_balances"])");
+              R"("wallet_history.get_status","wallet_history.get_methods","wallet_history.get_balances",)"
+              R"("wallet_history.get_balance_history","wallet_history.get_balance_aggregation","wallet_history.get_delegations"])");
     auto health = harness::http_request("GET", stack.nginx().url("/health"));
     EXPECT_EQ(health.status, 200);
     EXPECT_EQ(health.body, R"({"ok":true})");

@@ -18,6 +18,7 @@
 // and the balance tables' bytes per event (measurements, not asserted).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -175,6 +176,245 @@ protected:
         ASSERT_TRUE(indexed) << indexer.log();
     }
 
+    // get_balance_history: one component's changes, oldest first (every page
+    // of `limit`, as the cursors lead), each as its JSON text too.
+    struct Change {
+        std::int64_t block = 0, prev = 0, balance = 0, change = 0;
+        std::string text;
+    };
+    std::vector<Change> history(const std::string& account, C component, int limit, const std::string& window = "") {
+        std::vector<Change> out;
+        std::string cursor;
+        for (int page = 0; page < 100000; ++page) {
+            std::string params = R"({"account":")" + account + R"(","component":")" +
+                                 std::string(wallet::component_name(component)) + R"(","limit":)" + std::to_string(limit) + window;
+            if (!cursor.empty()) params += R"(,"cursor":")" + cursor + "\"";
+            auto response = stack.call("wallet_history.get_balance_history", params + "}");
+            json_t* result = json_object_get(response.get(), "result");
+            if (result == nullptr) {
+                ADD_FAILURE() << api_test::dump(response.get());
+                break;
+            }
+            std::size_t i = 0;
+            json_t* item = nullptr;
+            json_array_foreach(json_object_get(result, "items"), i, item) {
+                out.push_back({json_integer_value(json_object_get(item, "block_num")),
+                               json_units(json_object_get(item, "prev_balance")), json_units(json_object_get(item, "balance")),
+                               json_units(json_object_get(item, "balance_change")), api_test::dump(item)});
+            }
+            json_t* next = json_object_get(result, "next_cursor");
+            if (!json_is_string(next)) break;
+            cursor = json_string_value(next);
+        }
+        std::reverse(out.begin(), out.end());
+        return out;
+    }
+
+    // A method's error message (empty when it answered).
+    std::string method_error(const std::string& method, const std::string& params) {
+        auto response = stack.call(method, params);
+        json_t* message = json_object_get(json_object_get(response.get(), "error"), "message");
+        return message ? json_string_value(message) : std::string();
+    }
+
+    // The stored time of a block, as a request names it.
+    std::string block_time(std::uint32_t block) {
+        return stack.pg()
+            .query("SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM wallet_blocks WHERE block_num = " +
+                   std::to_string(block))
+            .at(0);
+    }
+
+    // get_balance_history of every component of a sample of accounts: each
+    // change starts where the previous one ended, and the history replayed
+    // from the first change equals get_balances at every 250th block; pages
+    // of 3 give the rows of pages of 200; the bad inputs' errors.
+    void check_balance_history(const std::vector<std::string>& accounts) {
+        std::vector<std::uint32_t> blocks;
+        for (std::uint32_t block = 250; block < kHead; block += 250) blocks.push_back(block);
+        blocks.push_back(kHead);
+        std::string busiest;
+        std::size_t busiest_changes = 0;
+        int compared = 0;
+        for (std::size_t a = 0; a < accounts.size(); a += 170) {
+            const std::string& name = accounts[a];
+            std::map<std::uint32_t, std::map<C, std::int64_t>> at;
+            for (const auto block : blocks) at[block] = balances(name, block);
+            for (std::size_t index = 0; index < wallet::kBalanceComponentCount; ++index) {
+                const auto component = static_cast<C>(index);
+                SCOPED_TRACE(name + " " + std::string(wallet::component_name(component)));
+                const auto changes = history(name, component, 200);
+                for (std::size_t i = 0; i < changes.size(); ++i) {
+                    EXPECT_EQ(changes[i].balance - changes[i].prev, changes[i].change) << changes[i].text;
+                    EXPECT_NE(changes[i].change, 0) << changes[i].text;
+                    if (i > 0) {
+                        EXPECT_EQ(changes[i].prev, changes[i - 1].balance) << changes[i].text;
+                        EXPECT_GE(changes[i].block, changes[i - 1].block) << changes[i].text;
+                    }
+                }
+                for (const auto block : blocks) {
+                    // The last change at or below the block, else the value before the first.
+                    std::int64_t replayed = changes.empty() ? at.at(kHead).at(component) : changes.front().prev;
+                    for (const auto& change : changes) {
+                        if (change.block <= block) replayed = change.balance;
+                    }
+                    EXPECT_EQ(replayed, at.at(block).at(component)) << "at block " << block;
+                    ++compared;
+                }
+            }
+        }
+        // The account with the most events: its pages.
+        busiest = stack.pg()
+                      .query("SELECT a.name FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
+                             " GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT 1")
+                      .at(0);
+        busiest_changes = history(busiest, C::hive_balance, 200).size();
+        ASSERT_GT(busiest_changes, 10u);
+        std::printf("balance history: %d values replayed and compared\n", compared);
+        // Paging forward with the cursor gives the rows of one big page.
+        for (const C component : {C::hive_balance, C::vesting_shares}) {
+            const auto big = history(busiest, component, 200);
+            const auto small = history(busiest, component, 3);
+            ASSERT_EQ(big.size(), small.size()) << wallet::component_name(component);
+            for (std::size_t i = 0; i < big.size(); ++i) EXPECT_EQ(big[i].text, small[i].text);
+        }
+
+        // Bad input: each its error.
+        const std::string of = R"({"account":")" + busiest + "\"";
+        const auto error = [&](const std::string& params) { return method_error("wallet_history.get_balance_history", of + params + "}"); };
+        EXPECT_EQ(error(""), "missing component");
+        EXPECT_EQ(error(R"(,"component":"savings_balance")"), "unknown component");
+        EXPECT_EQ(error(R"(,"component":7)"), "unknown component");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","limit":201)"), "limit above 200");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","limit":0)"), "invalid limit");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","from":"2016-03-25T00:00:00Z","to":"2016-03-24T00:00:00Z")"),
+                  "invalid date range");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","from":"yesterday")"), "invalid from");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","block":5)"), "unknown parameter");
+        // A cursor is bound to its component and window.
+        auto first = stack.result("wallet_history.get_balance_history", of + R"(,"component":"hive_balance","limit":1})");
+        const std::string cursor = json_string_value(json_object_get(first.get(), "next_cursor"));
+        EXPECT_EQ(error(R"(,"component":"hbd_balance","cursor":")" + cursor + "\""), "invalid cursor");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","to":"2016-03-25T00:00:00Z","cursor":")" + cursor + "\""),
+                  "invalid cursor");
+        EXPECT_EQ(error(R"(,"component":"hive_balance","cursor":")" + cursor + "\""), "");
+        // A window: exactly the changes of its blocks.
+        const auto all = history(busiest, C::hive_balance, 200);
+        const std::uint32_t from = 700, to = 1500;
+        std::vector<std::string> expected, got;
+        for (const auto& change : all) {
+            if (change.block >= from && change.block < to) expected.push_back(change.text);
+        }
+        for (const auto& change : history(busiest, C::hive_balance, 200,
+                                          R"(,"from":")" + block_time(from) + R"(","to":")" + block_time(to) + "\"")) {
+            got.push_back(change.text);
+        }
+        EXPECT_EQ(got, expected);
+        EXPECT_FALSE(expected.empty());
+    }
+
+    // get_delegations of every 10th account equals the ledger's open
+    // delegations at the head, both sides.
+    void check_delegations(const std::vector<std::string>& accounts, const std::map<std::string, std::uint32_t>& index_of) {
+        const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
+        std::map<std::string, std::map<std::string, std::int64_t>> outgoing, incoming;
+        for (const auto& [pair, vests] : chain().ledger()->delegations_at(chain(), kHead, no_fork)) {
+            if (vests == 0) continue;
+            const std::string delegator(chain().account(pair.first)), delegatee(chain().account(pair.second));
+            outgoing[delegator][delegatee] = vests;
+            incoming[delegatee][delegator] = vests;
+        }
+        ASSERT_FALSE(outgoing.empty()) << "the chain has delegations to compare";
+        int differences = 0, delegations = 0;
+        for (std::size_t a = 0; a < accounts.size(); a += 10) {
+            const std::string& name = accounts[a];
+            ASSERT_TRUE(index_of.count(name));
+            auto result = stack.result("wallet_history.get_delegations", R"({"account":")" + name + "\"}");
+            const auto read = [&](const char* list, const char* other) {
+                std::map<std::string, std::int64_t> out;
+                std::size_t i = 0;
+                json_t* item = nullptr;
+                json_array_foreach(json_object_get(result.get(), list), i, item) {
+                    out[json_string_value(json_object_get(item, other))] = json_units(json_object_get(item, "amount"));
+                }
+                return out;
+            };
+            const auto got_out = read("outgoing_delegations", "delegatee");
+            const auto got_in = read("incoming_delegations", "delegator");
+            delegations += static_cast<int>(got_out.size());
+            const auto expected_out = outgoing.count(name) ? outgoing.at(name) : std::map<std::string, std::int64_t>{};
+            const auto expected_in = incoming.count(name) ? incoming.at(name) : std::map<std::string, std::int64_t>{};
+            if ((got_out != expected_out || got_in != expected_in) && ++differences <= 5) {
+                ADD_FAILURE() << name << ": " << api_test::dump(result.get());
+            }
+        }
+        EXPECT_EQ(differences, 0);
+        EXPECT_GT(delegations, 5);
+        std::printf("delegations: %d open, of every 10th account, equal to the ledger's\n", delegations);
+    }
+
+    // get_balance_aggregation of a few accounts: on a store whose blocks are
+    // spread 30 minutes apart (so that 2,000 blocks make 42 days and 3
+    // months), each period's balance equals get_balances at its last block,
+    // its change the sum of the history's changes of its blocks, and it
+    // starts where the previous one ended.
+    void check_aggregation(const std::vector<std::string>& accounts) {
+        stack.pg().query("UPDATE wallet_blocks SET ts = timestamptz '2016-03-24 00:00:00+00' + block_num * interval '30 minutes'");
+        const std::string from = "2016-03-24T00:00:00Z", to = block_time(kHead);
+        int periods_compared = 0;
+        for (std::size_t a = 5; a < accounts.size(); a += 500) {
+            const std::string& name = accounts[a];
+            for (const char* granularity : {"day", "month"}) {
+                auto result = stack.result("wallet_history.get_balance_aggregation",
+                                           R"({"account":")" + name + R"(","component":"hive_balance","granularity":")" +
+                                               granularity + R"(","from":")" + from + R"(","to":")" + to + "\"}");
+                json_t* periods = json_object_get(result.get(), "periods");
+                ASSERT_EQ(json_array_size(periods), std::string(granularity) == "day" ? 42u : 3u) << api_test::dump(result.get());
+                const auto changes = history(name, C::hive_balance, 200);
+                std::int64_t later_prev = 0;
+                std::int64_t end_block = 0;
+                for (std::size_t i = 0; i < json_array_size(periods); ++i) {  // newest first
+                    json_t* period = json_array_get(periods, i);
+                    const std::int64_t block = json_integer_value(json_object_get(period, "block"));
+                    const std::int64_t balance = json_units(json_object_get(period, "balance"));
+                    const std::int64_t prev = json_units(json_object_get(period, "prev_balance"));
+                    const std::int64_t change = json_units(json_object_get(period, "balance_change"));
+                    EXPECT_EQ(balance, balances(name, static_cast<std::uint32_t>(std::max<std::int64_t>(block, 1))).at(C::hive_balance))
+                        << api_test::dump(period);
+                    if (i > 0) {
+                        EXPECT_EQ(balance, later_prev) << api_test::dump(period);
+                    }
+                    // The next (older) period ends at the block before this one's first.
+                    const std::int64_t older_end =
+                        i + 1 < json_array_size(periods)
+                            ? json_integer_value(json_object_get(json_array_get(periods, i + 1), "block"))
+                            : 0;
+                    std::int64_t sum = 0;
+                    for (const auto& c : changes) {
+                        if (c.block > older_end && c.block <= block) sum += c.change;
+                    }
+                    EXPECT_EQ(change, sum) << api_test::dump(period);
+                    EXPECT_EQ(change, balance - prev);
+                    later_prev = prev;
+                    if (i == 0) end_block = block;
+                    ++periods_compared;
+                }
+                EXPECT_EQ(end_block, kHead);
+            }
+        }
+        std::printf("aggregation: %d periods compared\n", periods_compared);
+        const std::string of = R"({"account":")" + accounts.front() + R"(","component":"hive_balance")";
+        const auto error = [&](const std::string& params) {
+            return method_error("wallet_history.get_balance_aggregation", of + params + "}");
+        };
+        EXPECT_EQ(error(""), "missing granularity");
+        EXPECT_EQ(error(R"(,"granularity":"week")"), "invalid granularity");
+        EXPECT_EQ(error(R"(,"granularity":"day","from":"2015-01-01T00:00:00Z")"), "too many periods (at most 366)");
+        EXPECT_EQ(error(R"(,"granularity":"day","limit":5)"), "unknown parameter");
+        // Without `from`: the newest 366 days at most, from the account's first event.
+        EXPECT_EQ(error(R"(,"granularity":"day")"), "");
+    }
+
     std::uint32_t snapshots_through() {
         return static_cast<std::uint32_t>(std::stoul(stack.pg().query("SELECT through_block FROM wallet_balance_snapshot_state").at(0)));
     }
@@ -271,6 +511,14 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     }
     EXPECT_EQ(middle_differences, 0);
 
+    const auto methods_started = std::chrono::steady_clock::now();
+    check_balance_history(accounts);
+    if (HasFatalFailure()) return;
+    check_delegations(accounts, index_of);
+    check_aggregation(accounts);
+    std::printf("balance history, delegations and aggregation checked in %.1f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - methods_started).count());
+
     // Measured, not asserted: wall time per call, get_balances at the head
     // beside get_status (the HTTP and JSON-RPC floor) in the same run, and
     // the balance tables' bytes per stored event.
@@ -311,16 +559,27 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     const std::string someone = accounts.front();
     EXPECT_EQ(error_of(someone, kHead + 5), "block above indexed_block " + std::to_string(kHead));
     EXPECT_EQ(error_of("nobody.here"), "unknown account");
+    const std::string history_of = R"({"component":"hive_balance","account":")";
+    EXPECT_EQ(method_error("wallet_history.get_balance_history", history_of + "nobody.here\"}"), "unknown account");
+    EXPECT_EQ(method_error("wallet_history.get_delegations", R"({"account":"nobody.here"})"), "unknown account");
     // An event whose changes the decoder could not read (as the writers list it).
     stack.pg().query("INSERT INTO wallet_balance_undecodable SELECT a.id, 1200, 3, 0, 2, 1, 'test'"
                      " FROM wallet_accounts a WHERE a.name = '" + someone + "'");
     EXPECT_EQ(error_of(someone), "the balance changes of block 1200 (transfer) of " + someone +
                                      " cannot be read by this decoder version: a decoder that reads them must re-run the range");
     EXPECT_FALSE(balances(someone, 1199).empty()) << "below the block, the balances hold";
+    // The other balance methods refuse it alike; a history page below it answers.
+    EXPECT_EQ(method_error("wallet_history.get_balance_history", history_of + someone + "\"}"), error_of(someone));
+    EXPECT_EQ(method_error("wallet_history.get_delegations", R"({"account":")" + someone + "\"}"), error_of(someone));
+    EXPECT_EQ(method_error("wallet_history.get_balance_aggregation",
+                           history_of + someone + R"(","granularity":"year"})"), error_of(someone));
+    EXPECT_EQ(method_error("wallet_history.get_balance_history",
+                           history_of + someone + R"(","to":")" + block_time(1200) + "\"}"), "");
     stack.pg().query("DELETE FROM wallet_balance_undecodable");
     // A history that does not start at block 1.
     stack.pg().query("UPDATE backfill_shards SET start_block = 2 WHERE start_block = 1");
     EXPECT_EQ(error_of(someone), "the store's history starts at block 2, not 1: a balance needs every block from 1");
+    EXPECT_EQ(method_error("wallet_history.get_balance_history", history_of + someone + "\"}"), error_of(someone));
     stack.pg().query("UPDATE backfill_shards SET start_block = 1 WHERE start_block = 2");
     EXPECT_FALSE(balances(someone, std::nullopt).empty()) << "the history from block 1 again";
     // A range loaded by an older decoder: refused at and above it, answered below.

@@ -29,6 +29,10 @@ public:
     Units value(BalanceComponent component) const { return values_[static_cast<std::size_t>(component)]; }
     void set(BalanceComponent component, Units units) { values_[static_cast<std::size_t>(component)] = units; }
 
+    // The account's open delegations: (outgoing?, the other account) -> VESTS.
+    using Delegations = std::map<std::pair<bool, std::string>, Units>;
+    const Delegations& delegations() const { return delegations_; }
+
     // Compact bytes (varints; zero components and closed pairs left out):
     // what wallet_balance_snapshots.state holds. nullopt when a value is out
     // of the int64 range the encoding keeps.
@@ -42,7 +46,7 @@ private:
 
     std::array<Units, kBalanceComponentCount> values_{};
     std::map<std::int64_t, std::pair<BalanceComponent, Units>> requests_;  // savings withdrawals in flight
-    std::map<std::pair<bool, std::string>, Units> delegations_;            // (out, other account) -> VESTS
+    Delegations delegations_;                                              // (out, other account) -> VESTS
 };
 
 // Hex digits of bytes and back (SQL's encode/decode(..., 'hex')).

@@ -1,11 +1,8 @@
 #include "api_balances.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
-#include <tuple>
 #include <utility>
-#include <vector>
 
 #include "jsonrpc_writer.hpp"
 #include "wallet/balance_state.hpp"
@@ -29,6 +26,8 @@ std::optional<std::int64_t> optional_number(PGresult* rows, int row, int column)
 }
 
 RpcError unavailable(std::string message) { return RpcError{kBalanceUnavailable, std::move(message)}; }
+
+}  // namespace
 
 // The one row of the readiness checks (docs/wallet-history-api.md, get_balances).
 std::optional<RpcError> check_readiness(const BalanceQuery& query, PGresult* rows, int header) {
@@ -60,14 +59,63 @@ std::optional<RpcError> check_readiness(const BalanceQuery& query, PGresult* row
     return std::nullopt;
 }
 
-// A row of the statement in replay order: (block, block_seq, role code).
-struct Step {
-    std::int64_t block = 0;
-    std::int64_t block_seq = 0;
-    int role = 0;
-    int row = 0;
-    auto key() const { return std::tie(block, block_seq, role); }
-};
+BalanceRows read_balance_rows(PGresult* rows) {
+    BalanceRows out;
+    for (int row = 0; row < PQntuples(rows); ++row) {
+        const std::int64_t kind = number(rows, row, col::kKind);
+        if (kind == 0) {
+            out.header = row;
+        } else if (kind == 1) {
+            out.snapshots.push_back(row);
+        } else if (kind == 2) {
+            const auto role = parse_role(PQgetvalue(rows, row, col::kT2));
+            out.steps.push_back({number(rows, row, col::kN1), number(rows, row, col::kN2), role ? role_code(*role) : 0, row});
+        } else {
+            out.marks.push_back(row);
+        }
+    }
+    std::sort(out.steps.begin(), out.steps.end(), [](const BalanceStep& a, const BalanceStep& b) { return a.key() < b.key(); });
+    return out;
+}
+
+std::optional<BalanceState> snapshot_state(PGresult* rows, int row) {
+    const auto bytes = bytes_of_hex(PQgetvalue(rows, row, col::kT1));
+    return bytes ? BalanceState::decode(*bytes) : std::nullopt;
+}
+
+std::optional<RpcError> apply_step(BalanceState& state, std::string_view account, PGresult* rows, const BalanceStep& step,
+                                   const store::BalanceRules& rules) {
+    WalletEvent event;
+    event.account = PQgetvalue(rows, step.row, col::kT1);
+    event.role = role_of_code(step.role).value_or(Role::Sender);
+    event.op_type = PQgetvalue(rows, step.row, col::kT3);
+    event.block_num = step.block;
+    event.block_seq = step.block_seq;
+    event.payload = std::make_shared<const std::string>(PQgetvalue(rows, step.row, col::kT4));
+    auto changes = balance_changes(event, rules.assets, rules.forks);
+    if (!changes) {
+        // The writers list such events (wallet_balance_undecodable); a
+        // carried change of another account's event is refused here.
+        return unavailable("the balance changes of block " + std::to_string(step.block) + " (" + event.op_type +
+                           ") cannot be read by this decoder version");
+    }
+    for (const auto& change : *changes) {
+        if (change.account == account) state.apply(change);
+    }
+    return std::nullopt;
+}
+
+void append_component_value(std::string& out, BalanceComponent component, BalanceState::Units units) {
+    const int precision = component_precision(component);
+    auto text = Decimal::from_units(units, precision).value().to_string(precision).value();
+    if (precision == 0) {
+        out += text;
+    } else {
+        out += '"' + text + '"';
+    }
+}
+
+namespace {
 
 std::string balances_json(const BalanceQuery& query, std::int64_t block, const BalanceState& state) {
     std::string out = "{\"account\":";
@@ -79,74 +127,289 @@ std::string balances_json(const BalanceQuery& query, std::int64_t block, const B
         out += '"';
         out += component_name(component);
         out += "\":";
-        const int precision = component_precision(component);
-        auto text = Decimal::from_units(state.value(component), precision).value().to_string(precision).value();
-        if (precision == 0) {
-            out += text;
-        } else {
-            out += '"' + text + '"';
-        }
+        append_component_value(out, component, state.value(component));
     }
     return out + "}}";
 }
 
-}  // namespace
-
-BalancesAnswer balances_answer(const BalanceQuery& query, PGresult* rows, const store::BalanceRules& rules) {
-    BalancesAnswer answer;
-    int header = -1, snapshot = -1;
-    std::vector<Step> steps;
-    for (int row = 0; row < PQntuples(rows); ++row) {
-        const std::int64_t kind = number(rows, row, col::kKind);
-        if (kind == 0) {
-            header = row;
-        } else if (kind == 1) {
-            snapshot = row;
-        } else {
-            const auto role = parse_role(PQgetvalue(rows, row, col::kT2));
-            steps.push_back({number(rows, row, col::kN1), number(rows, row, col::kN2), role ? role_code(*role) : 0, row});
+std::string delegations_json(const BalanceQuery& query, std::int64_t block, const BalanceState& state) {
+    std::string out = "{\"account\":";
+    json::append_quoted(out, query.account);
+    out += ",\"block\":" + std::to_string(block);
+    // balance_tracker's names: outgoing to each delegatee, incoming from each delegator.
+    for (const bool outgoing : {true, false}) {
+        out += outgoing ? ",\"outgoing_delegations\":[" : "],\"incoming_delegations\":[";
+        bool first = true;
+        for (const auto& [key, vests] : state.delegations()) {
+            if (key.first != outgoing) continue;
+            out += first ? "{" : ",{";
+            first = false;
+            out += outgoing ? "\"delegatee\":" : "\"delegator\":";
+            json::append_quoted(out, key.second);
+            out += ",\"amount\":";
+            append_component_value(out, C::delegated_vests, vests);
+            out += '}';
         }
     }
-    if (header < 0) {
+    return out + "]}";
+}
+
+// The account's state at the header's block, from get_balances' rows.
+template <typename Json>
+BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const store::BalanceRules& rules, Json json) {
+    BalancesAnswer answer;
+    const BalanceRows rows = read_balance_rows(result);
+    if (rows.header < 0) {
         answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
         return answer;
     }
-    if (auto error = check_readiness(query, rows, header)) {
+    if (auto error = check_readiness(query, result, rows.header)) {
         answer.error = std::move(error);
         return answer;
     }
     BalanceState state;
-    if (snapshot >= 0) {
-        const auto bytes = bytes_of_hex(PQgetvalue(rows, snapshot, col::kT1));
-        auto decoded = bytes ? BalanceState::decode(*bytes) : std::nullopt;
+    if (!rows.snapshots.empty()) {
+        auto decoded = snapshot_state(result, rows.snapshots.front());
         if (!decoded) {
             answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
             return answer;
         }
         state = std::move(*decoded);
     }
-    std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.key() < b.key(); });
-    for (const Step& step : steps) {
-        WalletEvent event;
-        event.account = PQgetvalue(rows, step.row, col::kT1);
-        event.role = role_of_code(step.role).value_or(Role::Sender);
-        event.op_type = PQgetvalue(rows, step.row, col::kT3);
-        event.block_num = step.block;
-        event.block_seq = step.block_seq;
-        event.payload = std::make_shared<const std::string>(PQgetvalue(rows, step.row, col::kT4));
-        auto changes = balance_changes(event, rules.assets, rules.forks);
-        if (!changes) {
-            // The writers list such events (wallet_balance_undecodable); a
-            // carried change of another account's event is refused here.
-            answer.error = unavailable("the balance changes of block " + std::to_string(step.block) + " (" +
-                                       event.op_type + ") cannot be read by this decoder version");
+    for (const BalanceStep& step : rows.steps) {
+        if (auto error = apply_step(state, query.account, result, step, rules)) {
+            answer.error = std::move(error);
             return answer;
         }
-        for (const auto& change : *changes) {
-            if (change.account == query.account) state.apply(change);
-        }
     }
-    answer.result = balances_json(query, number(rows, header, col::kN2), state);
+    answer.result = json(query, number(result, rows.header, col::kN2), state);
+    return answer;
+}
+
+}  // namespace
+
+BalancesAnswer balances_answer(const BalanceQuery& query, PGresult* rows, const store::BalanceRules& rules) {
+    return state_answer(query, rows, rules, balances_json);
+}
+
+BalancesAnswer delegations_answer(const BalanceQuery& query, PGresult* rows, const store::BalanceRules& rules) {
+    return state_answer(query, rows, rules, delegations_json);
+}
+
+namespace {
+
+// The rows of a history or period statement up to the replay: the header
+// checked and the state of its (first) snapshot.
+struct Replay {
+    BalanceRows rows;
+    BalanceState state;
+    std::optional<RpcError> error;
+};
+
+Replay start_replay(const std::string& account, PGresult* result) {
+    Replay replay{read_balance_rows(result), {}, {}};
+    if (replay.rows.header < 0) {
+        replay.error = RpcError{jsonrpc::kInternalError, "internal error"};
+    } else if (auto error = check_readiness(BalanceQuery{account, std::nullopt}, result, replay.rows.header)) {
+        replay.error = std::move(error);
+    }
+    return replay;
+}
+
+void append_time(std::string& out, std::int64_t epoch_seconds) {
+    const auto time = Timestamp::from_seconds(epoch_seconds);
+    json::append_quoted(out, time ? time->to_iso_z() : std::string());
+}
+
+// balance_tracker's three members of a move from `before` to `after`.
+void append_balance_move(std::string& out, BalanceComponent component, BalanceState::Units before,
+                         BalanceState::Units after) {
+    out += ",\"prev_balance\":";
+    append_component_value(out, component, before);
+    out += ",\"balance\":";
+    append_component_value(out, component, after);
+    out += ",\"balance_change\":";
+    append_component_value(out, component, after - before);
+}
+
+// The start of a history or aggregation result: the account and component.
+std::string component_result_head(const BalanceHistoryQuery& query) {
+    std::string out = "{\"account\":";
+    json::append_quoted(out, query.account);
+    out += ",\"component\":";
+    json::append_quoted(out, component_name(query.component));
+    return out;
+}
+
+// One change of the component: the event and the value before and after.
+struct ChangeRow {
+    const BalanceStep* step = nullptr;
+    BalanceState::Units before = 0;
+    BalanceState::Units after = 0;
+};
+
+void append_change_row(std::string& out, const BalanceHistoryQuery& query, PGresult* rows, const ChangeRow& change) {
+    const int row = change.step->row;
+    out += "{\"block_num\":" + std::to_string(change.step->block);
+    out += ",\"block_seq\":" + std::to_string(change.step->block_seq);
+    out += ",\"op_type\":";
+    json::append_quoted(out, PQgetvalue(rows, row, col::kT3));
+    out += ",\"role\":";
+    json::append_quoted(out, PQgetvalue(rows, row, col::kT2));
+    // A change carried by another account's event (a routed power-down
+    // payment): that event's account.
+    if (const std::string_view account = PQgetvalue(rows, row, col::kT1); account != query.account) {
+        out += ",\"event_account\":";
+        json::append_quoted(out, account);
+    }
+    out += ",\"timestamp\":";
+    append_time(out, number(rows, row, col::kN3));
+    append_balance_move(out, query.component, change.before, change.after);
+    out += '}';
+}
+
+std::string position_cursor(const BalanceHistoryQuery& query, PGresult* rows, const BalanceStep& step,
+                            const CursorCodec& cursors) {
+    CursorPosition position;
+    if (auto time = Timestamp::from_seconds(number(rows, step.row, col::kN3))) position.timestamp = *time;
+    position.block_num = step.block;
+    position.block_seq = static_cast<std::int32_t>(step.block_seq);
+    position.role = PQgetvalue(rows, step.row, col::kT2);
+    return cursors.encode(position, query.account, balance_history_fingerprint(query));
+}
+
+}  // namespace
+
+BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult* result, const store::BalanceRules& rules,
+                                      const CursorCodec& cursors) {
+    BalancesAnswer answer;
+    Replay replay = start_replay(query.account, result);
+    if (replay.error || replay.rows.marks.empty()) {
+        answer.error = replay.error.value_or(RpcError{jsonrpc::kInternalError, "internal error"});
+        return answer;
+    }
+    const auto& steps = replay.rows.steps;
+    if (!replay.rows.snapshots.empty()) {
+        auto decoded = snapshot_state(result, replay.rows.snapshots.front());
+        if (!decoded) {
+            answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
+            return answer;
+        }
+        replay.state = std::move(*decoded);
+    }
+    // The page's events: the newest `scan` at or above the window's first
+    // block; the steps below them only bring the state up to them.
+    const std::int64_t lower_block = number(result, replay.rows.marks.front(), col::kN1);
+    const std::size_t scan = static_cast<std::size_t>(balance_history_scan(query.limit));
+    const auto in_window = static_cast<std::size_t>(
+        std::count_if(steps.begin(), steps.end(), [&](const BalanceStep& step) { return step.block >= lower_block; }));
+    const std::size_t first_looked_at = steps.size() - std::min(in_window, scan);
+    std::vector<ChangeRow> changes;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const BalanceState::Units before = replay.state.value(query.component);
+        if (auto error = apply_step(replay.state, query.account, result, steps[i], rules)) {
+            answer.error = std::move(error);
+            return answer;
+        }
+        const BalanceState::Units after = replay.state.value(query.component);
+        if (i >= first_looked_at && after != before) changes.push_back({&steps[i], before, after});
+    }
+    // Newest first, at most `limit`; the next page starts below the last
+    // row, or below the last event looked at when the page ran out of them.
+    const auto shown = std::min(changes.size(), static_cast<std::size_t>(query.limit));
+    std::string out = component_result_head(query) + ",\"items\":[";
+    for (std::size_t i = 0; i < shown; ++i) {
+        if (i > 0) out += ',';
+        append_change_row(out, query, result, changes[changes.size() - 1 - i]);
+    }
+    out += "],\"next_cursor\":";
+    if (shown < changes.size()) {
+        json::append_quoted(out, position_cursor(query, result, *changes[changes.size() - shown].step, cursors));
+    } else if (in_window > scan) {
+        json::append_quoted(out, position_cursor(query, result, steps[first_looked_at], cursors));
+    } else {
+        out += "null";
+    }
+    answer.result = out + '}';
+    return answer;
+}
+
+BalancesAnswer balance_aggregation_answer(const BalanceHistoryQuery& query, PGresult* result,
+                                          const store::BalanceRules& rules, std::int64_t max_periods) {
+    BalancesAnswer answer;
+    Replay replay = start_replay(query.account, result);
+    if (replay.error) {
+        answer.error = std::move(replay.error);
+        return answer;
+    }
+    // The boundaries in time order (kind 3: index, block, epoch), each with
+    // its snapshot when one is above the previous boundary.
+    struct Boundary {
+        std::int64_t block = 0;
+        std::int64_t epoch = 0;
+        int snapshot = -1;
+        BalanceState::Units value = 0;
+    };
+    std::vector<Boundary> boundaries(replay.rows.marks.size());
+    for (const int row : replay.rows.marks) {
+        const auto index = static_cast<std::size_t>(number(result, row, col::kN1));
+        if (index >= boundaries.size()) {
+            answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
+            return answer;
+        }
+        boundaries[index].block = number(result, row, col::kN2);
+        boundaries[index].epoch = number(result, row, col::kN3);
+    }
+    for (const int row : replay.rows.snapshots) {
+        const auto index = static_cast<std::size_t>(number(result, row, col::kN2));
+        if (index < boundaries.size()) boundaries[index].snapshot = row;
+    }
+    // The periods between them: a window that names its start answers all
+    // of them or says it is too long; without `from`, the newest ones.
+    std::size_t first_period = 0;
+    const std::size_t periods = boundaries.empty() ? 0 : boundaries.size() - 1;
+    if (periods > static_cast<std::size_t>(max_periods)) {
+        if (query.from) {
+            answer.error = RpcError{jsonrpc::kInvalidParams, "too many periods (at most " + std::to_string(max_periods) + ")"};
+            return answer;
+        }
+        first_period = periods - static_cast<std::size_t>(max_periods);
+    }
+    // One replay in block order: each boundary's events are those after
+    // its snapshot (or the previous boundary) up to its block.
+    auto step = replay.rows.steps.begin();
+    for (Boundary& boundary : boundaries) {
+        if (boundary.snapshot >= 0) {
+            auto decoded = snapshot_state(result, boundary.snapshot);
+            if (!decoded) {
+                answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
+                return answer;
+            }
+            replay.state = std::move(*decoded);
+        }
+        for (; step != replay.rows.steps.end() && step->block <= boundary.block; ++step) {
+            if (auto error = apply_step(replay.state, query.account, result, *step, rules)) {
+                answer.error = std::move(error);
+                return answer;
+            }
+        }
+        boundary.value = replay.state.value(query.component);
+    }
+    std::string out = component_result_head(query) + ",\"granularity\":";
+    json::append_quoted(out, granularity_name(query.granularity));
+    out += ",\"periods\":[";
+    // Newest first, as balance_tracker's aggregation.
+    for (std::size_t period = periods; period-- > first_period;) {
+        const Boundary& start = boundaries[period];
+        const Boundary& end = boundaries[period + 1];
+        if (period + 1 < periods) out += ',';
+        out += "{\"date\":";
+        append_time(out, start.epoch);
+        out += ",\"block\":" + std::to_string(end.block);
+        append_balance_move(out, query.component, start.value, end.value);
+        out += '}';
+    }
+    answer.result = out + "]}";
     return answer;
 }
 

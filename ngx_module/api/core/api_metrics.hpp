@@ -30,7 +30,7 @@ enum class Outcome : std::size_t {
     Count
 };
 
-inline constexpr std::size_t kMethodCount = 7;  // Method's values; index kMethodCount is "unknown"
+inline constexpr std::size_t kMethodCount = 10;  // Method's values; index kMethodCount is "unknown"
 
 enum class PgError : std::size_t { Timeout, Failed, Unavailable, Count };
 

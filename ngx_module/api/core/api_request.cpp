@@ -19,7 +19,7 @@ struct MethodEntry {
     Method method;
 };
 
-constexpr std::array<MethodEntry, 7> kMethods = {{
+constexpr std::array<MethodEntry, 10> kMethods = {{
     {"get_wallet_history", Method::GetWalletHistory},
     {"get_author_rewards", Method::GetAuthorRewards},
     {"get_curation_rewards", Method::GetCurationRewards},
@@ -27,6 +27,9 @@ constexpr std::array<MethodEntry, 7> kMethods = {{
     {"get_status", Method::GetStatus},
     {"get_methods", Method::GetMethods},
     {"get_balances", Method::GetBalances},
+    {"get_balance_history", Method::GetBalanceHistory},
+    {"get_balance_aggregation", Method::GetBalanceAggregation},
+    {"get_delegations", Method::GetDelegations},
 }};
 
 RpcError invalid_params(std::string message) { return RpcError{jsonrpc::kInvalidParams, std::move(message)}; }
@@ -45,6 +48,13 @@ bool accepts_param(Method method, std::string_view key) {
         return key == "account" || key == "from" || key == "to" || key == "scope";
     case Method::GetBalances:
         return key == "account" || key == "block";
+    case Method::GetBalanceHistory:
+        return key == "account" || key == "component" || key == "from" || key == "to" || key == "limit" ||
+               key == "cursor";
+    case Method::GetBalanceAggregation:
+        return key == "account" || key == "component" || key == "granularity" || key == "from" || key == "to";
+    case Method::GetDelegations:
+        return key == "account";
     case Method::GetStatus:
     case Method::GetMethods:
         return false;
@@ -106,8 +116,65 @@ std::optional<RpcError> read_balance_params(const Params& params, BalanceQuery& 
     return std::nullopt;
 }
 
+// from (inclusive) and to (exclusive), each optional, from before to.
+std::optional<RpcError> read_window(const Params& params, std::optional<Timestamp>& from, std::optional<Timestamp>& to) {
+    if (auto error = read_timestamp(params, "from", from)) return error;
+    if (auto error = read_timestamp(params, "to", to)) return error;
+    if (from && to && *from >= *to) return invalid_params("invalid date range");
+    return std::nullopt;
+}
+
+// get_balance_history and get_balance_aggregation: account, component,
+// window, and the page (limit, cursor) or the granularity.
+std::optional<RpcError> read_balance_history_params(Method method, const Params& params, const RequestLimits& limits,
+                                                    const CursorCodec& cursors, BalanceHistoryQuery& query) {
+    const JsonDocument& doc = params.doc;
+    if (auto error = read_account(params, query.account)) return error;
+    const auto component = params.member("component");
+    if (!component) return invalid_params("missing component");
+    const auto parsed = doc.kind(*component) == JsonKind::String ? parse_component(doc.string_value(*component))
+                                                                 : std::nullopt;
+    if (!parsed) return invalid_params("unknown component");
+    query.component = *parsed;
+    if (auto error = read_window(params, query.from, query.to)) return error;
+    if (method == Method::GetBalanceAggregation) {
+        const auto granularity = params.member("granularity");
+        if (!granularity) return invalid_params("missing granularity");
+        const std::string name = doc.kind(*granularity) == JsonKind::String ? doc.string_value(*granularity) : std::string();
+        if (name == "day") {
+            query.granularity = Granularity::Day;
+        } else if (name == "month") {
+            query.granularity = Granularity::Month;
+        } else if (name == "year") {
+            query.granularity = Granularity::Year;
+        } else {
+            return invalid_params("invalid granularity");
+        }
+        return std::nullopt;
+    }
+    query.limit = limits.default_limit;
+    if (const auto limit = params.member("limit")) {
+        // Unlike the spec's pages (clamped), a new method says so.
+        const auto n = doc.unsigned_integer(*limit);
+        if (!n || *n < 1) return invalid_params("invalid limit");
+        if (*n > static_cast<std::uint64_t>(limits.max_limit)) {
+            return invalid_params("limit above " + std::to_string(limits.max_limit));
+        }
+        query.limit = static_cast<std::int64_t>(*n);
+    }
+    // The cursor is checked last: its signature covers the query above.
+    if (const auto cursor = params.member("cursor")) {
+        if (doc.kind(*cursor) != JsonKind::String) return invalid_params("invalid cursor");
+        auto position = cursors.decode(doc.string_value(*cursor), query.account, balance_history_fingerprint(query));
+        if (!position) return invalid_params("invalid cursor");
+        query.after = std::move(position).value();
+    }
+    return std::nullopt;
+}
+
 std::optional<RpcError> read_params(Method method, const Params& params, const RequestLimits& limits,
-                                    const CursorCodec& cursors, PageQuery& query, BalanceQuery& balances) {
+                                    const CursorCodec& cursors, Call& call) {
+    PageQuery& query = call.page;
     const JsonDocument& doc = params.doc;
     if (params.object) {
         std::string scratch;
@@ -118,17 +185,16 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
         }
     }
     if (method == Method::GetStatus || method == Method::GetMethods) return std::nullopt;
-    if (method == Method::GetBalances) return read_balance_params(params, balances);
+    if (method == Method::GetBalances || method == Method::GetDelegations) return read_balance_params(params, call.balances);
+    if (method == Method::GetBalanceHistory || method == Method::GetBalanceAggregation) {
+        return read_balance_history_params(method, params, limits, cursors, call.history);
+    }
 
     if (auto error = read_account(params, query.account)) return error;
 
-    if (auto error = read_timestamp(params, "from", query.from)) return error;
-    if (auto error = read_timestamp(params, "to", query.to)) return error;
-    if (query.from && query.to) {
-        if (*query.from >= *query.to) return invalid_params("invalid date range");
-        if (query.to->seconds() - query.from->seconds() > limits.max_range_days * 86400) {
-            return invalid_params("date range too long");
-        }
+    if (auto error = read_window(params, query.from, query.to)) return error;
+    if (query.from && query.to && query.to->seconds() - query.from->seconds() > limits.max_range_days * 86400) {
+        return invalid_params("date range too long");
     }
     // "wallet" (the default): spec 000's types; "all": every stored type.
     if (const auto scope = params.member("scope")) {
@@ -180,7 +246,8 @@ const std::vector<std::string_view>& method_names() {
         "wallet_history.get_wallet_history", "wallet_history.get_author_rewards",
         "wallet_history.get_curation_rewards", "wallet_history.get_reward_totals",
         "wallet_history.get_status",         "wallet_history.get_methods",
-        "wallet_history.get_balances",
+        "wallet_history.get_balances",       "wallet_history.get_balance_history",
+        "wallet_history.get_balance_aggregation", "wallet_history.get_delegations",
     };
     return names;
 }
@@ -204,6 +271,26 @@ std::string query_fingerprint(Method method, const PageQuery& query) {
     }
     // Only when it widens the page: default cursors stay what they were.
     if (query.all_types && query.op_types.empty()) out += "|scope=all";
+    return out;
+}
+
+std::string_view granularity_name(Granularity granularity) {
+    switch (granularity) {
+    case Granularity::Day: return "day";
+    case Granularity::Month: return "month";
+    case Granularity::Year: return "year";
+    }
+    return "day";
+}
+
+std::string balance_history_fingerprint(const BalanceHistoryQuery& query) {
+    std::string out = std::to_string(static_cast<int>(Method::GetBalanceHistory));
+    out += '|';
+    out += component_name(query.component);
+    out += '|';
+    out += query.from ? std::to_string(query.from->seconds()) : "-";
+    out += '|';
+    out += query.to ? std::to_string(query.to->seconds()) : "-";
     return out;
 }
 
@@ -261,7 +348,7 @@ ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, 
         out.error = invalid_params("invalid params");
         return out;
     }
-    if (auto error = read_params(call.method, Params{doc, params}, limits, cursors, call.page, call.balances)) {
+    if (auto error = read_params(call.method, Params{doc, params}, limits, cursors, call)) {
         out.error = std::move(error);
         return out;
     }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wallet/balance_change.hpp"
 #include "wallet/cursor.hpp"
 #include "wallet/timestamp.hpp"
 
@@ -23,6 +24,9 @@ enum class Method {
     GetStatus,
     GetMethods,
     GetBalances,  // additive (issue 28): after the spec's methods, so their metrics keep their places
+    GetBalanceHistory,
+    GetBalanceAggregation,
+    GetDelegations,
 };
 
 // Every method name, in the order get_methods lists them.
@@ -69,10 +73,31 @@ struct BalanceQuery {
     std::optional<std::int64_t> block;
 };
 
+// The calendar periods of get_balance_aggregation (UTC), named as
+// PostgreSQL's date_trunc names them.
+enum class Granularity { Day, Month, Year };
+std::string_view granularity_name(Granularity granularity);
+
+// get_balance_history (a page of one component's changes) and
+// get_balance_aggregation (per period), already validated.
+struct BalanceHistoryQuery {
+    std::string account;
+    BalanceComponent component = BalanceComponent::hive_balance;
+    std::optional<Timestamp> from;  // inclusive
+    std::optional<Timestamp> to;    // exclusive
+    std::int64_t limit = 50;                  // history
+    std::optional<CursorPosition> after;      // history: the last row of the previous page
+    Granularity granularity = Granularity::Day;  // aggregation
+};
+
+// Binds a balance history cursor to its query: method, component and window.
+std::string balance_history_fingerprint(const BalanceHistoryQuery& query);
+
 struct Call {
     Method method = Method::GetStatus;
     PageQuery page;  // paged methods and get_reward_totals (account, from, to)
-    BalanceQuery balances;  // get_balances
+    BalanceQuery balances;  // get_balances and get_delegations
+    BalanceHistoryQuery history;  // get_balance_history and get_balance_aggregation
 };
 
 struct ParsedRequest {

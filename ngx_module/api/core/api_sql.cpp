@@ -3,6 +3,7 @@
 #include <map>
 
 #include "wallet/decoder_version.hpp"
+#include "wallet/wallet_event.hpp"
 #include "wallet/operation_types.hpp"
 
 namespace wallet::api {
@@ -143,6 +144,14 @@ std::string totals_sql(bool with_partial_days) {
 // get_balances (api_balances.hpp): the rows of wallet_balance_rows
 // (migration 0018), which says what they are.
 constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_rows($1, $2, $3)";
+// get_balance_history and get_balance_aggregation (api_balance_history.hpp):
+// the rows of migration 0020's functions, which say what they are.
+constexpr const char* kBalanceHistorySql =
+    "(text, integer, integer, timestamptz, timestamptz, integer, smallint) AS"
+    " SELECT * FROM wallet_balance_history_rows($1, $2, $3, $4, $5, $6, $7)";
+constexpr const char* kBalancePeriodsSql =
+    "(text, text, timestamptz, timestamptz, integer, smallint) AS"
+    " SELECT * FROM wallet_balance_period_rows($1, $2, $3, $4, $5, $6)";
 
 const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
@@ -169,6 +178,8 @@ const std::map<std::string, std::string>& statements() {
                              kEventColumns + " FROM wallet_events e WHERE" + kAccount +
                              " AND e.op_type = t.code AND" + kWindowAndKeyset + kMergedOrder);
         s["wh_balances"] = kBalancesSql;
+        s["wh_balance_history"] = kBalanceHistorySql;
+        s["wh_balance_periods"] = kBalancePeriodsSql;
         s["wh_totals"] = totals_sql(true);
         s["wh_totals_days"] = totals_sql(false);
         // Columns: status_column order. Indexed block, what is loading and
@@ -201,6 +212,11 @@ void append_remembered(StatementCall& call, const std::optional<RememberedAccoun
 
 std::string iso_or(const std::optional<Timestamp>& t, const char* fallback) {
     return t ? t->to_iso_z() : std::string(fallback);
+}
+
+// A bound as a parameter: SQL NULL when there is none.
+std::optional<std::string> iso(const std::optional<Timestamp>& t) {
+    return t ? std::optional(t->to_iso_z()) : std::nullopt;
 }
 
 constexpr std::int64_t kSecondsPerDay = 86400;
@@ -304,6 +320,25 @@ StatementCall balances_statement(const BalanceQuery& query) {
     return StatementCall{"wh_balances",
                          {query.account, query.block ? std::optional(std::to_string(*query.block)) : std::nullopt,
                           std::to_string(kDecoderVersion)}};
+}
+
+StatementCall balance_history_statement(const BalanceHistoryQuery& query) {
+    std::string before_block = "2147483647", before_key = "0";  // every stored block is below the largest integer
+    if (query.after) {
+        const auto role = parse_role(query.after->role);
+        before_block = std::to_string(query.after->block_num);
+        before_key = std::to_string(std::int64_t{query.after->block_seq} * 100 + (role ? role_code(*role) : 0));
+    }
+    // One event more than the page looks at tells whether another page exists.
+    return StatementCall{"wh_balance_history",
+                         {query.account, before_block, before_key, iso(query.from), iso(query.to),
+                          std::to_string(balance_history_scan(query.limit)), std::to_string(kDecoderVersion)}};
+}
+
+StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::int64_t max_periods) {
+    return StatementCall{"wh_balance_periods",
+                         {query.account, std::string(granularity_name(query.granularity)), iso(query.from), iso(query.to),
+                          std::to_string(max_periods), std::to_string(kDecoderVersion)}};
 }
 
 StatementCall status_statement(std::int64_t node_max_stall_ms) {

@@ -36,6 +36,15 @@ StatementCall page_statement(const PageQuery& query, const std::optional<Remembe
 StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall status_statement(std::int64_t node_max_stall_ms);
 StatementCall balances_statement(const BalanceQuery& query);
+StatementCall balance_history_statement(const BalanceHistoryQuery& query);
+StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::int64_t max_periods);
+
+// How many of the account's events a balance history page looks at: a page
+// holds the changes of the component among them, at most `limit`, so a
+// component that rarely moves gives short pages (each with its cursor)
+// rather than a page that reads the account's whole history.
+inline constexpr std::int64_t kBalanceHistoryScanFactor = 4;
+inline std::int64_t balance_history_scan(std::int64_t limit) { return limit * kBalanceHistoryScanFactor; }
 
 // Column positions of the balances statement's result: a header row (kind
 // 0), the account's last snapshot at or below the block (kind 1, none when it
@@ -52,6 +61,10 @@ inline constexpr int kT1 = 7;  // header: outdated from; snapshot: its state (he
 inline constexpr int kT2 = 8;  // header: outdated to; events: role
 inline constexpr int kT3 = 9;  // header: the account's first undecodable block; events: op type
 inline constexpr int kT4 = 10; // header: its op type; events: payload
+// The balance history and period statements (migration 0020) add: the
+// events' epoch in kN3, and rows of kind 3: the history page's lowest block
+// (kN1), or a period boundary (kN1 its index, kN2 its block, kN3 its epoch);
+// a period statement's snapshots carry their boundary's index in kN2.
 }  // namespace balances_column
 
 // Column positions of the page statements' result: one header row, then the

@@ -217,6 +217,18 @@ void SyntheticLedger::block(const SyntheticChain& chain, std::uint32_t num, std:
 std::vector<AccountBalances> SyntheticLedger::balances_at(const SyntheticChain& chain, std::uint32_t head,
                                                          const SaltOf& salt_of) {
     std::lock_guard lock(mutex_);
+    position_at(chain, head, salt_of);
+    return accounts_;
+}
+
+std::map<std::pair<std::uint32_t, std::uint32_t>, std::int64_t> SyntheticLedger::delegations_at(
+    const SyntheticChain& chain, std::uint32_t head, const SaltOf& salt_of) {
+    std::lock_guard lock(mutex_);
+    position_at(chain, head, salt_of);
+    return delegations_;
+}
+
+void SyntheticLedger::position_at(const SyntheticChain& chain, std::uint32_t head, const SaltOf& salt_of) {
     chain_ = &chain;
     if (accounts_.empty()) rewind_to(0);
     // A block folded with another salt than the node now serves: a fork since.
@@ -228,7 +240,6 @@ std::vector<AccountBalances> SyntheticLedger::balances_at(const SyntheticChain& 
     }
     if (patches_.size() > head) rewind_to(head);
     fold_to(head, salt_of);
-    return accounts_;
 }
 
 void SyntheticLedger::fold_to(std::uint32_t num, const SaltOf& salt_of) {

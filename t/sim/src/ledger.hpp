@@ -55,6 +55,9 @@ public:
 
     // Every account's balances after block `head` (folding up to it).
     std::vector<AccountBalances> balances_at(const SyntheticChain& chain, std::uint32_t head, const SaltOf& salt_of);
+    // The open delegations after block `head`: (delegator, delegatee) -> VESTS.
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::int64_t> delegations_at(const SyntheticChain& chain,
+                                                                                  std::uint32_t head, const SaltOf& salt_of);
 
 private:
     // What the ledger changed in a derived block: operations rewritten
@@ -66,6 +69,8 @@ private:
         std::vector<std::uint32_t> dropped;
     };
 
+    // Folds (or rewinds and refolds) the ledger to block `head`; the mutex held.
+    void position_at(const SyntheticChain& chain, std::uint32_t head, const SaltOf& salt_of);
     void fold_to(std::uint32_t num, const SaltOf& salt_of);
     void rewind_to(std::uint32_t num);
     void fold_next(std::uint64_t salt);
