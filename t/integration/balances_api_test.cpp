@@ -228,7 +228,7 @@ protected:
     // get_balance_history of every component of a sample of accounts: each
     // change starts where the previous one ended, and the history replayed
     // from the first change equals get_balances at every 250th block; pages
-    // of 3 give the rows of pages of 200; the bad inputs' errors.
+    // of 37 give the rows of pages of 200; the bad inputs' errors.
     void check_balance_history(const std::vector<std::string>& accounts) {
         std::vector<std::uint32_t> blocks;
         for (std::uint32_t block = 250; block < kHead; block += 250) blocks.push_back(block);
@@ -274,7 +274,7 @@ protected:
         // Paging forward with the cursor gives the rows of one big page.
         for (const C component : {C::hive_balance, C::vesting_shares}) {
             const auto big = history(busiest, component, 200);
-            const auto small = history(busiest, component, 3);
+            const auto small = history(busiest, component, 37);
             ASSERT_EQ(big.size(), small.size()) << wallet::component_name(component);
             for (std::size_t i = 0; i < big.size(); ++i) EXPECT_EQ(big[i].text, small[i].text);
         }
