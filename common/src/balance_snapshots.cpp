@@ -1,6 +1,7 @@
 #include "wallet/balance_snapshots.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -10,13 +11,15 @@
 
 #include "wallet/balance_state.hpp"
 #include "wallet/decoder.hpp"
+#include "wallet/json_scan.hpp"
 #include "wallet/pg.hpp"
 
 namespace wallet::store {
 
 namespace {
 
-constexpr int kFetchRows = 5000;  // events held at once
+constexpr int kFetchRows = 5000;   // events held at once
+constexpr int kFetchBlocks = 500;  // blocks' stored operations held at once
 
 std::int64_t number_at(PGresult* result, int row, int column) {
     return std::strtoll(PQgetvalue(result, row, column), nullptr, 10);
@@ -105,6 +108,81 @@ private:
     std::map<std::string, Entry> states_;
 };
 
+// The stored operations of the period's blocks (wallet_blocks.ops), read in
+// block order beside the events, a bounded number of blocks at a time.
+class BlockOperations {
+public:
+    BlockOperations(PGconn* conn, std::int64_t after, std::int64_t through) : conn_(conn), after_(after), through_(through) {}
+
+    Result<bool> open() {
+        auto declared = pg::exec_params(conn_,
+                                        "DECLARE wallet_snapshot_blocks NO SCROLL CURSOR FOR"
+                                        " SELECT b.block_num, b.ops FROM wallet_blocks b"
+                                        " WHERE b.block_num > $1::integer AND b.block_num <= $2::integer ORDER BY b.block_num",
+                                        {std::to_string(after_), std::to_string(through_)});
+        if (!declared) return make_error("snapshots: " + declared.error());
+        return true;
+    }
+
+    // The stored operation (stored_entry_operation's input) of block_seq
+    // `seq` of `block`; blocks are asked for in ascending order. Valid until
+    // the next call with another block.
+    Result<std::string_view> find(std::int64_t block, std::int64_t seq) {
+        if (block != block_) {
+            auto moved = move_to(block);
+            if (!moved) return make_error(moved.error());
+        }
+        const auto found = operations_.find(seq);
+        if (found == operations_.end()) {
+            return make_error("snapshots: block " + std::to_string(block) + " has no stored operation " + std::to_string(seq));
+        }
+        return found->second;
+    }
+
+private:
+    Result<bool> move_to(std::int64_t block) {
+        operations_.clear();
+        for (;;) {
+            if (!rows_ || row_ == PQntuples(rows_.get())) {
+                auto fetched = pg::exec(conn_, "FETCH " + std::to_string(kFetchBlocks) + " FROM wallet_snapshot_blocks");
+                if (!fetched) return make_error("snapshots: " + fetched.error());
+                rows_ = std::move(fetched).value();
+                row_ = 0;
+                if (PQntuples(rows_.get()) == 0) break;
+            }
+            const std::int64_t num = number_at(rows_.get(), row_, 0);
+            if (num > block) break;
+            ++row_;
+            if (num < block) continue;
+            block_ = block;
+            const std::string_view ops(PQgetvalue(rows_.get(), row_ - 1, 1),
+                                       static_cast<std::size_t>(PQgetlength(rows_.get(), row_ - 1, 1)));
+            // {"block_seq": stored operation, ...} (migration 0004)
+            auto scanned = json::for_each_member(ops, [&](std::string_view key, std::string_view value) {
+                std::int64_t seq = 0;
+                const auto [end, failed] = std::from_chars(key.data(), key.data() + key.size(), seq);
+                if (failed != std::errc{} || end != key.data() + key.size()) return false;
+                operations_[seq] = value;
+                return true;
+            });
+            if (!scanned || !*scanned) {
+                return make_error("snapshots: the stored operations of block " + std::to_string(block) + " are unreadable" +
+                                  (scanned ? std::string() : ": " + scanned.error()));
+            }
+            return true;
+        }
+        return make_error("snapshots: block " + std::to_string(block) + " has events but no stored operations");
+    }
+
+    PGconn* conn_;
+    std::int64_t after_;
+    std::int64_t through_;
+    PgResultPtr rows_;
+    int row_ = 0;
+    std::int64_t block_ = -1;
+    std::map<std::int64_t, std::string_view> operations_;  // of block_, into rows_
+};
+
 }  // namespace
 
 Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, const BalanceRules& rules,
@@ -128,16 +206,19 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     const std::int64_t next = (through / period_blocks + 1) * period_blocks;
     if (next > loaded) return step;
 
-    // The period's events in replay order, a bounded number at a time.
+    // The period's events in replay order, a bounded number at a time, and
+    // beside them its blocks' stored operations: each block's ops are read
+    // once, for all its events (not parsed again by PostgreSQL per event).
     auto declared = pg::exec_params(
         conn,
         "DECLARE wallet_snapshot_events NO SCROLL CURSOR FOR"
-        " SELECT a.name, e.role, wallet_op_type_name(e.op_type), e.block_num, e.block_seq,"
-        " wallet_operation_payload(b.ops -> e.block_seq::text, e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id, e.op_type)"
-        " FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id JOIN wallet_blocks b ON b.block_num = e.block_num"
+        " SELECT a.name, e.role, wallet_op_type_name(e.op_type), e.block_num, e.block_seq"
+        " FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
         " WHERE e.block_num > $1::integer AND e.block_num <= $2::integer ORDER BY e.block_num, e.block_seq, e.role",
         {std::to_string(through), std::to_string(next)});
     if (!declared) return make_error("snapshots: " + declared.error());
+    BlockOperations operations(conn, through, next);
+    if (auto opened = operations.open(); !opened) return make_error(opened.error());
     States states(conn, ids, through);
     // The events of one operation are adjacent (same block and seq): its changes are read once.
     std::optional<std::pair<std::int64_t, std::int64_t>> operation_key;
@@ -157,11 +238,18 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
             event.op_type = PQgetvalue(result, row, 2);
             event.block_num = number_at(result, row, 3);
             event.block_seq = number_at(result, row, 4);
-            event.payload = std::make_shared<const std::string>(PQgetvalue(result, row, 5));
             const std::pair key{event.block_num, *event.block_seq};
             if (key != operation_key) {
                 operation_key = key;
-                operation_changes = operation_balance_changes(event, rules.assets, rules.forks);
+                auto stored = operations.find(event.block_num, *event.block_seq);
+                if (!stored) return make_error(stored.error());
+                auto operation = stored_entry_operation(*stored, event.op_type);
+                if (operation) {
+                    event.payload = std::make_shared<const std::string>(std::move(operation).value());
+                    operation_changes = operation_balance_changes(event, rules.assets, rules.forks);
+                } else {
+                    operation_changes = make_error(operation.error());
+                }
             }
             // An undecodable event is listed by the writers (wallet_balance_undecodable):
             // its account's balances are refused from its block on.
@@ -180,7 +268,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
         }
         step.events += count;
     }
-    auto closed = pg::exec(conn, "CLOSE wallet_snapshot_events");
+    auto closed = pg::exec(conn, "CLOSE wallet_snapshot_events; CLOSE wallet_snapshot_blocks");
     if (!closed) return make_error("snapshots: " + closed.error());
     auto written = states.write(next);
     if (!written) return make_error(written.error());
