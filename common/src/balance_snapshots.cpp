@@ -50,7 +50,7 @@ public:
             if (!id) return make_error("account " + name + " has no id");
             wanted.push_back(*id);
             name_of[*id] = name;
-            states_.emplace(std::move(name), Entry{*id, BalanceState{}, false});
+            states_.emplace(std::move(name), Entry{*id, BalanceState{}, false, 0});
         }
         auto rows = pg::exec_params(conn_,
                                     "SELECT DISTINCT ON (s.account_id) s.account_id, encode(s.state, 'hex')"
@@ -75,37 +75,73 @@ public:
         entry.changed = true;
     }
 
-    // The changed states as a snapshot at `block`; returns how many.
-    Result<std::int64_t> write(std::int64_t block) {
-        std::vector<std::int32_t> accounts;
-        std::string states = "{";
-        for (const auto& [name, entry] : states_) {
-            if (!entry.changed) continue;
-            const auto bytes = entry.state.encode();
-            if (!bytes) return make_error("snapshots: a balance of " + name + " is out of range");
-            accounts.push_back(entry.id);
-            states += (states.size() > 1 ? "," : "") + hex_of(*bytes);
+    // An event that a read of `account`'s balances replays after its last
+    // snapshot: one of its own, or one carrying a change of it.
+    void count_replayed(const std::string& account) {
+        auto& entry = *states_.find(account);
+        ++entry.second.replayed;
+        touched_.push_back(&entry);
+    }
+
+    // After every event of `block`: a snapshot there of each account with
+    // kSnapshotEvents or more events since its last one, so that a read
+    // replays fewer than that whatever the account's traffic.
+    Result<bool> end_block(std::int64_t block) {
+        for (auto* entry : touched_) {
+            if (entry->second.replayed < kSnapshotEvents) continue;
+            if (auto kept = keep(*entry, block); !kept) return kept;
         }
-        if (accounts.empty()) return 0;
+        touched_.clear();
+        return true;
+    }
+
+    // The states changed or replayed since their last snapshot, at `block`
+    // (the period's end), and the snapshots kept within the period; returns
+    // how many.
+    Result<std::int64_t> write(std::int64_t block) {
+        for (auto& entry : states_) {
+            if (!entry.second.changed && entry.second.replayed == 0) continue;
+            if (auto kept = keep(entry, block); !kept) return make_error(kept.error());
+        }
+        if (accounts_.empty()) return 0;
         auto written = pg::exec_params(conn_,
                                        "INSERT INTO wallet_balance_snapshots (account_id, block_num, state)"
-                                       " SELECT a, $3::integer, decode(s, 'hex') FROM unnest($1::integer[], $2::text[]) AS t(a, s)"
+                                       " SELECT a, b, decode(s, 'hex') FROM unnest($1::integer[], $2::integer[], $3::text[]) AS t(a, b, s)"
                                        " ON CONFLICT (account_id, block_num) DO UPDATE SET state = EXCLUDED.state",
-                                       {integer_array(accounts), states + "}", std::to_string(block)});
+                                       {integer_array(accounts_), integer_array(blocks_), states_text_ + "}"});
         if (!written) return make_error("snapshots: " + written.error());
-        return static_cast<std::int64_t>(accounts.size());
+        return static_cast<std::int64_t>(accounts_.size());
     }
 
 private:
     struct Entry {
         std::int32_t id = 0;
         BalanceState state;
-        bool changed = false;
+        bool changed = false;   // since its last snapshot
+        std::int64_t replayed = 0;  // events a read replays after its last snapshot
     };
+
+    // The account's state as a snapshot at `block`, written with the period's.
+    Result<bool> keep(std::pair<const std::string, Entry>& entry, std::int64_t block) {
+        const auto bytes = entry.second.state.encode();
+        if (!bytes) return make_error("snapshots: a balance of " + entry.first + " is out of range");
+        accounts_.push_back(entry.second.id);
+        blocks_.push_back(static_cast<std::int32_t>(block));
+        states_text_ += (states_text_.size() > 1 ? "," : "") + hex_of(*bytes);
+        entry.second.changed = false;
+        entry.second.replayed = 0;
+        return true;
+    }
+
     PGconn* conn_;
     AccountIds& ids_;
     std::int64_t through_;
     std::map<std::string, Entry> states_;
+    std::vector<std::pair<const std::string, Entry>*> touched_;  // replayed in the current block (repeats)
+    // The snapshots to write: accounts, blocks, states as a text[] literal.
+    std::vector<std::int32_t> accounts_;
+    std::vector<std::int32_t> blocks_;
+    std::string states_text_ = "{";
 };
 
 // The stored operations of the period's blocks (wallet_blocks.ops), read in
@@ -220,6 +256,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     BlockOperations operations(conn, through, next);
     if (auto opened = operations.open(); !opened) return make_error(opened.error());
     States states(conn, ids, through);
+    std::int64_t open_block = -1;  // the block whose events were replayed last
     // The events of one operation are adjacent (same block and seq): its changes are read once.
     std::optional<std::pair<std::int64_t, std::int64_t>> operation_key;
     Result<std::vector<CarriedBalanceChange>> operation_changes = std::vector<CarriedBalanceChange>{};
@@ -231,6 +268,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
         if (count == 0) break;
         std::vector<std::vector<BalanceChange>> changes;
         std::vector<std::string> names;
+        for (int row = 0; row < count; ++row) names.emplace_back(PQgetvalue(result, row, 0));
         for (int row = 0; row < count; ++row) {
             WalletEvent event;
             event.account = PQgetvalue(result, row, 0);
@@ -263,13 +301,32 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
         }
         auto loaded_states = states.load(std::move(names));
         if (!loaded_states) return make_error(loaded_states.error());
-        for (const auto& event_changes : changes) {
+        for (int row = 0; row < count; ++row) {
+            const std::int64_t block = number_at(result, row, 3);
+            if (block != open_block && open_block >= 0) {
+                if (auto ended = states.end_block(open_block); !ended) return make_error(ended.error());
+            }
+            open_block = block;
+            const std::string account = PQgetvalue(result, row, 0);
+            states.count_replayed(account);
+            const auto& event_changes = changes[static_cast<std::size_t>(row)];
             for (const auto& change : event_changes) states.apply(change);
+            // The other accounts it carries changes of read it too (wallet_balance_carried), once each.
+            for (std::size_t i = 0; i < event_changes.size(); ++i) {
+                const std::string& other = event_changes[i].account;
+                if (other == account) continue;
+                const auto first = std::find_if(event_changes.begin(), event_changes.end(),
+                                                [&](const BalanceChange& c) { return c.account == other; });
+                if (first == event_changes.begin() + static_cast<std::ptrdiff_t>(i)) states.count_replayed(other);
+            }
         }
         step.events += count;
     }
     auto closed = pg::exec(conn, "CLOSE wallet_snapshot_events; CLOSE wallet_snapshot_blocks");
     if (!closed) return make_error("snapshots: " + closed.error());
+    if (open_block >= 0) {
+        if (auto ended = states.end_block(open_block); !ended) return make_error(ended.error());
+    }
     auto written = states.write(next);
     if (!written) return make_error(written.error());
     step.snapshots = *written;

@@ -223,14 +223,20 @@ void expect_the_in_order_snapshots() {
               stores().pg.query("SELECT count(*) FROM wallet_events", "in_order"));
 }
 
-// Every account's last snapshot at or below a period end is the ledger's state there.
-void expect_the_ledger_at(std::uint32_t block) {
+// Every account's last snapshot at or below a period end is the ledger's
+// state there (only_snapshots_there: the accounts with a snapshot at `block`,
+// which need not be a period's end).
+void expect_the_ledger_at(std::uint32_t block, bool only_snapshots_there = false) {
     const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
     const auto ledger = chain().ledger()->balances_at(chain(), block, no_fork);
     std::map<std::string, wallet::BalanceState> stored;
     for (const auto& row : stores().pg.query("SELECT DISTINCT ON (s.account_id) a.name, encode(s.state, 'hex')"
                                              " FROM wallet_balance_snapshots s JOIN wallet_accounts a ON a.id = s.account_id"
                                              " WHERE s.block_num <= " + std::to_string(block) +
+                                                 (only_snapshots_there ? " AND EXISTS (SELECT FROM wallet_balance_snapshots t"
+                                                                         " WHERE t.account_id = s.account_id AND t.block_num = " +
+                                                                             std::to_string(block) + ")"
+                                                                       : std::string()) +
                                                  " ORDER BY s.account_id, s.block_num DESC",
                                              "shuffled")) {
         const auto tab = row.find('\t');
@@ -243,6 +249,7 @@ void expect_the_ledger_at(std::uint32_t block) {
     for (std::uint32_t index = 0; index < chain().account_count(); ++index) {
         const std::string name(chain().account(index));
         const auto found = stored.find(name);
+        if (only_snapshots_there && found == stored.end()) continue;
         ASSERT_NE(found, stored.end()) << name;
         for (const auto& [component, expected] : balances_test::components_of(ledger[index])) {
             ++compared;
@@ -323,6 +330,31 @@ void expect_an_undecodable_event_stored_and_listed() {
     EXPECT_EQ(carried("shuffled"), carried_before);
 }
 
+// Below the pass a read replays fewer than kSnapshotEvents events after the
+// account's last snapshot (its own and the carried ones), busy accounts
+// included: the snapshots kept within periods (at their blocks, the ledger).
+void expect_reads_bounded_by_snapshots() {
+    const auto replayed = stores().pg.query(
+        "WITH r AS (SELECT account_id, block_num FROM wallet_events UNION ALL"
+        "           SELECT account_id, block_num FROM wallet_balance_carried)"
+        " SELECT max(n) FROM (SELECT count(*) AS n FROM r"
+        "   WHERE NOT EXISTS (SELECT FROM wallet_balance_snapshots s WHERE s.account_id = r.account_id AND s.block_num = r.block_num)"
+        "   GROUP BY r.account_id, (SELECT max(s.block_num) FROM wallet_balance_snapshots s"
+        "                            WHERE s.account_id = r.account_id AND s.block_num < r.block_num)) g",
+        "shuffled");
+    EXPECT_LT(std::stoll(replayed.at(0)), wallet::store::kSnapshotEvents);
+    // The busiest account had many more in a period.
+    const auto busiest = stores().pg.query("SELECT max(n) FROM (SELECT count(*) AS n FROM wallet_events"
+                                           " GROUP BY account_id, (block_num - 1) / " + std::to_string(kPeriod) + ") g",
+                                           "shuffled");
+    EXPECT_GT(std::stoll(busiest.at(0)), 4 * wallet::store::kSnapshotEvents);
+    const auto within = stores().pg.query("SELECT block_num FROM wallet_balance_snapshots WHERE block_num % " +
+                                              std::to_string(kPeriod) + " <> 0 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+                                          "shuffled");
+    ASSERT_EQ(within.size(), 1u);
+    expect_the_ledger_at(static_cast<std::uint32_t>(std::stoul(within.at(0))), true);
+}
+
 // The snapshot pass reads each operation from its block's stored text
 // (stored_entry_operation), not through wallet_operation_payload(): every
 // stored operation, in both forms the node sends (the legacy form's name is
@@ -391,6 +423,10 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
         SCOPED_TRACE("the snapshots = the ledger");
         expect_the_ledger_at(1000);
         expect_the_ledger_at(kHead);
+    }
+    {
+        SCOPED_TRACE("busy accounts: snapshots within periods bound a read's replay");
+        expect_reads_bounded_by_snapshots();
     }
     {
         SCOPED_TRACE("the pass reads the stored operations as wallet_operation_payload gives them");
