@@ -850,6 +850,49 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
     return insert_events(conn, ids, events, method, rules);
 }
 
+Result<std::string> stored_entry_operation(std::string_view stored, std::string_view op_type) {
+    std::vector<std::string_view> parts;
+    auto listed = json::for_each_element(stored, [&](std::string_view element) {
+        parts.push_back(element);
+        return parts.size() <= 3;
+    });
+    if (!listed || !*listed || parts.size() < 2) return make_error("stored operation: not [trx_in_block, entry, mask]");
+    const std::string_view entry = parts[1];
+    if (parts.size() == 2) return std::string(entry);  // kept whole, as the node sent it
+    const auto mask = json::integer_value(parts[2]);
+    if (!mask) return make_error("stored operation: " + mask.error());
+    std::optional<std::string_view> op;
+    auto scanned = json::for_each_member(entry, [&](std::string_view key, std::string_view value) {
+        if (key == "op") op = value;  // never repeated in a stripped entry (stored_operation)
+        return true;
+    });
+    if (!scanned) return make_error("stored operation: " + scanned.error());
+    if (!op) return std::string(entry);
+    if ((*mask & kOpNameBit) != 0) {
+        std::string out = "[\"" + std::string(op_type) + '"';
+        auto elements = json::for_each_element(*op, [&](std::string_view element) {
+            out += ',';
+            out += element;
+            return true;
+        });
+        if (!elements) return make_error("stored operation: " + elements.error());
+        return out + ']';
+    }
+    if ((*mask & kOpTypeBit) != 0) {
+        std::string out = "{\"type\":\"" + std::string(op_type) + "_operation\"";
+        auto members = json::for_each_member(*op, [&](std::string_view key, std::string_view value) {
+            out += ",\"";
+            out += key;
+            out += "\":";
+            out += value;
+            return true;
+        });
+        if (!members) return make_error("stored operation: " + members.error());
+        return out + '}';
+    }
+    return std::string(*op);
+}
+
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
     const std::string above = std::to_string(block_num);
     // The snapshot pass stays below forks (it advances over irreversible

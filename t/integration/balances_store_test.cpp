@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "harness/harness.hpp"
 #include "ledger.hpp"
@@ -61,13 +62,14 @@ wallet::store::BalanceRules rules() {
 }
 
 // The events of one block as the loader decodes them (salt: a fork's), decoded once.
-const std::vector<wallet::WalletEvent>& block_events(std::uint32_t num, std::uint64_t salt) {
-    static std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<wallet::WalletEvent>> decoded;
-    auto [it, added] = decoded.try_emplace({num, salt});
+const std::vector<wallet::WalletEvent>& block_events(std::uint32_t num, std::uint64_t salt,
+                                                     sim::Form form = sim::Form::nai) {
+    static std::map<std::tuple<std::uint32_t, std::uint64_t, sim::Form>, std::vector<wallet::WalletEvent>> decoded;
+    auto [it, added] = decoded.try_emplace({num, salt, form});
     if (added) {
         const wallet::AssetTable table = wallet::AssetTable::mainnet();
         // The entries point into the texts.
-        const auto texts = sim::test::serve(chain(), num, sim::Form::nai, salt);
+        const auto texts = sim::test::serve(chain(), num, form, salt);
         std::vector<wallet::RawEntry> entries;
         for (const auto& text : texts) {
             auto entry = wallet::scan_entry(text);
@@ -81,10 +83,11 @@ const std::vector<wallet::WalletEvent>& block_events(std::uint32_t num, std::uin
     return it->second;
 }
 
-std::vector<wallet::WalletEvent> events_of(std::uint32_t first, std::uint32_t last, std::uint64_t salt = 0) {
+std::vector<wallet::WalletEvent> events_of(std::uint32_t first, std::uint32_t last, std::uint64_t salt = 0,
+                                           sim::Form form = sim::Form::nai) {
     std::vector<wallet::WalletEvent> out;
     for (std::uint32_t num = first; num <= last; ++num) {
-        const auto& events = block_events(num, salt);
+        const auto& events = block_events(num, salt, form);
         out.insert(out.end(), events.begin(), events.end());
     }
     return out;
@@ -220,14 +223,20 @@ void expect_the_in_order_snapshots() {
               stores().pg.query("SELECT count(*) FROM wallet_events", "in_order"));
 }
 
-// Every account's last snapshot at or below a period end is the ledger's state there.
-void expect_the_ledger_at(std::uint32_t block) {
+// Every account's last snapshot at or below a period end is the ledger's
+// state there (only_snapshots_there: the accounts with a snapshot at `block`,
+// which need not be a period's end).
+void expect_the_ledger_at(std::uint32_t block, bool only_snapshots_there = false) {
     const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
     const auto ledger = chain().ledger()->balances_at(chain(), block, no_fork);
     std::map<std::string, wallet::BalanceState> stored;
     for (const auto& row : stores().pg.query("SELECT DISTINCT ON (s.account_id) a.name, encode(s.state, 'hex')"
                                              " FROM wallet_balance_snapshots s JOIN wallet_accounts a ON a.id = s.account_id"
                                              " WHERE s.block_num <= " + std::to_string(block) +
+                                                 (only_snapshots_there ? " AND EXISTS (SELECT FROM wallet_balance_snapshots t"
+                                                                         " WHERE t.account_id = s.account_id AND t.block_num = " +
+                                                                             std::to_string(block) + ")"
+                                                                       : std::string()) +
                                                  " ORDER BY s.account_id, s.block_num DESC",
                                              "shuffled")) {
         const auto tab = row.find('\t');
@@ -240,6 +249,7 @@ void expect_the_ledger_at(std::uint32_t block) {
     for (std::uint32_t index = 0; index < chain().account_count(); ++index) {
         const std::string name(chain().account(index));
         const auto found = stored.find(name);
+        if (only_snapshots_there && found == stored.end()) continue;
         ASSERT_NE(found, stored.end()) << name;
         for (const auto& [component, expected] : balances_test::components_of(ledger[index])) {
             ++compared;
@@ -320,6 +330,87 @@ void expect_an_undecodable_event_stored_and_listed() {
     EXPECT_EQ(carried("shuffled"), carried_before);
 }
 
+// Below the pass a read replays fewer than kSnapshotEvents events after the
+// account's last snapshot (its own and the carried ones), busy accounts
+// included: the snapshots kept within periods (at their blocks, the ledger).
+void expect_reads_bounded_by_snapshots() {
+    const auto replayed = stores().pg.query(
+        "WITH r AS (SELECT account_id, block_num FROM wallet_events UNION ALL"
+        "           SELECT account_id, block_num FROM wallet_balance_carried)"
+        " SELECT max(n) FROM (SELECT count(*) AS n FROM r"
+        "   WHERE NOT EXISTS (SELECT FROM wallet_balance_snapshots s WHERE s.account_id = r.account_id AND s.block_num = r.block_num)"
+        "   GROUP BY r.account_id, (SELECT max(s.block_num) FROM wallet_balance_snapshots s"
+        "                            WHERE s.account_id = r.account_id AND s.block_num < r.block_num)) g",
+        "shuffled");
+    EXPECT_LT(std::stoll(replayed.at(0)), wallet::store::kSnapshotEvents);
+    // The busiest account had many more in a period.
+    const auto busiest = stores().pg.query("SELECT max(n) FROM (SELECT count(*) AS n FROM wallet_events"
+                                           " GROUP BY account_id, (block_num - 1) / " + std::to_string(kPeriod) + ") g",
+                                           "shuffled");
+    EXPECT_GT(std::stoll(busiest.at(0)), 4 * wallet::store::kSnapshotEvents);
+    const auto within = stores().pg.query("SELECT block_num FROM wallet_balance_snapshots WHERE block_num % " +
+                                              std::to_string(kPeriod) + " <> 0 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+                                          "shuffled");
+    ASSERT_EQ(within.size(), 1u);
+    expect_the_ledger_at(static_cast<std::uint32_t>(std::stoul(within.at(0))), true);
+}
+
+// The snapshot pass reads each operation from its block's stored text
+// (stored_entry_operation), not through wallet_operation_payload(): every
+// stored operation, in both forms the node sends (the legacy form's name is
+// left out of the stored op, the NAI form's type), gives the same balance
+// changes both ways. The legacy blocks are written in a transaction rolled
+// back.
+void expect_stored_operations_read_as_the_payloads() {
+    auto conn = connect(stores().shuffled);
+    auto tx = wallet::pg::Transaction::begin(conn.get());
+    ASSERT_TRUE(tx) << tx.error();
+    auto written = wallet::store::insert_events(conn.get(), events_of(kHead + 101, kHead + 200, 0, sim::Form::legacy),
+                                                wallet::store::WriteMethod::CopyMerge, rules());
+    ASSERT_TRUE(written) << written.error();
+    auto rows = wallet::pg::exec(
+        conn.get(),
+        "SELECT o.value::text, wallet_op_type_name(e.op_type), e.block_num,"
+        " wallet_operation_payload(o.value, e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id, e.op_type)::text"
+        " FROM wallet_blocks b CROSS JOIN LATERAL json_each(b.ops) o"
+        " CROSS JOIN LATERAL (SELECT * FROM wallet_events e WHERE e.block_num = b.block_num"
+        " AND e.block_seq = o.key::integer LIMIT 1) e");
+    ASSERT_TRUE(rows) << rows.error();
+    const auto changes_of = [](const wallet::WalletEvent& event) {
+        std::vector<std::string> out;
+        auto changes = wallet::operation_balance_changes(event, rules().assets, rules().forks);
+        if (!changes) return std::vector<std::string>{"undecodable"};
+        for (const auto& [carrier, change] : *changes) {
+            out.push_back(std::to_string(wallet::role_code(carrier)) + " " + change.account + " " +
+                          std::string(wallet::component_name(change.component)) + " " +
+                          std::string(wallet::change_kind_name(change.kind)) + " " + change.amount.to_string() + " " +
+                          change.other.value_or("") + " " + std::to_string(change.request_id.value_or(-1)));
+        }
+        return out;
+    };
+    const int count = PQntuples(rows->get());
+    int legacy = 0, differences = 0, changing = 0;
+    for (int row = 0; row < count; ++row) {
+        wallet::WalletEvent event;
+        event.op_type = PQgetvalue(rows->get(), row, 1);
+        event.block_num = std::strtoll(PQgetvalue(rows->get(), row, 2), nullptr, 10);
+        event.payload = std::make_shared<const std::string>(PQgetvalue(rows->get(), row, 3));
+        const auto expected = changes_of(event);
+        auto operation = wallet::store::stored_entry_operation(PQgetvalue(rows->get(), row, 0), event.op_type);
+        ASSERT_TRUE(operation) << operation.error();
+        legacy += operation->starts_with('[') ? 1 : 0;
+        event.payload = std::make_shared<const std::string>(*operation);
+        const auto got = changes_of(event);
+        changing += expected.empty() ? 0 : 1;
+        if (got != expected && ++differences <= 5) {
+            ADD_FAILURE() << "block " << event.block_num << " " << event.op_type << ": " << PQgetvalue(rows->get(), row, 0);
+        }
+    }
+    EXPECT_EQ(differences, 0) << "of " << count;
+    EXPECT_GT(legacy, 100);
+    EXPECT_GT(changing, count / 2);
+}
+
 // One test, so that ctest loads the chain once (each test is a process).
 TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedger) {
     load();
@@ -332,6 +423,14 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
         SCOPED_TRACE("the snapshots = the ledger");
         expect_the_ledger_at(1000);
         expect_the_ledger_at(kHead);
+    }
+    {
+        SCOPED_TRACE("busy accounts: snapshots within periods bound a read's replay");
+        expect_reads_bounded_by_snapshots();
+    }
+    {
+        SCOPED_TRACE("the pass reads the stored operations as wallet_operation_payload gives them");
+        expect_stored_operations_read_as_the_payloads();
     }
     {
         SCOPED_TRACE("carried rows");

@@ -4,8 +4,9 @@
 // irreversible block: forks never reach it), one period of
 // CHAIN_BALANCE_SNAPSHOT_BLOCKS at a time, it applies every stored event's
 // balance changes to the states of their accounts and stores, at the period's
-// end, the state of each account whose balances changed in it
-// (wallet_balance_snapshots). Each period is one transaction with the pass's
+// end, the state of each account whose balances changed in it, or that had
+// events, since its last snapshot (wallet_balance_snapshots), and within the
+// period that of a busy account every kSnapshotEvents of its events. Each period is one transaction with the pass's
 // checkpoint: idempotent and restartable; passes run beside each other wait
 // for each other (the checkpoint row is locked).
 #pragma once
@@ -20,6 +21,11 @@
 namespace wallet::store {
 
 inline constexpr std::int64_t kDefaultSnapshotBlocks = 28'800;  // a day of 3-second blocks
+// Within a period, an account also gets a snapshot at the end of each block
+// where kSnapshotEvents events that a read of its balances replays (its own,
+// and those carrying a change of it) have passed since its last one: below
+// the pass a read replays fewer, however busy the account.
+inline constexpr std::int64_t kSnapshotEvents = 16;
 
 struct SnapshotStep {
     bool advanced = false;        // a period was done

@@ -95,6 +95,15 @@ Result<WriteCounts> insert_events(PGconn* conn, const std::vector<WalletEvent>& 
                                   WriteMethod method = WriteMethod::CopyMerge,
                                   const BalanceRules& rules = mainnet_balance_rules());
 
+// The operation of one entry as wallet_blocks.ops stores it ([trx_in_block,
+// entry] or [trx_in_block, entry without the envelope the rows hold, mask]:
+// migration 0009), in a form the decoder reads (an entry, or the bare op):
+// the entry's "op" with the op type's name put back as
+// wallet_operation_payload() puts it back (mask bits 256 and 512), read
+// from the stored text without PostgreSQL's json parse of the whole block.
+// `op_type` is wallet_op_type_name() of the event rows' op_type.
+Result<std::string> stored_entry_operation(std::string_view stored, std::string_view op_type);
+
 // Inside an open transaction: removes every event of blocks above block_num
 // and the balance rows of their events.
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num);
