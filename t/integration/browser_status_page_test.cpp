@@ -38,6 +38,7 @@ std::string integer(double value) { return std::to_string(static_cast<long long>
 // The stack: two simulators (a pool), PostgreSQL followed by the indexer, Redis, the demo's nginx, the browser.
 class Stack {
 public:
+    static constexpr const char* kPageModule = "status_page.js";
     Stack()
         : node_a_(node_args()), node_b_(std::make_unique<indexer_test::Simulator>(node_args())), dir_("browser-status") {
         const auto started = std::chrono::steady_clock::now();
@@ -51,7 +52,7 @@ public:
         node_b_url_ = node_b_->url();
         nginx_ = std::make_unique<browser_test::DemoNginx>(dir_.path(), node_a_.url() + "," + node_b_url_, redis_.port(),
                                                            pg_.env());
-        driver_ = std::make_unique<browser_test::BrowserDriver>("status_page.js", dir_.path());
+        driver_ = std::make_unique<browser_test::BrowserDriver>(kPageModule, dir_.path());
         std::cout << "status stack and browser ready after "
                   << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() << " s" << std::endl;
     }
@@ -183,29 +184,7 @@ std::vector<std::vector<std::string>> class_rows(const prometheus_text::Scrape& 
     return rows;
 }
 
-class StatusPage : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        unavailable_ = browser_test::unavailable("status_page.js");
-        if (!unavailable_.empty()) return;
-        try {
-            stack_ = std::make_unique<Stack>();
-        } catch (const std::exception& error) {
-            failed_ = error.what();
-        }
-    }
-    static void TearDownTestSuite() { stack_.reset(); }
-
-    void SetUp() override {
-        BROWSER_TEST_REQUIRE(unavailable_);
-        ASSERT_TRUE(stack_) << "the stack did not start: " << failed_;
-    }
-
-    Stack& stack() { return *stack_; }
-
-    static inline std::unique_ptr<Stack> stack_;
-    static inline std::string unavailable_, failed_;
-};
+using StatusPage = browser_test::BrowserSuite<Stack>;
 
 TEST_F(StatusPage, ShowsTheNumbersOfGetStatusAndMetricsAtThatMoment) {
     // Some traffic through the router: a cacheable call twice (a miss, then a hit), the API, a client's mistake.

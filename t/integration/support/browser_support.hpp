@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -148,14 +149,36 @@ inline std::vector<json_t*> snapshots(const JsonPtr& answer, std::size_t steps) 
     return out;
 }
 
-// Whether the tests of this program run: unavailable() empty; otherwise a
-// skip (or, under CI=true, a failure) saying why. Use in SetUp().
-#define BROWSER_TEST_REQUIRE(unavailable_reason)                                                        \
-    do {                                                                                                \
-        if (!(unavailable_reason).empty()) {                                                            \
-            if (npm_test::missing_tools_fail()) FAIL() << (unavailable_reason) << " (CI=true: a skip would hide it)"; \
-            GTEST_SKIP() << (unavailable_reason);                                                       \
-        }                                                                                               \
-    } while (false)
+// The tests of one program share one `Stack` (started once, with the
+// browser: Stack::kPageModule names its driver module). Without Chromium,
+// Node.js or the pinned packages each test is skipped saying why (under
+// CI=true it fails); a stack that did not start fails each test.
+template <typename Stack>
+class BrowserSuite : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        unavailable_ = unavailable(Stack::kPageModule);
+        if (!unavailable_.empty()) return;
+        try {
+            stack_ = std::make_unique<Stack>();
+        } catch (const std::exception& error) {
+            failed_ = error.what();
+        }
+    }
+    static void TearDownTestSuite() { stack_.reset(); }
+
+    void SetUp() override {
+        if (!unavailable_.empty()) {
+            if (npm_test::missing_tools_fail()) FAIL() << unavailable_ << " (CI=true: a skip would hide it)";
+            GTEST_SKIP() << unavailable_;
+        }
+        ASSERT_TRUE(stack_) << "the stack did not start: " << failed_;
+    }
+
+    Stack& stack() { return *stack_; }
+
+    static inline std::unique_ptr<Stack> stack_;
+    static inline std::string unavailable_, failed_;
+};
 
 }  // namespace browser_test
