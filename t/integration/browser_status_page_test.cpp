@@ -24,7 +24,6 @@ namespace {
 
 using namespace harness;
 using api_test::dump;
-using api_test::parse_json;
 using api_test::str;
 using wallet::JsonPtr;
 
@@ -79,7 +78,7 @@ public:
     std::string router_url() const { return nginx_->router_url(); }
     JsonPtr status() const {
         auto response = http_post_json(nginx_->api_url(), R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_status","params":{}})");
-        JsonPtr answer = parse_json(response.body);
+        JsonPtr answer = api_test::parse_json(response.body);
         json_t* result = answer ? json_object_get(answer.get(), "result") : nullptr;
         EXPECT_NE(result, nullptr) << response.body;
         return JsonPtr(json_incref(result != nullptr ? result : json_object()));
