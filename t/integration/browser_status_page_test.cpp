@@ -10,7 +10,7 @@
 // The stack and the browser start once for all the tests of this program (one
 // ctest test, label `browser`). The heads of the simulators move only when a
 // test moves them, so the numbers stand still while they are compared.
-// Screenshots: <build>/t/browser/screenshots/<test>[-<moment>].png. Without
+// Screenshots: <build>/t/browser/screenshots/StatusPage/<test>[-<moment>].png. Without
 // Chromium, Node.js or the pinned npm package the tests are skipped and say
 // why; under CI=true they fail.
 #include <memory>

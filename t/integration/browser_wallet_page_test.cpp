@@ -8,7 +8,7 @@
 //
 // The stack and the browser start once for all the tests of this program (one
 // ctest test, label `browser`); each test loads the page afresh (a desktop or a phone tab) and
-// saves a screenshot in <build>/t/browser/screenshots/<test>.png.
+// saves a screenshot in <build>/t/browser/screenshots/WalletPage/<test>.png.
 // Without Chromium, Node.js or the pinned npm package, the tests are skipped
 // and say why; under CI=true they fail.
 #include <memory>

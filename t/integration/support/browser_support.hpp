@@ -1,7 +1,7 @@
 // The browser tests' shared parts (label `browser`): Debian's Chromium driven
 // by playwright-core (t/browser/driver.js and a page module), and the demo's
 // one nginx exactly as scripts/start writes it (scripts/render-demo-nginx).
-// Each test saves a screenshot in <build>/t/browser/screenshots/.
+// Each test saves a screenshot in <build>/t/browser/screenshots/<suite>/.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -28,6 +28,11 @@ inline std::string chromium_path() {
 }
 
 inline fs::path browser_dir() { return binary_dir() / "t" / "browser"; }
+// Where driver.js and `page_module` are installed with their packages: one
+// directory per page, so that the browser tests run at once without sharing files.
+inline fs::path driver_dir(const std::string& page_module) {
+    return browser_dir() / fs::path(page_module).stem();
+}
 
 // Empty when Chromium, Node.js and the pinned packages are there (installed
 // now if needed) for driver.js with `page_module`; otherwise why not.
@@ -35,14 +40,16 @@ inline std::string unavailable(const std::string& page_module) {
     if (!fs::exists(chromium_path())) {
         return chromium_path() + " is not installed (Debian's chromium: scripts/install-deps installs it)";
     }
-    return npm_test::install_packages("browser", {"driver.js", page_module}, browser_dir());
+    return npm_test::install_packages("browser", {"driver.js", page_module}, driver_dir(page_module));
 }
 
-// The screenshot of the running test, `suffix` added to its name.
+// The screenshot of the running test, `suffix` added to its name:
+// <build>/t/browser/screenshots/<suite>/<test><suffix>.png.
 inline fs::path screenshot_path(const std::string& suffix = "") {
-    const fs::path screenshots = browser_dir() / "screenshots";
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    const fs::path screenshots = browser_dir() / "screenshots" / test->test_suite_name();
     fs::create_directories(screenshots);
-    return screenshots / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + suffix + ".png");
+    return screenshots / (std::string(test->name()) + suffix + ".png");
 }
 
 // driver.js with one page module: Chromium started once, a script per run().
@@ -53,7 +60,7 @@ public:
         ProcessOptions options;
         options.log_path = dir / "driver.log";
         register_log("browser driver", options.log_path);
-        process_ = Process::start({"node", (browser_dir() / "driver.js").string(), page_module, chromium_path(),
+        process_ = Process::start({"node", (driver_dir(page_module) / "driver.js").string(), page_module, chromium_path(),
                                    port_file.string()},
                                   options);
         if (!wait_until([&] { return fs::exists(port_file) || !process_.running(); }, 60s) || !process_.running()) {
