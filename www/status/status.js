@@ -41,7 +41,9 @@ async function getStatus() {
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'wallet_history.get_status', params: {} }),
   });
-  const answer = await response.json();
+  const answer = await response.json().catch(() => {
+    throw new Error(`get_status: the server answered HTTP ${response.status} without a JSON-RPC answer`);
+  });
   if (answer.error) throw new Error(`get_status: ${answer.error.message} (code ${answer.error.code})`);
   return answer.result;
 }
