@@ -70,6 +70,8 @@ std::string metrics_page(const std::vector<RouterInstance*>& instances) {
             for (std::size_t u = 0; u < instance->table.targets[t].urls.size(); ++u) {
                 const UrlHealth* health = instance->url_health(t, u);
                 scrape.url_in.push_back(health == nullptr ? -1 : health->down.load() == 0 ? 1 : 0);
+                scrape.url_head.push_back(health == nullptr ? 0 : health->head.load());
+                scrape.url_lib.push_back(health == nullptr ? 0 : health->lib.load());
             }
         }
         routers.push_back(std::move(scrape));

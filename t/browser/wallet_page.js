@@ -1,25 +1,10 @@
-// Drives the wallet page (www/wallet) in Debian's Chromium, headless, through
-// playwright-core, the way a person uses it, and reports what the page shows.
+// The wallet page (www/wallet) for driver.js: its steps and what it shows.
 // The test (t/integration/browser_wallet_page_test.cpp) decides what is right.
-//
-// Usage: node wallet_page.js CHROMIUM PORT_FILE
-// Launches Chromium once, then serves POST /run on a free loopback port,
-// written to PORT_FILE: each request (one test) runs one script on the page
-// loaded afresh, so the tests share the browser's start-up.
-// Script: {"url", "screenshot", "phone": bool,
-//          "steps": [{"account": NAME} | {"click": "older"|"newer"} |
-//                    {"check": [OP_TYPE...]} | {"window": "all"|"7"|...} |
-//                    {"custom_window": [FROM_DATE, TO_DATE]}]}
-// Answer: {"filters": {"default": [...], "opt_in": [...]},
-//          "snapshots": [what the page shows after each step], "problems": [...]}
-// or HTTP 500 with the error.
+// Steps: {"account": NAME} | {"click": "older"|"newer"} |
+//        {"check": [OP_TYPE...]} | {"window": "all"|"7"|...} |
+//        {"custom_window": [FROM_DATE, TO_DATE]}
+// Loaded: {"filters": {"default": [...], "opt_in": [...]}}.
 'use strict';
-
-const fs = require('fs');
-const http = require('http');
-const { chromium } = require('playwright-core');
-
-const [chromiumPath, portFile] = process.argv.slice(2);
 
 // Waits until every action the page started has finished (wallet.js sets
 // <body data-busy> while one runs).
@@ -80,74 +65,13 @@ async function run(page, step) {
   await settled(page);
 }
 
-// One tab per kind of screen, kept from script to script: a new one costs a
-// renderer's start-up, and loading the page again starts it afresh anyway.
-const tabs = {};
-async function tab(browser, phone) {
-  const kind = phone ? 'phone' : 'desktop';
-  if (!tabs[kind]) {
-    const context = await browser.newContext(
-      phone ? { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true }
-            : { viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(10000);
-    const problems = [];
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`); });
-    tabs[kind] = { page, problems };
-  }
-  return tabs[kind];
-}
-
-async function runScript(browser, script) {
-  const { page, problems } = await tab(browser, script.phone);
-  problems.length = 0;
-  await page.goto('about:blank');
-  await page.goto(script.url);
+// Once loaded: the op types the filter offers.
+async function loaded(page) {
   await settled(page);
-  const filters = await page.evaluate(() => {
+  return page.evaluate(() => {
     const types = (id) => [...document.querySelectorAll(`#${id} input`)].map((box) => box.value);
-    return { default: types('types-default'), opt_in: types('types-opt-in') };
-  });
-  const snapshots = [];
-  try {
-    for (const step of script.steps) {
-      await run(page, step);
-      snapshots.push(await snapshot(page));
-    }
-  } finally {
-    // Also when a step failed: the picture says what the page showed.
-    await page.screenshot({ path: script.screenshot, fullPage: true, timeout: 30000 });
-  }
-  return { filters, snapshots, problems: [...problems] };
-}
-
-async function main() {
-  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true });
-  const server = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk) => { body += chunk; });
-    request.on('end', async () => {
-      try {
-        const result = await runScript(browser, JSON.parse(body));
-        response.writeHead(200, { 'Content-Type': 'application/json' });
-        response.end(JSON.stringify(result));
-      } catch (error) {
-        response.writeHead(500, { 'Content-Type': 'text/plain' });
-        response.end(error && error.stack ? error.stack : String(error));
-      }
-    });
-  });
-  server.listen(0, '127.0.0.1', () => fs.writeFileSync(portFile, String(server.address().port)));
-  // Stopped by the test with SIGTERM: Chromium goes with it.
-  process.on('SIGTERM', async () => {
-    server.close();
-    await browser.close();
-    process.exit(0);
+    return { filters: { default: types('types-default'), opt_in: types('types-opt-in') } };
   });
 }
 
-main().catch((error) => {
-  console.error(error && error.stack ? error.stack : String(error));
-  process.exit(1);
-});
+module.exports = { loaded, step: run, snapshot };

@@ -132,6 +132,9 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./usr/share/hive-wallet/www/wallet/index.html", data},
         {"./usr/share/hive-wallet/www/wallet/wallet.js", data},
         {"./usr/share/hive-wallet/www/wallet/wallet.css", data},
+        {"./usr/share/hive-wallet/www/status/index.html", data},
+        {"./usr/share/hive-wallet/www/status/status.js", data},
+        {"./usr/share/hive-wallet/www/status/status.css", data},
     };
     for (const auto& [path, mode] : expected) {
         ASSERT_TRUE(mode_of.contains(path)) << path << " missing from\n" << listing.output;

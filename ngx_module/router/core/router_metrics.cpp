@@ -127,6 +127,24 @@ void write_router_metrics(metrics::TextWriter& out, const std::vector<RouterScra
             }
         });
     }
+    // The chain nodes' blocks as their last poll reported them: the chain's
+    // head and last irreversible block, and each node's lag behind the best.
+    const auto write_blocks = [&](const char* name, const char* help, std::vector<std::uint64_t> RouterScrape::*blocks) {
+        out.family(name, "gauge", help);
+        for (const RouterScrape& r : routers) {
+            each_url(*r.table, [&](const Target& t, const Endpoint& e, std::size_t u) {
+                const auto& known = r.*blocks;
+                if (t.chain_node && u < known.size() && known[u] > 0) {
+                    out.sample(name, {{"target", t.name}, {"url", e.url}}, known[u]);
+                }
+            });
+        }
+    };
+    write_blocks("jsonrpc_router_url_head_block",
+                 "Head block number a chain node's URL reported at its last successful poll.", &RouterScrape::url_head);
+    write_blocks("jsonrpc_router_url_irreversible_block",
+                 "Last irreversible block a chain node's URL reported at its last successful poll.",
+                 &RouterScrape::url_lib);
     out.family("jsonrpc_router_redis_errors_total", "counter",
                "Redis failures (connect, timeout, broken connection, bad reply); each one serves uncached "
                "and skips Redis for a second.");

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "metrics_text.hpp"
@@ -67,11 +68,15 @@ private:
 
 // What the text of one routing table needs besides its counters: whether
 // each URL (all URLs, targets in file order) is in its pool (1), out (0),
-// or not watched (-1: a target with one URL that is not a chain node).
+// or not watched (-1: a target with one URL that is not a chain node), and
+// for chain nodes the head and last irreversible block its last poll
+// reported (0: not known yet; empty vectors: none known).
 struct RouterScrape {
     const RoutingTable* table;
     RouterMetrics metrics;
     std::vector<int> url_in;
+    std::vector<std::uint64_t> url_head{};
+    std::vector<std::uint64_t> url_lib{};
 };
 
 // The families of every routing table, each family once.

@@ -74,7 +74,30 @@ TEST(RouterMetricsCore, CountersPerRouteAndUrlRenderEachFamilyOnce) {
     EXPECT_TRUE(has("jsonrpc_router_ws_output_peak_bytes 0")) << text;
     std::size_t types = 0;
     for (std::size_t at = text.find("# TYPE"); at != std::string::npos; at = text.find("# TYPE", at + 1)) ++types;
-    EXPECT_EQ(types, 9u);
+    EXPECT_EQ(types, 11u);
+}
+
+TEST(RouterMetricsCore, ChainNodesBlocksAsTheirLastPollReported) {
+    auto table = router::parse_routing_table(
+        R"({"targets":{"a":"http://h:1","n":["http://h:2","http://h:3","http://h:4"]},
+            "chain-nodes":{"n":{}},"routes":{"^x":{"target":"n"},"^y":{"target":"a"}}})",
+        "t.json");
+    ASSERT_TRUE(table) << table.error();
+    std::vector<std::max_align_t> memory(router::RouterMetrics::bytes_for(*table) / sizeof(std::max_align_t) + 1);
+    router::RouterMetrics m = router::RouterMetrics::construct(memory.data(), *table);
+    metrics::TextWriter out;
+    // h:4 never answered a poll: no sample rather than a block 0.
+    router::write_router_metrics(out, {router::RouterScrape{&*table, m, {-1, 1, 0, 1}, {0, 5000000, 4999990, 0},
+                                                            {0, 4999980, 4999970, 0}}});
+    const std::string& text = out.text();
+    auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
+    EXPECT_TRUE(has("# TYPE jsonrpc_router_url_head_block gauge")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_url_head_block{target="n",url="http://h:2"} 5000000)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_url_head_block{target="n",url="http://h:3"} 4999990)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_url_irreversible_block{target="n",url="http://h:2"} 4999980)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_url_irreversible_block{target="n",url="http://h:3"} 4999970)")) << text;
+    EXPECT_EQ(text.find(R"(_block{target="n",url="http://h:4"})"), std::string::npos) << text;
+    EXPECT_EQ(text.find(R"(_block{target="a")"), std::string::npos) << "not a chain node";
 }
 
 TEST(ApiMetricsCore, MethodsAreTheApisOwnNamesOrUnknown) {
