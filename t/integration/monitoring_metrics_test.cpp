@@ -220,8 +220,10 @@ TEST(MonitoringDashboards, DashboardsAndProvisioningHaveTheLayoutGrafanaLoads) {
         EXPECT_NE(yaml_value(datasource, "url"), "") << file;
         if (datasource_uid.empty()) datasource_uid = yaml_value(datasource, "uid");
         EXPECT_EQ(yaml_value(datasource, "uid"), datasource_uid) << file;
-        EXPECT_NE(compose.find(":/etc/grafana/provisioning/datasources/prometheus.yml:ro"), std::string::npos);
     }
+    EXPECT_NE(compose.find("./conf/monitoring/compose/grafana-datasource.yml:"
+                           "/etc/grafana/provisioning/datasources/prometheus.yml:ro"),
+              std::string::npos);
     EXPECT_EQ(datasource_uid, "prometheus");
 
     std::set<std::string> uids;
