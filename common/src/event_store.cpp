@@ -1085,6 +1085,14 @@ Result<EventStore::MonitoredState> EventStore::monitored_state() {
     state.shards_done = at(s, 0, 2);
     state.shards_stalled = at(s, 0, 3);
     state.shard_attempts_max = at(s, 0, 4);
+    // The same function get_status reads (cheap when every stored block is current).
+    auto outdated = pg::exec_params(conn_.get(), "SELECT first_block, last_block FROM wallet_outdated_range($1::smallint)",
+                                    {std::to_string(kDecoderVersion)});
+    if (!outdated) return make_error("decoder coverage: " + outdated.error());
+    if (PQntuples(outdated.value().get()) > 0) {
+        state.outdated_from = at(outdated.value().get(), 0, 0);
+        state.outdated_to = at(outdated.value().get(), 0, 1);
+    }
     // Readable to the writer through pg_read_all_stats (wallet-db-setup).
     auto standbys = pg::exec(conn_.get(),
                              // A label value without characters to escape.

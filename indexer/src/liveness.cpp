@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 
+#include "wallet/decoder_version.hpp"
 #include "wallet/handles.hpp"
 #include "wallet/json_util.hpp"
 
@@ -180,6 +181,13 @@ std::string Liveness::metrics() const {
     metric(out, "wallet_store_backfill_shard_attempts_max", "gauge",
            "The most claims of an unfinished backfill shard (more than 1: taken over after a failure).",
            std::to_string(monitored_.shard_attempts_max));
+    metric(out, "wallet_store_decoder_version", "gauge",
+           "The decoder version of this build (the version get_status compares the store's ranges with).",
+           std::to_string(kDecoderVersion));
+    metric(out, "wallet_store_decoder_outdated_blocks", "gauge",
+           "Blocks of the lowest run an older decoder loaded (get_status's decoder.outdated; 0: every stored "
+           "block is current). wallet-backfill over the run brings it up to date.",
+           std::to_string(monitored_.outdated_to > 0 ? monitored_.outdated_to - monitored_.outdated_from + 1 : 0));
     metric(out, "wallet_store_standbys", "gauge", "Standbys streaming from the primary.",
            std::to_string(monitored_.standbys.size()));
     out += "# HELP wallet_store_standby_replay_lag_seconds How long ago the standby's last replayed WAL was "

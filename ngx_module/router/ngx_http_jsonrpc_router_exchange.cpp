@@ -45,6 +45,8 @@ Call::~Call() {
     unpost_event(&timer_);
     if (waiting_cache) Worker::get().cache().cancel(*this);
     if (upstream != nullptr) upstream->cancel(*this);
+    // An attempt still in flight (the client went away): no longer in flight.
+    if (upstream_sent_us_ != 0) upstream_abandoned(exchange_.instance(), plan().route->target, url);
     leave_group();
 }
 
@@ -129,7 +131,9 @@ void Call::go_upstream() {
 }
 
 void Call::upstream_sent() {
-    if (!exchange_.quiet()) upstream_sent_us_ = metrics::monotonic_us();
+    if (exchange_.quiet()) return;
+    upstream_sent_us_ = metrics::monotonic_us();
+    count_upstream_sent(exchange_.instance(), plan().route->target, url);
 }
 
 void Call::upstream_ended(std::optional<router::UpstreamError> error) {
@@ -378,6 +382,7 @@ void Call::answer_too_large(AnswerRoom room) {
     ngx_log_error(NGX_LOG_INFO, log(), 0, "jsonrpc_router: request_id=%s code=%d: answer over the %s budget",
                   exchange_.request_id().c_str(), jsonrpc::code::response_too_large,
                   room == AnswerRoom::OverClient ? "client's" : "request's");
+    count_limited(instance(), room == AnswerRoom::OverClient ? router::Limit::ClientResponse : router::Limit::Response);
     const std::string message =
         room == AnswerRoom::OverClient
             ? "Response too large: the answers in flight of one client may hold " +
@@ -430,12 +435,15 @@ void Exchange::start(std::string_view body) {
                                                 : Worker::get().client_calls().claim(client_, plan_.calls.size(),
                                                                                      instance_.max_client_calls);
     if (!client_.empty()) client_calls_ = granted;
+    std::uint64_t refused = 0;
     for (std::size_t i = granted; i < plan_.calls.size(); ++i) {
         if (plan_.calls[i].error) continue;
+        ++refused;
         plan_.calls[i].error = jsonrpc::ErrorInfo{
             jsonrpc::code::client_busy, "Too many calls in flight from this client (at most " +
                                             std::to_string(instance_.max_client_calls) + "); retry after the answers"};
     }
+    if (refused > 0) count_limited(instance_, router::Limit::ClientCalls, refused);
     calls_.reserve(plan_.calls.size());
     for (std::size_t i = 0; i < plan_.calls.size(); ++i) calls_.push_back(std::make_unique<Call>(*this, i));
     pending_ = calls_.size();

@@ -46,12 +46,27 @@ void note_ws_output_peak(const RouterInstance& instance) {
     }
 }
 
+void count_limited(const RouterInstance& instance, router::Limit limit, std::uint64_t n) {
+    if (auto shared = instance.metrics()) metrics::add(shared->head().limited[static_cast<std::size_t>(limit)], n);
+}
+
+void count_upstream_sent(const RouterInstance& instance, std::size_t target, std::size_t url) {
+    if (auto shared = instance.metrics()) metrics::add(shared->url(instance.first_url[target] + url).in_flight);
+}
+
+void upstream_abandoned(const RouterInstance& instance, std::size_t target, std::size_t url) {
+    if (auto shared = instance.metrics()) {
+        shared->url(instance.first_url[target] + url).in_flight.fetch_sub(1, std::memory_order_relaxed);
+    }
+}
+
 void count_upstream(const RouterInstance& instance, std::size_t target, std::size_t url, std::uint64_t sent_us,
                     std::optional<router::UpstreamError> error) {
     auto shared = instance.metrics();
     if (!shared) return;
     const std::uint64_t now = metrics::monotonic_us();
     router::UrlCounters& counters = shared->url(instance.first_url[target] + url);
+    counters.in_flight.fetch_sub(1, std::memory_order_relaxed);
     counters.latency.observe(now > sent_us ? now - sent_us : 0);
     if (error) metrics::add(counters.errors[static_cast<std::size_t>(*error)]);
 }

@@ -24,6 +24,12 @@ void count_redis_error(const RouterInstance& instance);
 void count_ws_output(const RouterInstance& instance, std::int64_t delta);
 // Raises the peak of the queued WebSocket output to what is queued now.
 void note_ws_output_peak(const RouterInstance& instance);
+// A client budget refused `n` calls, a connection or an answer.
+void count_limited(const RouterInstance& instance, router::Limit limit, std::uint64_t n = 1);
+// An upstream request to URL `url` of `target` was sent (in flight until count_upstream or upstream_abandoned).
+void count_upstream_sent(const RouterInstance& instance, std::size_t target, std::size_t url);
+// An upstream request in flight was cancelled before it ended (its caller went away): not a request's latency.
+void upstream_abandoned(const RouterInstance& instance, std::size_t target, std::size_t url);
 // An upstream request to URL `url` of `target` sent at `sent_us`
 // (metrics::monotonic_us) ended now: its latency, and its error if any.
 void count_upstream(const RouterInstance& instance, std::size_t target, std::size_t url, std::uint64_t sent_us,

@@ -162,6 +162,7 @@ static std::optional<ngx_int_t> claim_connection(ngx_http_request_t* r, const ng
     auto client = std::make_unique<std::string>(wallet::ngx::client_address(r));
     if (!jsonrpc_router::Worker::get().client_connections().claim(*client, conf.max_client_connections)) {
         r->keepalive = 0;
+        if (conf.instance != nullptr) jsonrpc_router::count_limited(*conf.instance, router::Limit::ClientConnections);
         return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, jsonrpc::code::client_busy,
                                               "Too many connections from this client");
     }

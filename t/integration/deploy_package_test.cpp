@@ -124,6 +124,7 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./usr/share/doc/hive-wallet/JSONRPC_ROUTER.md", data},
         {"./usr/share/doc/hive-wallet/monitoring.md", data},
         {"./usr/share/hive-wallet/monitoring/alerts.yml", data},
+        {"./usr/share/hive-wallet/monitoring/alerts.test.yml", data},
         {"./usr/share/hive-wallet/monitoring/prometheus.yml", data},
         {"./usr/share/hive-wallet/monitoring/grafana/dashboards/wallet-router-api.json", data},
         {"./usr/share/hive-wallet/monitoring/grafana/dashboards/wallet-indexer-store.json", data},

@@ -1,6 +1,7 @@
 // The monitoring of conf/monitoring (issue 30 point 3): the alert rules pass
-// `promtool check rules` and their unit tests (t/monitoring/alerts_test.yml),
-// the example configuration `promtool check config`; and every metric name a
+// `promtool check rules` and their unit tests (conf/monitoring/alerts.test.yml),
+// the example configuration `promtool check config`; the dashboards and the
+// provisioning files have the layout Grafana loads; and every metric name a
 // dashboard or a rule uses is in the /metrics of the running stack: a
 // PostgreSQL primary with a streaming standby, the node simulator, a finished
 // backfill, the indexer following the chain, and nginx with the module
@@ -14,6 +15,7 @@
 
 #include "backfill_support.hpp"
 #include "support/prometheus_text.hpp"
+#include "wallet/decoder_version.hpp"
 #include "wallet/event_store.hpp"
 #include "wallet/json_util.hpp"
 
@@ -151,7 +153,7 @@ TEST(MonitoringRules, PromtoolChecksTheRulesAndTheConfigAndPassesTheirUnitTests)
     for (const std::vector<std::string>& argv :
          {std::vector<std::string>{tool, "check", "rules", (kMonitoring / "alerts.yml").string()},
           std::vector<std::string>{tool, "check", "config", (kMonitoring / "prometheus.yml").string()},
-          std::vector<std::string>{tool, "test", "rules", (source_dir() / "t/monitoring/alerts_test.yml").string()}}) {
+          std::vector<std::string>{tool, "test", "rules", (kMonitoring / "alerts.test.yml").string()}}) {
         auto result = run_command(argv);
         EXPECT_EQ(result.exit_code, 0) << argv[1] << " " << argv[2] << ":\n" << result.output;
         EXPECT_NE(result.output.find("SUCCESS"), std::string::npos) << result.output;
@@ -164,7 +166,7 @@ TEST(MonitoringRules, PromtoolChecksTheRulesAndTheConfigAndPassesTheirUnitTests)
     EXPECT_EQ(compose.exit_code, 0) << compose.output;
     // Every alert of the rules has unit tests (and, by their design, cases where it must not fire).
     const std::string rules = read_file(kMonitoring / "alerts.yml");
-    const std::string tests = read_file(source_dir() / "t/monitoring/alerts_test.yml");
+    const std::string tests = read_file(kMonitoring / "alerts.test.yml");
     const std::regex alert(R"(- alert: (\w+))");
     int alerts = 0;
     for (auto it = std::sregex_iterator(rules.begin(), rules.end(), alert); it != std::sregex_iterator(); ++it) {
@@ -176,6 +178,119 @@ TEST(MonitoringRules, PromtoolChecksTheRulesAndTheConfigAndPassesTheirUnitTests)
             << name << " has no case where it fires";
     }
     EXPECT_GE(alerts, 10);
+}
+
+namespace {
+
+// The value of `key: value` on a line of a small YAML file ("" when absent; the first one).
+std::string yaml_value(const std::string& text, const std::string& key) {
+    std::smatch match;
+    if (!std::regex_search(text, match, std::regex("(^|\\n)[ -]*" + key + R"(:\s*([^#\n]*[^#\s]))"))) return {};
+    return match[2];
+}
+
+std::string json_text(json_t* object, const char* key) {
+    json_t* value = json_object_get(object, key);
+    return json_is_string(value) ? json_string_value(value) : "";
+}
+
+}  // namespace
+
+TEST(MonitoringDashboards, DashboardsAndProvisioningHaveTheLayoutGrafanaLoads) {
+    // The provider reads the directory the package installs the dashboards to, and compose.yaml mounts them there.
+    const std::string provider = read_file(kMonitoring / "grafana/provisioning/dashboards/hive-wallet.yml");
+    EXPECT_EQ(yaml_value(provider, "apiVersion"), "1");
+    EXPECT_NE(provider.find("providers:"), std::string::npos);
+    EXPECT_EQ(yaml_value(provider, "type"), "file");
+    const std::string dashboards_path = yaml_value(provider, "path");
+    EXPECT_EQ(dashboards_path, "/usr/share/hive-wallet/monitoring/grafana/dashboards");
+    const std::string compose = read_file(source_dir() / "compose.yaml");
+    EXPECT_NE(compose.find("./conf/monitoring/grafana/dashboards:" + dashboards_path + ":ro"), std::string::npos);
+    EXPECT_NE(compose.find("./conf/monitoring/grafana/provisioning/dashboards/hive-wallet.yml:"
+                           "/etc/grafana/provisioning/dashboards/hive-wallet.yml:ro"),
+              std::string::npos);
+    // Both datasources (the package's and compose's) are Prometheus with the uid the variables default to.
+    std::string datasource_uid;
+    for (const fs::path& file : {kMonitoring / "grafana/provisioning/datasources/prometheus.yml",
+                                 kMonitoring / "compose/grafana-datasource.yml"}) {
+        const std::string datasource = read_file(file);
+        EXPECT_EQ(yaml_value(datasource, "apiVersion"), "1") << file;
+        EXPECT_NE(datasource.find("datasources:"), std::string::npos) << file;
+        EXPECT_EQ(yaml_value(datasource, "type"), "prometheus") << file;
+        EXPECT_NE(yaml_value(datasource, "url"), "") << file;
+        if (datasource_uid.empty()) datasource_uid = yaml_value(datasource, "uid");
+        EXPECT_EQ(yaml_value(datasource, "uid"), datasource_uid) << file;
+    }
+    EXPECT_NE(compose.find("./conf/monitoring/compose/grafana-datasource.yml:"
+                           "/etc/grafana/provisioning/datasources/prometheus.yml:ro"),
+              std::string::npos);
+    EXPECT_EQ(datasource_uid, "prometheus");
+
+    std::set<std::string> uids;
+    std::size_t dashboards = 0;
+    for (const auto& entry : fs::directory_iterator(kMonitoring / "grafana" / "dashboards")) {
+        const std::string file = entry.path().filename().string();
+        EXPECT_EQ(entry.path().extension(), ".json") << file << ": the provider loads *.json only";
+        json_error_t error;
+        wallet::JsonPtr dashboard = wallet::json_own(json_load_file(entry.path().c_str(), JSON_REJECT_DUPLICATES, &error));
+        ASSERT_TRUE(dashboard) << file << ":" << error.line << ": " << error.text;
+        ++dashboards;
+        json_t* d = dashboard.get();
+        // A provisioned dashboard is found by its uid (at most 40 characters); a numeric id would clash.
+        const std::string uid = json_text(d, "uid");
+        EXPECT_TRUE(!uid.empty() && uid.size() <= 40) << file;
+        EXPECT_TRUE(uids.insert(uid).second) << file << ": uid " << uid << " twice";
+        EXPECT_TRUE(json_is_null(json_object_get(d, "id")) || !json_object_get(d, "id")) << file;
+        EXPECT_FALSE(json_text(d, "title").empty()) << file;
+        EXPECT_TRUE(json_is_integer(json_object_get(d, "schemaVersion"))) << file;
+        // The datasource variable: Prometheus, defaulting to the provisioned one.
+        json_t* variables = json_object_get(json_object_get(d, "templating"), "list");
+        bool datasource_variable = false;
+        std::size_t i = 0;
+        json_t* variable = nullptr;
+        json_array_foreach(variables, i, variable) {
+            if (json_text(variable, "name") == "datasource") {
+                datasource_variable = json_text(variable, "type") == "datasource" && json_text(variable, "query") == "prometheus";
+            }
+        }
+        EXPECT_TRUE(datasource_variable) << file;
+        // Panels: unique ids, on the 24-column grid without overlapping, each query on the variable's datasource.
+        json_t* panels = json_object_get(d, "panels");
+        ASSERT_TRUE(json_is_array(panels) && json_array_size(panels) > 0) << file;
+        std::set<json_int_t> ids;
+        std::vector<std::array<json_int_t, 4>> placed;  // x, y, w, h
+        json_t* panel = nullptr;
+        json_array_foreach(panels, i, panel) {
+            const std::string title = file + ": panel " + json_text(panel, "title");
+            EXPECT_FALSE(json_text(panel, "title").empty()) << title;
+            EXPECT_TRUE(ids.insert(json_integer_value(json_object_get(panel, "id"))).second) << title << ": id twice";
+            json_t* grid = json_object_get(panel, "gridPos");
+            const std::array<json_int_t, 4> at{json_integer_value(json_object_get(grid, "x")),
+                                               json_integer_value(json_object_get(grid, "y")),
+                                               json_integer_value(json_object_get(grid, "w")),
+                                               json_integer_value(json_object_get(grid, "h"))};
+            EXPECT_TRUE(at[0] >= 0 && at[1] >= 0 && at[2] > 0 && at[3] > 0 && at[0] + at[2] <= 24) << title;
+            for (const auto& other : placed) {
+                const bool overlap = at[0] < other[0] + other[2] && other[0] < at[0] + at[2] &&
+                                     at[1] < other[1] + other[3] && other[1] < at[1] + at[3];
+                EXPECT_FALSE(overlap) << title << " overlaps the panel at x=" << other[0] << " y=" << other[1];
+            }
+            placed.push_back(at);
+            if (json_text(panel, "type") == "row") continue;
+            EXPECT_EQ(json_text(json_object_get(panel, "datasource"), "uid"), "${datasource}") << title;
+            json_t* targets = json_object_get(panel, "targets");
+            EXPECT_GT(json_array_size(targets), 0u) << title;
+            std::set<std::string> ref_ids;
+            std::size_t t = 0;
+            json_t* target = nullptr;
+            json_array_foreach(targets, t, target) {
+                EXPECT_TRUE(ref_ids.insert(json_text(target, "refId")).second) << title << ": refId twice";
+                EXPECT_FALSE(json_text(target, "expr").empty()) << title;
+                EXPECT_EQ(json_text(json_object_get(target, "datasource"), "uid"), "${datasource}") << title;
+            }
+        }
+    }
+    EXPECT_EQ(dashboards, 2u);
 }
 
 TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMetrics) {
@@ -251,12 +366,20 @@ TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMe
         if (sample.name == "wallet_store_standby_replay_lag_seconds") ++standby_series;
     }
     EXPECT_EQ(standby_series, 1u);
+    // Every stored block was loaded by this build's decoder.
+    EXPECT_EQ(from_indexer.value("wallet_store_decoder_version"), wallet::kDecoderVersion);
+    EXPECT_EQ(from_indexer.value("wallet_store_decoder_outdated_blocks"), 0);
     const prometheus_text::Scrape from_nginx = scrape(nginx.url("/metrics"), "nginx-metrics.txt");
+    // The router's call is answered: nothing in flight to the node, no budget hit.
+    EXPECT_EQ(from_nginx.value("jsonrpc_router_upstream_in_flight", {{"target", "hived"}, {"url", node.url()}}), 0);
+    EXPECT_EQ(from_nginx.value("jsonrpc_router_upstream_duration_seconds_count", {{"target", "hived"}, {"url", node.url()}}), 1);
+    EXPECT_EQ(from_nginx.sum("jsonrpc_router_limited_total"), 0);
 
     // A shard whose worker died after its third claim: what the backfill
     // alerts read (directly: the indexer reads it only every 15 s).
-    primary.query("UPDATE backfill_shards SET state = 'running', attempts = 3, heartbeat_at = now() - interval '2 minutes'"
-                  " WHERE start_block = 1");
+    // Its blocks were loaded by an older decoder: the run get_status reports as outdated.
+    primary.query("UPDATE backfill_shards SET state = 'running', attempts = 3, heartbeat_at = now() - interval '2 minutes',"
+                  " decoder_version = " + std::to_string(wallet::kDecoderVersion - 1) + " WHERE start_block = 1");
     auto store = wallet::EventStore::connect(settings.db.indexer_url);
     ASSERT_TRUE(store) << store.error();
     auto state = store.value().monitored_state();
@@ -265,6 +388,8 @@ TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMe
     EXPECT_EQ(state->shards_done, 1);
     EXPECT_EQ(state->shards_stalled, 1);
     EXPECT_EQ(state->shard_attempts_max, 3);
+    EXPECT_EQ(state->outdated_from, 1);
+    EXPECT_EQ(state->outdated_to, 100);
     ASSERT_EQ(state->standbys.size(), 1u);
     EXPECT_GE(state->standbys.front().replay_bytes, 0);
 

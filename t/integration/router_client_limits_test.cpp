@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <future>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -96,8 +97,12 @@ struct ShippedRouter {
         nginx = std::make_unique<NginxServer>(nginx_options(config));
     }
     // A value of the router's /metrics (-1 when it has none).
-    double metric(const std::string& name) {
-        return prometheus_text::parse(harness::http_request("GET", nginx->url("/metrics")).body).value(name).value_or(-1);
+    double metric(const std::string& name, const std::map<std::string, std::string>& labels = {}) {
+        return prometheus_text::parse(harness::http_request("GET", nginx->url("/metrics")).body).value(name, labels).value_or(-1);
+    }
+    // The sum of a family's series (the requests in flight of every URL).
+    double metric_sum(const std::string& name) {
+        return prometheus_text::parse(harness::http_request("GET", nginx->url("/metrics")).body).sum(name);
     }
     Backend node;
     TempDir dir{"router-client"};
@@ -162,6 +167,8 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
 
     // Five batches of 50 distinct slow calls at once from one address: 250 > 200.
     std::vector<std::future<std::string>> batches = slow_batches_from("127.0.0.2", url, 5);
+    // The calls sent to the node show as in flight (for 0.8 s each, 32 at a time).
+    EXPECT_TRUE(harness::wait_until([&] { return router.metric_sum("jsonrpc_router_upstream_in_flight") > 0; }, 10s));
     ASSERT_TRUE(harness::wait_until([&] { return node.stats().second >= 200; }, 10s));
     // Another address meanwhile: served.
     JsonPtr other = parse_json(post_from("127.0.0.3", url, rpc("condenser_api.get_config")));
@@ -184,6 +191,8 @@ TEST(RouterClientLimits, CallsInFlightPerClientAreBounded) {
     }
     EXPECT_EQ(answered, 200);
     EXPECT_EQ(refused, 50);
+    EXPECT_EQ(router.metric("jsonrpc_router_limited_total", {{"limit", "client_calls"}}), 50);
+    EXPECT_EQ(router.metric_sum("jsonrpc_router_upstream_in_flight"), 0);  // every answered one taken back
     // The refused calls never reached the node (its count has the other
     // client's call and the /stats requests too).
     EXPECT_LT(node.stats().second, 250);
@@ -275,6 +284,7 @@ TEST(RouterClientLimits, TheAnswerOfOneRequestIsBounded) {
     count(ws.call(json_list(calls)), answered, too_large);
     EXPECT_EQ(answered, 15u);
     EXPECT_EQ(too_large, 15u);
+    EXPECT_EQ(router.metric("jsonrpc_router_limited_total", {{"limit", "response"}}), 30);
     EXPECT_TRUE(nginx.fatal_log_lines().empty());
 }
 
@@ -670,6 +680,7 @@ TEST(RouterClientLimits, ConnectionsPerClientAreBounded) {
     EXPECT_NE(text_at(error.get(), "error.data"), "<absent>");
     WsClient upgrade(nginx.port(), "/", "127.0.0.2");
     EXPECT_EQ(upgrade.handshake_status(), 503);
+    EXPECT_EQ(router.metric("jsonrpc_router_limited_total", {{"limit", "client_connections"}}), 2);
     // Another address meanwhile: served.
     EXPECT_EQ(text_at(parse_json(post_from("127.0.0.3", nginx.url("/"), rpc("condenser_api.get_config"))).get(),
                       "result.backend"),

@@ -177,6 +177,9 @@ TEST_F(RouterMetricsTest, CountersOfBothWorkersEqualWhatWasSent) {
     const prometheus_text::Scrape s = scrape();
     EXPECT_EQ(s.types.at("jsonrpc_router_calls_total"), "counter");
     EXPECT_EQ(s.types.at("jsonrpc_router_upstream_duration_seconds"), "histogram");
+    // Every upstream request ended (answered, timed out, a bad answer, the killed node's): none left in flight.
+    EXPECT_EQ(s.types.at("jsonrpc_router_upstream_in_flight"), "gauge");
+    EXPECT_EQ(s.sum("jsonrpc_router_upstream_in_flight"), 0);
     EXPECT_EQ(s.value("jsonrpc_router_requests_total", {{"transport", "http"}}), http_requests);
     EXPECT_EQ(s.value("jsonrpc_router_requests_total", {{"transport", "ws"}}), 3);
     for (const std::string& route : {cached, slow, plain, late, pool, std::string("unrouted")}) {

@@ -153,6 +153,10 @@ public:
         // backfill's default takeover timeout: their worker died or hangs.
         std::int64_t shards_stalled = 0;
         std::int64_t shard_attempts_max = 0;  // the most claims of an unfinished shard (1 is normal)
+        // The lowest run of stored blocks an older decoder than this build's
+        // (wallet::kDecoderVersion) loaded, as get_status's `decoder.outdated`; 0..0: none.
+        std::int64_t outdated_from = 0;
+        std::int64_t outdated_to = 0;
         std::vector<StandbyLag> standbys;
     };
     Result<MonitoredState> monitored_state();

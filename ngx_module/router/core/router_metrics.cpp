@@ -16,6 +16,7 @@ std::size_t url_count(const RoutingTable& table) {
 constexpr std::array<const char*, 2> kTransports = {"http", "ws"};
 constexpr std::array<const char*, 3> kCacheResults = {"hit", "miss", "coalesced"};
 constexpr std::array<const char*, 3> kUpstreamErrors = {"timeout", "bad_answer", "unavailable"};
+constexpr std::array<const char*, 4> kLimits = {"client_connections", "client_calls", "response", "client_response"};
 constexpr const char* kUnrouted = "unrouted";
 
 // Calls `f(target, endpoint, url index)` for every URL of a table.
@@ -117,6 +118,15 @@ void write_router_metrics(metrics::TextWriter& out, const std::vector<RouterScra
             }
         });
     }
+    out.family("jsonrpc_router_upstream_in_flight", "gauge",
+               "Upstream requests sent and not yet answered, failed or timed out, by target and URL "
+               "(bounded by jsonrpc_router_upstream_connections and _upstream_queue per worker).");
+    for (const RouterScrape& r : routers) {
+        each_url(*r.table, [&](const Target& t, const Endpoint& e, std::size_t u) {
+            out.sample("jsonrpc_router_upstream_in_flight", {{"target", t.name}, {"url", e.url}},
+                       r.metrics.url(u).in_flight.load(std::memory_order_relaxed));
+        });
+    }
     out.family("jsonrpc_router_url_in", "gauge",
                "1 while a URL of a node pool or chain node is in (gets calls), 0 while it is out.");
     for (const RouterScrape& r : routers) {
@@ -151,6 +161,15 @@ void write_router_metrics(metrics::TextWriter& out, const std::vector<RouterScra
     std::uint64_t redis = 0;
     for (const RouterScrape& r : routers) redis += r.metrics.head().redis_errors.load(std::memory_order_relaxed);
     out.sample("jsonrpc_router_redis_errors_total", {}, redis);
+    out.family("jsonrpc_router_limited_total", "counter",
+               "What a client budget refused, by limit: client_connections (a connection, 503), client_calls "
+               "(a call over the calls in flight), response and client_response (an answer over the bytes "
+               "of one request or of one client's answers in flight: response_too_large).");
+    for (std::size_t l = 0; l < kLimits.size(); ++l) {
+        std::uint64_t limited = 0;
+        for (const RouterScrape& r : routers) limited += r.metrics.head().limited[l].load(std::memory_order_relaxed);
+        out.sample("jsonrpc_router_limited_total", {{"limit", kLimits[l]}}, limited);
+    }
     out.family("jsonrpc_router_ws_output_bytes", "gauge",
                "WebSocket answers queued to clients that have not read them yet, bytes (every worker's).");
     std::uint64_t queued = 0;

@@ -19,6 +19,10 @@ namespace router {
 enum class ClientTransport : std::size_t { Http, WebSocket };
 enum class CacheResult : std::size_t { Hit, Miss, Coalesced };
 enum class UpstreamError : std::size_t { Timeout, BadAnswer, Unavailable };
+// A client budget that refused something: a connection (503), a call (an
+// error in its place), an answer (response_too_large). One per directive
+// jsonrpc_router_max_client_connections, _max_client_calls, _max_response, _max_client_response.
+enum class Limit : std::size_t { ClientConnections, ClientCalls, Response, ClientResponse };
 
 struct RouteCounters {
     std::array<metrics::Counter, 2> calls{};  // by ClientTransport
@@ -28,12 +32,15 @@ struct RouteCounters {
 struct UrlCounters {
     metrics::Histogram latency;               // every upstream attempt, failed ones too
     std::array<metrics::Counter, 3> errors{};  // by UpstreamError
+    // Requests sent and not yet ended (every worker adds and takes back its own).
+    metrics::Counter in_flight{0};
 };
 
 struct RouterCountersHead {
     std::array<metrics::Counter, 2> requests{};        // bodies: HTTP POSTs, WebSocket messages
     std::array<metrics::Counter, 2> unrouted_calls{};  // no route, or not a valid call
     metrics::Counter redis_errors{0};
+    std::array<metrics::Counter, 4> limited{};  // by Limit
     // WebSocket answers queued to clients (bytes, all workers: each adds
     // and takes back its own), and the highest that sum has been.
     metrics::Counter ws_output_bytes{0};

@@ -51,6 +51,8 @@ TEST(RouterMetricsCore, CountersPerRouteAndUrlRenderEachFamilyOnce) {
     m.url(2).latency.observe(2000);
     metrics::add(m.url(2).errors[static_cast<std::size_t>(router::UpstreamError::Timeout)]);
     metrics::add(m.head().redis_errors);
+    metrics::add(m.url(1).in_flight, 2);
+    metrics::add(m.head().limited[static_cast<std::size_t>(router::Limit::ClientCalls)], 5);
 
     metrics::TextWriter out;
     router::write_router_metrics(out, {router::RouterScrape{&table, router::RouterMetrics::attach(memory.data(), table),
@@ -69,6 +71,11 @@ TEST(RouterMetricsCore, CountersPerRouteAndUrlRenderEachFamilyOnce) {
     EXPECT_TRUE(has(R"(jsonrpc_router_url_in{target="p",url="http://h:3"} 0)")) << text;
     EXPECT_EQ(text.find(R"(jsonrpc_router_url_in{target="a")"), std::string::npos) << "a target without health";
     EXPECT_TRUE(has("jsonrpc_router_redis_errors_total 1")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_upstream_in_flight{target="p",url="http://h:2"} 2)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_upstream_in_flight{target="a",url="http://h:1"} 0)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_limited_total{limit="client_calls"} 5)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_limited_total{limit="client_connections"} 0)")) << text;
+    EXPECT_TRUE(has(R"(jsonrpc_router_limited_total{limit="client_response"} 0)")) << text;
     EXPECT_TRUE(has("# TYPE jsonrpc_router_ws_output_bytes gauge")) << text;
     EXPECT_TRUE(has("jsonrpc_router_ws_output_bytes 0")) << text;
     EXPECT_TRUE(has("jsonrpc_router_ws_output_peak_bytes 0")) << text;
