@@ -81,7 +81,7 @@ TEST(RouterMetricsCore, CountersPerRouteAndUrlRenderEachFamilyOnce) {
     EXPECT_TRUE(has("jsonrpc_router_ws_output_peak_bytes 0")) << text;
     std::size_t types = 0;
     for (std::size_t at = text.find("# TYPE"); at != std::string::npos; at = text.find("# TYPE", at + 1)) ++types;
-    EXPECT_EQ(types, 11u);
+    EXPECT_EQ(types, 13u);
 }
 
 TEST(RouterMetricsCore, ChainNodesBlocksAsTheirLastPollReported) {
