@@ -187,13 +187,13 @@ ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_htt
     timer->cancelable = 1;  // a graceful stop does not wait for it
     cleanup->handler = stop_body_deadline;
     cleanup->data = timer;
-    ngx_http_set_ctx(r, timer, ngx_http_jsonrpc_router_module);
-    ngx_add_timer(timer, conf.body_timeout);
     r->request_body_in_single_buf = 1;
     ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        stop_body_deadline(timer);
-        ngx_http_set_ctx(r, nullptr, ngx_http_jsonrpc_router_module);
+    // A body that came with its headers (most do) was handled inside the
+    // call: the deadline runs only while nginx waits for the rest of one.
+    if (rc == NGX_AGAIN && ngx_http_get_module_ctx(r, ngx_http_jsonrpc_router_module) == nullptr) {
+        ngx_http_set_ctx(r, timer, ngx_http_jsonrpc_router_module);
+        ngx_add_timer(timer, conf.body_timeout);
     }
     return rc;
 }
