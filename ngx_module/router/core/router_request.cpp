@@ -259,7 +259,8 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
 UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits) {
     UpstreamReply reply;
     JsonDocument doc;
-    if (doc.parse(body, limits.max_response_depth) != JsonParseStatus::Ok) {
+    // Checked whole, read at its top only (the result passes through as text).
+    if (doc.parse_top(body, limits.max_response_depth) != JsonParseStatus::Ok) {
         reply.problem = body.empty() ? "empty body" : "not JSON";
         return reply;
     }
