@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wallet/balance_state.hpp"
@@ -137,6 +139,9 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
         {std::to_string(through), std::to_string(next)});
     if (!declared) return make_error("snapshots: " + declared.error());
     States states(conn, ids, through);
+    // The events of one operation are adjacent (same block and seq): its changes are read once.
+    std::optional<std::pair<std::int64_t, std::int64_t>> operation_key;
+    Result<std::vector<CarriedBalanceChange>> operation_changes = std::vector<CarriedBalanceChange>{};
     for (;;) {
         auto rows = pg::exec(conn, "FETCH " + std::to_string(kFetchRows) + " FROM wallet_snapshot_events");
         if (!rows) return make_error("snapshots: " + rows.error());
@@ -153,15 +158,20 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
             event.block_num = number_at(result, row, 3);
             event.block_seq = number_at(result, row, 4);
             event.payload = std::make_shared<const std::string>(PQgetvalue(result, row, 5));
-            auto decoded = balance_changes(event, rules.assets, rules.forks);
+            const std::pair key{event.block_num, *event.block_seq};
+            if (key != operation_key) {
+                operation_key = key;
+                operation_changes = operation_balance_changes(event, rules.assets, rules.forks);
+            }
             // An undecodable event is listed by the writers (wallet_balance_undecodable):
             // its account's balances are refused from its block on.
-            if (!decoded) {
-                changes.emplace_back();
-                continue;
+            auto& event_changes = changes.emplace_back();
+            if (!operation_changes) continue;
+            for (const auto& [carrier, change] : *operation_changes) {
+                if (carrier != event.role) continue;
+                names.push_back(change.account);
+                event_changes.push_back(change);
             }
-            for (const auto& change : *decoded) names.push_back(change.account);
-            changes.push_back(std::move(*decoded));
         }
         auto loaded_states = states.load(std::move(names));
         if (!loaded_states) return make_error(loaded_states.error());

@@ -557,10 +557,7 @@ class BalanceChangeBuilder {
 public:
     BalanceChangeBuilder(const OpFields& f, const AssetTable& table) : f_(f), table_(table) {}
 
-    struct Carried {
-        Role carrier;
-        BalanceChange change;
-    };
+    using Carried = CarriedBalanceChange;
 
     std::vector<Carried> take() { return std::move(changes_); }
 
@@ -1180,8 +1177,8 @@ Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry
     return events;
 }
 
-Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, const AssetTable& assets,
-                                                   const HardforkSchedule& forks) {
+Result<std::vector<CarriedBalanceChange>> operation_balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                                    const HardforkSchedule& forks) {
     if (!event.payload) return make_error("balance changes: the event has no payload");
     try {
         const json::Tape tape = tape_of(*event.payload);
@@ -1191,17 +1188,28 @@ Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, con
         const NodeOperation op = read_operation(op_value);
         if (op.type != event.op_type) return make_error("balance changes: the payload is not a " + event.op_type);
         const OpFields f(op, assets);
-        std::vector<BalanceChange> changes;
+        std::vector<CarriedBalanceChange> changes;
         for (auto& carried : operation_balance_changes(f, event.block_num, forks, assets)) {
-            BalanceChange& change = carried.change;
-            if (carried.carrier != event.role || change.account == kNullAccount) continue;
+            const BalanceChange& change = carried.change;
+            if (change.account == kNullAccount) continue;
             if (change.kind == ChangeKind::add && change.amount.is_zero()) continue;
-            changes.push_back(std::move(change));
+            changes.push_back(std::move(carried));
         }
         return changes;
     } catch (const DecodeFailure& failure) {
         return make_error("block " + std::to_string(event.block_num) + " " + event.op_type + ": " + failure.what());
     }
+}
+
+Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                   const HardforkSchedule& forks) {
+    auto carried = operation_balance_changes(event, assets, forks);
+    if (!carried) return make_error(carried.error());
+    std::vector<BalanceChange> changes;
+    for (auto& [carrier, change] : *carried) {
+        if (carrier == event.role) changes.push_back(std::move(change));
+    }
+    return changes;
 }
 
 }  // namespace wallet

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <limits>
@@ -623,7 +624,14 @@ Result<Inserted> multi_row_insert(PGconn* conn, const Rendered& rows) {
 class BalanceRows {
 public:
     void add_event(const WalletEvent& event, const BalanceRules& rules) {
-        auto changes = balance_changes(event, rules.assets, rules.forks);
+        // The events of one operation are adjacent and share its payload:
+        // its changes are read once, each event takes its role's.
+        if (!operation_ || event.payload != operation_->payload || event.block_num != operation_->block_num ||
+            event.op_type != operation_->op_type) {
+            operation_ = Operation{event.payload, event.block_num, event.op_type,
+                                   operation_balance_changes(event, rules.assets, rules.forks)};
+        }
+        const auto& changes = operation_->changes;
         const std::string account = storable_text(event.account);
         if (!changes) {
             // Stored without its changes, listed so that the balances it may
@@ -632,8 +640,8 @@ public:
                                     operation_type_id(event.op_type), event.op_type, changes.error()});
             return;
         }
-        for (const auto& change : *changes) {
-            if (change.account == account) continue;
+        for (const auto& [carrier, change] : *changes) {
+            if (carrier != event.role || change.account == account) continue;
             carried_.emplace(storable_text(change.account), event.block_num, event.block_seq.value_or(0),
                              role_code(event.role), account);
         }
@@ -689,6 +697,14 @@ public:
     std::int64_t undecodable() const { return static_cast<std::int64_t>(undecodable_.size()); }
 
 private:
+    // The last operation read (its payload, block and type) and its changes.
+    struct Operation {
+        PayloadText payload;
+        std::int64_t block_num = 0;
+        std::string op_type;
+        Result<std::vector<CarriedBalanceChange>> changes;
+    };
+    std::optional<Operation> operation_;
     // (account the change is of, block, seq, role, the event's account)
     std::set<std::tuple<std::string, std::int64_t, std::int64_t, int, std::string>> carried_;
     struct Undecodable {

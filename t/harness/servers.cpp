@@ -294,8 +294,6 @@ bool sanitized_build() {
 #endif
 }
 
-namespace {
-
 std::map<std::string, std::string> nginx_env(const std::map<std::string, std::string>& extra) {
     std::map<std::string, std::string> env = extra;
 #ifdef WALLET_SANITIZE
@@ -306,8 +304,6 @@ std::map<std::string, std::string> nginx_env(const std::map<std::string, std::st
 #endif
     return env;
 }
-
-}  // namespace
 
 std::string NginxServer::render(const Options& options, std::uint16_t port, const fs::path& prefix) {
     std::ostringstream conf;

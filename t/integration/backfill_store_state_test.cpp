@@ -4,7 +4,8 @@
 // of write (the indexer's batches and fork rewinds, the backfill's plan,
 // claims, progress and releases, and any statement on the three tables),
 // exact when the indexer and two shard workers commit in overlapping
-// transactions, and set by the migration on a populated store.
+// transactions, and set by the migration on a populated store. Likewise the
+// columns get_balances' readiness reads (migration 0019).
 //
 // Sizes: no chain; a few rows per table. About 4 s (four PostgreSQL servers).
 #include <gtest/gtest.h>
@@ -40,6 +41,11 @@ struct Store {
     // The row (what a page reads) and the computation it stands for, as text ("NULL": none).
     std::string row() const { return pg.query("SELECT coalesce(indexed_block::text, 'NULL') FROM wallet_store_state").at(0); }
     std::string computed() const { return pg.query("SELECT coalesce(wallet_indexed_block_computed()::text, 'NULL')").at(0); }
+    // Every kept column (migration 0019 adds get_balances' readiness) and their computation.
+    std::string kept_row() const {
+        return pg.query("SELECT row(indexed_block, first_block, loading_from, stored_version)::text FROM wallet_store_state").at(0);
+    }
+    std::string kept_computed() const { return pg.query("SELECT row(c.*)::text FROM wallet_store_state_computed() c").at(0); }
     std::string status() const {
         return pg.query("SELECT coalesce(indexed_block::text, 'NULL') FROM wallet_store_status(2::smallint)").at(0);
     }
@@ -49,6 +55,7 @@ struct Store {
 void expect_kept(const Store& store, const std::string& expected, const std::string& after) {
     SCOPED_TRACE("after " + after);
     EXPECT_EQ(store.row(), store.computed());
+    EXPECT_EQ(store.kept_row(), store.kept_computed());
     EXPECT_EQ(store.row(), expected);
     EXPECT_EQ(store.status(), expected);
 }

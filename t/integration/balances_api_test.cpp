@@ -5,7 +5,9 @@
 // database_api.find_accounts shows equals get_balances at the head (the
 // chain's genesis balances, which no operation carries, stored as snapshots
 // at block 0: mainnet has none), and at a middle block equals the
-// ledger at that block. Also: the completeness and bad-input errors, and an event whose
+// ledger at that block. Also: the completeness errors (a history not from
+// block 1, a range of an older decoder: read from the row the writers keep,
+// so these also show that the row follows the shards), the bad-input errors, and an event whose
 // balance changes the decoder cannot read makes that account's balances an
 // error naming the block.
 //
@@ -319,6 +321,15 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     // A history that does not start at block 1.
     stack.pg().query("UPDATE backfill_shards SET start_block = 2 WHERE start_block = 1");
     EXPECT_EQ(error_of(someone), "the store's history starts at block 2, not 1: a balance needs every block from 1");
+    stack.pg().query("UPDATE backfill_shards SET start_block = 1 WHERE start_block = 2");
+    EXPECT_FALSE(balances(someone, std::nullopt).empty()) << "the history from block 1 again";
+    // A range loaded by an older decoder: refused at and above it, answered below.
+    stack.pg().query("UPDATE backfill_shards SET decoder_version = decoder_version - 1 WHERE start_block = 251");
+    EXPECT_EQ(error_of(someone), "blocks 251..500 were loaded by an older decoder version: run wallet-backfill over them");
+    EXPECT_EQ(error_of(someone, 251), "blocks 251..500 were loaded by an older decoder version: run wallet-backfill over them");
+    EXPECT_FALSE(balances(someone, 250).empty()) << "below the outdated range, the balances hold";
+    stack.pg().query("UPDATE backfill_shards SET decoder_version = decoder_version + 1 WHERE start_block = 251");
+    EXPECT_FALSE(balances(someone, std::nullopt).empty()) << "the range current again";
 }
 
 }  // namespace

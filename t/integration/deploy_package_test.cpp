@@ -129,6 +129,9 @@ TEST(DebianPackage, FilesAreInDebiansLayout) {
         {"./usr/share/hive-wallet/monitoring/grafana/dashboards/wallet-indexer-store.json", data},
         {"./usr/share/hive-wallet/monitoring/grafana/provisioning/dashboards/hive-wallet.yml", data},
         {"./usr/share/hive-wallet/monitoring/grafana/provisioning/datasources/prometheus.yml", data},
+        {"./usr/share/hive-wallet/www/wallet/index.html", data},
+        {"./usr/share/hive-wallet/www/wallet/wallet.js", data},
+        {"./usr/share/hive-wallet/www/wallet/wallet.css", data},
     };
     for (const auto& [path, mode] : expected) {
         ASSERT_TRUE(mode_of.contains(path)) << path << " missing from\n" << listing.output;

@@ -9,11 +9,10 @@
 //
 // Without node/npm, or when npm cannot install the pinned packages (no
 // registry), the test is skipped and says why; under CI=true it fails.
-#include <cstdlib>
-
 #include "indexer_support.hpp"
 #include "router_support.hpp"
 #include "support/api_support.hpp"
+#include "support/npm_packages.hpp"
 
 using namespace router_test;
 using wallet::JsonPtr;
@@ -31,33 +30,6 @@ JsonPtr fixture(const std::string& relative) {
 }
 
 std::string compact(json_t* j) { return j != nullptr ? api_test::dump(j) : "<absent>"; }
-
-// The client libraries in the build tree, installed from the pinned lock
-// file when it changed. Empty when ready, otherwise why they are not.
-std::string install_clients(const fs::path& dir) {
-    if (run_command({"sh", "-c", "command -v node && command -v npm"}).exit_code != 0) {
-        return "nodejs and npm are not installed (scripts/install-deps installs them)";
-    }
-    const fs::path sources = source_dir() / "t" / "clients";
-    fs::create_directories(dir);
-    for (const char* name : {"package.json", "package-lock.json", "hive_clients.js"}) {
-        fs::copy_file(sources / name, dir / name, fs::copy_options::overwrite_existing);
-    }
-    const fs::path stamp = dir / "node_modules" / ".installed-lock";
-    const std::string lock = read_file(sources / "package-lock.json");
-    if (fs::exists(stamp) && read_file(stamp) == lock) return "";
-    // No install scripts: dhive's native secp256k1 falls back to its pure
-    // JavaScript code, and nothing is built or downloaded beside the registry.
-    auto npm = run_command({"npm", "ci", "--prefix", dir.string(), "--ignore-scripts", "--no-audit", "--no-fund",
-                            "--fetch-retries=1", "--fetch-timeout=30000"},
-                           {}, 240s);
-    if (npm.exit_code != 0) {
-        return "npm cannot install the pinned client libraries (no access to the npm registry?): " +
-               npm.output.substr(npm.output.size() > 1500 ? npm.output.size() - 1500 : 0);
-    }
-    write_file(stamp, lock);
-    return "";
-}
 
 // The routing file of the chain deployment with its targets on this stack.
 std::string deployment_routes(const std::string& node_url, const std::string& api_url) {
@@ -146,11 +118,8 @@ void expect_transport(json_t* answers, const std::string& what, const Recordings
 
 TEST(RouterClients, DhiveOverHttpAndWsOverWebSocketGetTheChainsAndTheWalletApisAnswers) {
     const fs::path clients_dir = binary_dir() / "t" / "clients";
-    if (std::string why = install_clients(clients_dir); !why.empty()) {
-        // CI installs Node.js and the pinned packages (scripts/install-deps,
-        // npm ci): there a missing one is a failure, not a skip.
-        const char* ci = std::getenv("CI");
-        if (ci != nullptr && std::string(ci) == "true") FAIL() << why << " (CI=true: a skip would hide it)";
+    if (std::string why = npm_test::install_packages("clients", {"hive_clients.js"}, clients_dir); !why.empty()) {
+        if (npm_test::missing_tools_fail()) FAIL() << why << " (CI=true: a skip would hide it)";
         GTEST_SKIP() << why;
     }
 

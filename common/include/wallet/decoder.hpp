@@ -117,4 +117,14 @@ Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry
 Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, const AssetTable& assets,
                                                    const HardforkSchedule& forks);
 
+// The balance changes of the event's whole operation, each with the role of
+// the operation's event that carries it (balance_changes is the event's own
+// role's share): read once for all the events of one operation.
+struct CarriedBalanceChange {
+    Role carrier = Role::Sender;
+    BalanceChange change;
+};
+Result<std::vector<CarriedBalanceChange>> operation_balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                                    const HardforkSchedule& forks);
+
 }  // namespace wallet

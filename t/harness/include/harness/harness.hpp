@@ -196,6 +196,10 @@ private:
 // The project's nginx module, as built in this build tree.
 fs::path nginx_module_path();
 
+// The environment of an nginx that loads the module: `extra` plus, in the
+// sanitizer build, what Debian's uninstrumented nginx needs to load it.
+std::map<std::string, std::string> nginx_env(const std::map<std::string, std::string>& extra);
+
 // nginx from Debian (/usr/sbin/nginx) with the project's module loaded, run in
 // the foreground from a temporary prefix. `http_config` is the body of the
 // http{} block; "{{PORT}}" in it is replaced by port().

@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# get_balances at scale (run as `t/bench/run balances`; issue 28).
+#
+# The synthetic chain with its ledger (the simulator's --ledger: mainnet op
+# shares, payable operations, find_accounts at the head) is loaded from
+# block 1 by wallet-backfill (parallel shards, row by row: the path that runs
+# the snapshot pass, at the shipped CHAIN_BALANCE_SNAPSHOT_BLOCKS unless
+# BENCH_SNAPSHOT_BLOCKS says otherwise) after the chain's genesis balances
+# (snapshots at block 0, as the balances tests store them); wallet-indexer
+# then tails it to the head. Then, in the same run:
+#   (a) latency: one keep-alive client through nginx (the API's shipped
+#       settings), BENCH_REQUESTS sequential requests per scenario:
+#       get_balances at the head and at uniformly random blocks, of the
+#       account with the most events (busy) and of the median one (normal),
+#       and get_wallet_history's first page of the same two accounts (the
+#       baseline): requests/s and p99 of each;
+#   (b) shared buffers per request (hit + read of EXPLAIN (ANALYZE, BUFFERS)
+#       of the API's prepared statements, in one warm session as the API's
+#       role): get_balances of the same scenarios (BENCH_SAMPLE each) and
+#       get_wallet_history's first page: mean and largest;
+#   (c) the balance tables' bytes (snapshots, carried, undecodable, the
+#       pass's checkpoint, with their indexes and TOAST) per stored event,
+#       and over the events' own bytes (wallet_events with its indexes);
+#   (d) reconciliation: every component of every stored account's
+#       get_balances at the head against the simulator's
+#       database_api.find_accounts -> differences.
+# Ends with `RESULT balances balances_p99_ms=<largest p99 of the get_balances
+# scenarios> balances_buffers=<largest mean buffers of them>
+# balance_page_buffers=NA added_bytes_per_event=... differences=...
+# history_p99_ms=<largest p99 of the history pages>` and the figures of
+# each scenario.
+#
+# Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (default
+# 20000), BENCH_ACCOUNTS (the chain's accounts, default 20000),
+# BENCH_SNAPSHOT_BLOCKS (default: the shipped period), BENCH_REQUESTS (100),
+# BENCH_SAMPLE (10), BENCH_WORKERS (4, backfill), BENCH_HOLD_SECONDS (keeps
+# the store up after the RESULT line).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${WALLET_BUILD_DIR:-$root/build}
+blocks=${BENCH_BLOCKS:-20000}
+accounts=${BENCH_ACCOUNTS:-20000}
+requests=${BENCH_REQUESTS:-100}
+sample=${BENCH_SAMPLE:-10}
+workers=${BENCH_WORKERS:-4}
+seed=28
+backfill=$build/backfill/wallet-backfill
+indexer=$build/indexer/wallet-indexer
+sim=$build/t/sim/hive-node-sim
+setup=$build/common/wallet-db-setup
+tool=$build/t/bench/api_bench_tool
+genesis=$build/t/bench/balances_bench_tool
+module=$build/ngx_module/ngx_http_wallet_module.so
+source "$here/lib.bash"
+for f in "$backfill" "$indexer" "$sim" "$setup" "$tool" "$genesis" "$module" "$bench_pg_bin/postgres"; do
+  [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }
+done
+
+work=$(mktemp -d /tmp/wallet-bench-balances.XXXXXX)
+sim_pid=""
+nginx_pid=""
+cleanup() {
+  [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
+  [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
+  bench_pg_stop "$work"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+log() { echo "[balances bench] $*" >&2; }
+calc() { python3 -c "print($1)"; }
+
+# ---- PostgreSQL, the chain, the load ----------------------------------------------------
+superpass=bench-superuser-$RANDOM$RANDOM
+bench_pg_start "$work" "$superpass" -c max_connections=100 -c shared_buffers=1GB -c max_wal_size=8GB \
+  -c checkpoint_timeout=30min
+export DB_USER=postgres DB_PASSWORD=$superpass DB_BIND_HOST=127.0.0.1 DB_BIND_PORT=$pg_port DB_NAME=wallet
+export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD=bench-reader-password-1
+"$setup" >&2
+db="postgresql://postgres:$superpass@127.0.0.1:$pg_port/wallet"
+reader="postgresql://wallet_api_reader:$WALLET_API_READER_PASSWORD@127.0.0.1:$pg_port/wallet"
+q() { psql -qAt -v ON_ERROR_STOP=1 "$db" "$@"; }
+
+export CHAIN_HARDFORKS=genesis
+[ -n "${BENCH_SNAPSHOT_BLOCKS:-}" ] && export CHAIN_BALANCE_SNAPSHOT_BLOCKS=$BENCH_SNAPSHOT_BLOCKS
+"$genesis" genesis "$seed" "$accounts" | q >/dev/null
+port=$(free_port)
+"$sim" --synthetic --ledger --seed "$seed" --accounts "$accounts" --length $((blocks + 1)) --block-interval-ms 0 \
+  --port "$port" >"$work/sim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+log "loading $blocks blocks of $accounts accounts (wallet-backfill, $workers workers; snapshot period ${CHAIN_BALANCE_SNAPSHOT_BLOCKS:-shipped})"
+started=$(date +%s)
+BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
+  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=2500 DB_PASSWORD='' "$backfill" 2>"$work/backfill.log" ||
+  { tail -50 "$work/backfill.log" >&2; exit 1; }
+# The indexer to the head: a checkpoint, and the pass over what follows.
+CHAIN_RPC_URL=http://127.0.0.1:$port/ INDEXER_START_BLOCK=$((blocks + 1)) INDEXER_TARGET_IRREVERSIBLE=false \
+  INDEXER_TRAIL_BLOCKS=0 INDEXER_POLL_INTERVAL_MS=100 INDEXER_HEALTH_ADDR= DB_PASSWORD='' "$indexer" >"$work/indexer.log" 2>&1 &
+indexer_pid=$!
+for _ in $(seq 600); do
+  [ "$(q -c "SELECT coalesce(indexed_block, 0) FROM wallet_store_state")" -ge $((blocks + 1)) ] && break
+  kill -0 "$indexer_pid" 2>/dev/null || { tail -50 "$work/indexer.log" >&2; exit 1; }
+  sleep 0.1
+done
+kill -TERM "$indexer_pid"; wait "$indexer_pid" 2>/dev/null || true
+head=$(q -c "SELECT indexed_block FROM wallet_store_state")
+[ "$head" -ge $((blocks + 1)) ] || { echo "the indexer did not reach the head:" >&2; tail -50 "$work/indexer.log" >&2; exit 1; }
+q -c "VACUUM ANALYZE" >/dev/null
+events=$(q -c "SELECT count(*) FROM wallet_events")
+log "loaded $events events in $(( $(date +%s) - started )) s; indexed block $head, snapshots through $(q -c "SELECT through_block FROM wallet_balance_snapshot_state"), $(q -c "SELECT count(*) FROM wallet_balance_snapshots") snapshots"
+
+read -r busy busy_events < <(q -F ' ' -c "SELECT a.name, e.n FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT 1) e JOIN wallet_accounts a ON a.id = e.account_id")
+read -r normal normal_events < <(q -F ' ' -c "SELECT a.name, e.n FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 OFFSET (SELECT count(DISTINCT account_id) / 2 FROM wallet_events) LIMIT 1) e JOIN wallet_accounts a ON a.id = e.account_id")
+busy_id=$(q -c "SELECT id FROM wallet_accounts WHERE name = '$busy'")
+normal_id=$(q -c "SELECT id FROM wallet_accounts WHERE name = '$normal'")
+log "busy account $busy ($busy_events events), normal account $normal ($normal_events events)"
+
+# ---- (a) latency through nginx ------------------------------------------------------------
+# As api.sh: one client asking as fast as it can measures the API, not the
+# per-client limits (which would refuse most of it).
+export WALLET_API_RATE_RPS=0 WALLET_API_MAX_INFLIGHT=0
+export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
+api_port=$(free_port)
+bench_api_nginx "$work/nginx" "$api_port" "$module" "$root"
+nginx_pid=$bench_nginx_pid
+python3 - "$api_port" "$requests" "$head" "$busy" "$normal" >"$work/latency" <<'PY'
+import http.client, json, random, sys, time
+port, count, head, busy, normal = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+random.seed(28)
+conn = http.client.HTTPConnection("127.0.0.1", port)
+def call(method, params):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "wallet_history." + method, "params": params})
+    conn.request("POST", "/", body, {"Content-Type": "application/json"})
+    answer = json.loads(conn.getresponse().read())
+    if "result" not in answer:
+        sys.exit("%s %s: %s" % (method, params, answer))
+scenarios = [
+    ("balances_head_busy", lambda: call("get_balances", {"account": busy})),
+    ("balances_random_busy", lambda: call("get_balances", {"account": busy, "block": random.randint(1, head)})),
+    ("balances_head_normal", lambda: call("get_balances", {"account": normal})),
+    ("balances_random_normal", lambda: call("get_balances", {"account": normal, "block": random.randint(1, head)})),
+    ("history_busy", lambda: call("get_wallet_history", {"account": busy})),
+    ("history_normal", lambda: call("get_wallet_history", {"account": normal})),
+]
+for name, run in scenarios:
+    for _ in range(20):
+        run()
+    times = []
+    started = time.perf_counter()
+    for _ in range(count):
+        t = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t) * 1000)
+    elapsed = time.perf_counter() - started
+    times.sort()
+    print(name, round(count / elapsed), round(times[len(times) // 2], 2), round(times[int(len(times) * 0.99) - 1], 2))
+PY
+declare -A rps p50 p99
+while read -r name r m p; do rps[$name]=$r; p50[$name]=$m; p99[$name]=$p
+  log "$name: $r requests/s, p50 $m ms, p99 $p ms"
+done <"$work/latency"
+
+# ---- (b) buffers per request -----------------------------------------------------------
+version=$(q -c "SELECT max(decoder_version) FROM indexer_ranges")
+generation=$(q -c "SELECT generation FROM wallet_store_state")
+{ "$tool" prepare wh_balances; "$tool" prepare wh_page; } >"$work/prepare.sql"
+# One warm session as the API's role: the first calls load the catalogs and
+# plan (once per connection; the API's connections persist), left out.
+python3 - "$sample" "$head" "$busy" "$busy_id" "$normal" "$normal_id" "$version" "$generation" >"$work/buffers.sql" <<'PY'
+import random, sys
+sample, head, busy, busy_id, normal, normal_id, version, generation = sys.argv[1:]
+random.seed(28)
+print("\\o /dev/null")
+print("EXECUTE wh_balances('%s', NULL, %s);" % (normal, version))
+print("EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);" % (normal, normal_id, generation))
+print("\\o")
+for _ in range(int(sample)):
+    for kind in ("balances_head_busy", "balances_random_busy", "balances_head_normal", "balances_random_normal",
+                 "history_busy", "history_normal"):
+        name, account_id = (busy, busy_id) if kind.endswith("busy") else (normal, normal_id)
+        block = str(random.randint(1, int(head))) if "random" in kind else "NULL"
+        print("\\echo %s" % kind)
+        if kind.startswith("history"):
+            # As a warm worker asks: with the account's id and the store's generation.
+            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);"
+                  % (name, account_id, generation))
+        else:
+            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balances('%s', %s, %s);" % (name, block, version))
+PY
+{ echo "\\i $work/prepare.sql"; cat "$work/buffers.sql"; } | psql -qAt -v ON_ERROR_STOP=1 "$reader" >"$work/plans"
+python3 - "$work/plans" >"$work/buffers" <<'PY'
+import json, sys
+from collections import defaultdict
+found = defaultdict(list)
+kind, text = None, ""
+def close():
+    if kind and text.strip():
+        plan = json.loads(text)[0]["Plan"]
+        found[kind].append(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
+for line in open(sys.argv[1]):
+    if line.startswith(("balances_", "history_")):
+        close()
+        kind, text = line.strip(), ""
+    else:
+        text += line
+close()
+for kind in sorted(found):
+    values = found[kind]
+    print("%s|%.1f|%d" % (kind, sum(values) / len(values), max(values)))
+PY
+declare -A buffers_mean buffers_max
+while IFS='|' read -r kind mean most; do buffers_mean[$kind]=$mean; buffers_max[$kind]=$most
+  log "buffers per request, $kind: mean $mean (largest $most)"
+done <"$work/buffers"
+
+# ---- (c) the balance tables' bytes per event -------------------------------------------------
+read -r balance_bytes event_bytes < <(q -F ' ' -c "SELECT
+    (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN
+      ('wallet_balance_snapshots', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state')),
+    pg_total_relation_size('wallet_events')")
+added_bytes_per_event=$(calc "round($balance_bytes / $events, 2)")
+event_bytes_per_event=$(calc "round($event_bytes / $events, 2)")
+log "balance tables: $balance_bytes bytes, $added_bytes_per_event per event; wallet_events $event_bytes_per_event per event (ratio $(calc "round($balance_bytes / $event_bytes, 4)"))"
+
+# ---- (d) reconciliation with the node ------------------------------------------------------
+q -c "SELECT name FROM wallet_accounts ORDER BY name" >"$work/accounts"
+differences=$(python3 - "$api_port" "$port" "$work/accounts" <<'PY'
+import http.client, json, sys
+api = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+node = http.client.HTTPConnection("127.0.0.1", int(sys.argv[2]))
+names = open(sys.argv[3]).read().split()
+members = {"hive_balance": "balance", "hbd_balance": "hbd_balance", "hive_savings": "savings_balance",
+           "hbd_savings": "savings_hbd_balance", "vesting_shares": "vesting_shares",
+           "delegated_vests": "delegated_vesting_shares", "received_vests": "received_vesting_shares",
+           "hive_rewards": "reward_hive_balance", "hbd_rewards": "reward_hbd_balance",
+           "vests_rewards": "reward_vesting_balance", "savings_withdraw_requests": "savings_withdraw_requests",
+           "vesting_withdraw_rate": "vesting_withdraw_rate", "to_withdraw": "to_withdraw", "withdrawn": "withdrawn"}
+def post(conn, method, params):
+    conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                 {"Content-Type": "application/json"})
+    return json.loads(conn.getresponse().read())
+def units(value):  # "1.234", 12, or a NAI asset
+    if isinstance(value, dict):
+        return int(value["amount"])
+    return int(str(value).replace(".", ""))
+differences = 0
+for first in range(0, len(names), 1000):
+    batch = names[first:first + 1000]
+    accounts = {a["name"]: a for a in post(node, "database_api.find_accounts", {"accounts": batch})["result"]["accounts"]}
+    for name in batch:
+        answer = post(api, "wallet_history.get_balances", {"account": name})
+        if "result" not in answer or name not in accounts:
+            differences += len(members)
+            continue
+        balances = answer["result"]["balances"]
+        differences += sum(units(balances[c]) != units(accounts[name][m]) for c, m in members.items())
+print(differences)
+PY
+)
+log "reconciliation: $differences differences over $(wc -l <"$work/accounts") accounts"
+
+balances_p99=$(printf '%s\n' "${p99[balances_head_busy]}" "${p99[balances_random_busy]}" "${p99[balances_head_normal]}" "${p99[balances_random_normal]}" | largest)
+history_p99=$(printf '%s\n' "${p99[history_busy]}" "${p99[history_normal]}" | largest)
+balances_buffers=$(printf '%s\n' "${buffers_mean[balances_head_busy]}" "${buffers_mean[balances_random_busy]}" "${buffers_mean[balances_head_normal]}" "${buffers_mean[balances_random_normal]}" | largest)
+history_buffers=$(printf '%s\n' "${buffers_mean[history_busy]}" "${buffers_mean[history_normal]}" | largest)
+figures=""
+for name in balances_head_busy balances_random_busy balances_head_normal balances_random_normal history_busy history_normal; do
+  figures+=" ${name}_rps=${rps[$name]} ${name}_p99_ms=${p99[$name]} ${name}_buffers=${buffers_mean[$name]} ${name}_buffers_max=${buffers_max[$name]}"
+done
+echo "RESULT balances balances_p99_ms=$balances_p99 balances_buffers=$balances_buffers balance_page_buffers=NA" \
+  "added_bytes_per_event=$added_bytes_per_event differences=$differences history_p99_ms=$history_p99" \
+  "history_buffers=$history_buffers balances_to_history_p99_ratio=$(ratio_of "$balances_p99" "$history_p99")" \
+  "event_bytes_per_event=$event_bytes_per_event events=$events blocks=$blocks accounts=$accounts$figures"
+if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi

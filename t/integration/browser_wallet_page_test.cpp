@@ -1,0 +1,448 @@
+// The wallet page of the demo (issue 30, point 2) in a real browser: Debian's
+// Chromium, headless, driven by playwright-core (t/browser/wallet_page.js),
+// against the demo's own nginx configuration (scripts/render-demo-nginx: the
+// router with the page on /wallet/ and the wallet_history API), PostgreSQL
+// filled by the real wallet-indexer from the node simulator's real-data chain,
+// and Redis. Every row, total and message the page shows is compared with what
+// the API answers the same request, through the same router.
+//
+// The stack and the browser start once for all the tests of this program (one
+// ctest test, label `browser`); each test loads the page afresh (a desktop or a phone tab) and
+// saves a screenshot in <build>/t/browser/screenshots/<test>.png.
+// Without Chromium, Node.js or the pinned npm package, the tests are skipped
+// and say why; under CI=true they fail.
+#include <memory>
+#include <set>
+
+#include "indexer_support.hpp"
+#include "support/api_support.hpp"
+#include "support/npm_packages.hpp"
+#include "wallet/timestamp.hpp"
+
+namespace {
+
+using namespace harness;
+using api_test::dump;
+using api_test::parse_json;
+using api_test::str;
+using wallet::JsonPtr;
+
+// camilla's busiest stretch of the real-data chain: 62 wallet events from
+// 2016-09-10 to 09-14 (curation and author rewards), three pages of the
+// page's default 25. Indexed, then the indexer stops: the pages stay still.
+constexpr std::int64_t kFirstBlock = 4870001;
+constexpr std::int64_t kLastBlock = 4960000;
+constexpr const char* kAccount = "camilla";
+constexpr int kPageSize = 25;  // the page's default "Per page"
+
+std::string chromium_path() {
+    const char* path = std::getenv("WALLET_CHROMIUM");
+    return path != nullptr ? path : "/usr/bin/chromium";
+}
+
+// An event as wallet.js renders a history row: time, op type, role, amount,
+// counterparty, details (memo, or the post of a reward), block.
+std::vector<std::string> rendered_row(json_t* event) {
+    const auto field = [event](const char* key) -> std::optional<std::string> {
+        json_t* value = json_object_get(event, key);
+        if (json_is_string(value)) return std::string(json_string_value(value));
+        return std::nullopt;
+    };
+    const std::string none = "—";
+    std::string time = field("timestamp").value_or("");
+    time = replace_all(replace_all(time, "T", " "), "Z", "");
+    std::vector<std::string> amounts;
+    if (auto amount = field("amount")) amounts.push_back(*amount + " " + field("symbol").value_or(""));
+    if (auto vests = field("vesting_amount")) amounts.push_back(*vests + " " + field("vesting_symbol").value_or(""));
+    std::string amount = amounts.empty() ? none : amounts[0];
+    if (amounts.size() == 2) amount += " + " + amounts[1];
+    std::string details = none;
+    if (auto memo = field("memo"); memo && !memo->empty()) {
+        details = *memo;
+    } else if (field("author") && field("permlink")) {
+        details = "@" + *field("author") + "/" + *field("permlink");
+    }
+    return {time, *field("op_type"), *field("role"), amount, field("counterparty").value_or(none), details,
+            std::to_string(json_integer_value(json_object_get(event, "block_num")))};
+}
+
+std::vector<std::vector<std::string>> rendered_rows(json_t* page) {
+    std::vector<std::vector<std::string>> rows;
+    json_t* items = json_object_get(page, "items");
+    for (std::size_t i = 0; i < json_array_size(items); ++i) rows.push_back(rendered_row(json_array_get(items, i)));
+    return rows;
+}
+
+// Totals as wallet.js renders them: reward, count, vesting sum, liquid sums.
+std::vector<std::vector<std::string>> rendered_totals(json_t* result) {
+    static const std::map<std::string, std::string> names = {{"author_reward", "Author rewards"},
+                                                             {"curation_reward", "Curation rewards"},
+                                                             {"comment_benefactor_reward", "Beneficiary rewards"}};
+    std::vector<std::vector<std::string>> rows;
+    const char* type = nullptr;
+    json_t* total = nullptr;
+    json_object_foreach(json_object_get(result, "totals"), type, total) {
+        std::string liquid;
+        json_t* parts = json_object_get(total, "liquid");
+        for (std::size_t i = 0; i < json_array_size(parts); ++i) {
+            if (i > 0) liquid += " + ";
+            liquid += str(json_array_get(parts, i), "amount") + " " + str(json_array_get(parts, i), "symbol");
+        }
+        rows.push_back({names.count(type) != 0 ? names.at(type) : type,
+                        std::to_string(json_integer_value(json_object_get(total, "count"))),
+                        str(total, "vesting_amount") + " " + str(total, "vesting_symbol"), liquid.empty() ? "—" : liquid});
+    }
+    return rows;
+}
+
+std::vector<std::vector<std::string>> string_table(json_t* rows) {
+    std::vector<std::vector<std::string>> table;
+    for (std::size_t i = 0; i < json_array_size(rows); ++i) {
+        std::vector<std::string> row;
+        json_t* cells = json_array_get(rows, i);
+        for (std::size_t j = 0; j < json_array_size(cells); ++j) row.emplace_back(json_string_value(json_array_get(cells, j)));
+        table.push_back(std::move(row));
+    }
+    return table;
+}
+
+std::vector<std::string> strings(json_t* list) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < json_array_size(list); ++i) out.emplace_back(json_string_value(json_array_get(list, i)));
+    return out;
+}
+
+bool flag(json_t* snapshot, const char* key) { return json_is_true(json_object_get(snapshot, key)); }
+
+// The demo stack: the node simulator, PostgreSQL filled by the indexer, Redis,
+// and one nginx on the demo's configuration; and the browser driver.
+class Demo {
+public:
+    Demo() : sim_(indexer_test::Simulator::real_chain_args()), dir_("browser-wallet") {
+        const auto started = std::chrono::steady_clock::now();
+        const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+        pg_.provision();
+        index_camilla();
+        std::cout << "indexed blocks " << kFirstBlock << ".." << kLastBlock << " after " << seconds() << " s" << std::endl;
+        start_nginx();
+        start_driver();
+        std::cout << "demo stack and browser ready after " << seconds() << " s" << std::endl;
+    }
+
+    ~Demo() {
+        driver_.stop(SIGTERM, 10s);
+        nginx_.stop(SIGQUIT, 10s);
+        unregister_log(dir_.path() / "nginx" / "logs" / "error.log");
+    }
+
+    PostgresServer& pg() { return pg_; }
+    std::string page_url() const { return "http://127.0.0.1:" + std::to_string(router_port_) + "/wallet/"; }
+
+    // A wallet_history call through the router, as the page makes it: the whole answer.
+    JsonPtr call(const std::string& method, const std::string& params) const {
+        auto response = http_post_json("http://127.0.0.1:" + std::to_string(router_port_) + "/",
+                                       R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.)" + method +
+                                           R"(","params":)" + params + "}");
+        JsonPtr answer = parse_json(response.body);
+        return answer ? std::move(answer) : JsonPtr(json_object());
+    }
+    JsonPtr result(const std::string& method, const std::string& params) const {
+        JsonPtr answer = call(method, params);
+        json_t* result = json_object_get(answer.get(), "result");
+        EXPECT_NE(result, nullptr) << method << " " << params << " -> " << dump(answer.get());
+        return JsonPtr(json_incref(result != nullptr ? result : json_object()));
+    }
+
+    // Runs the steps on the page loaded afresh; the driver's answer
+    // ({"filters", "snapshots", "problems"}), the screenshot saved as <name>.png.
+    JsonPtr browse(const std::string& steps, bool phone = false) const {
+        const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        const fs::path screenshots = binary_dir() / "t" / "browser" / "screenshots";
+        fs::create_directories(screenshots);
+        JsonPtr script(json_pack("{s:s, s:s, s:b}", "url", page_url().c_str(), "screenshot",
+                                 (screenshots / (name + ".png")).c_str(), "phone", phone));
+        json_object_set_new(script.get(), "steps", json_loads(steps.c_str(), 0, nullptr));
+        auto response = http_request("POST", driver_url_, dump(script.get()), {"Content-Type: application/json"}, 90s);
+        EXPECT_EQ(response.status, 200) << response.error << response.body << driver_.log();
+        std::cout << "screenshot: " << (screenshots / (name + ".png")).string() << std::endl;
+        JsonPtr answer = response.status == 200 ? parse_json(response.body) : JsonPtr();
+        return answer ? std::move(answer) : JsonPtr(json_pack("{s:{}, s:[], s:[]}", "filters", "snapshots", "problems"));
+    }
+
+private:
+    void index_camilla() {
+        const auto health_port = free_port();
+        auto env = indexer_test::indexer_env(pg_, "wallet", sim_.url(), health_port);
+        env.erase("DB_PASSWORD");  // the indexer needs only the writer role
+        env["INDEXER_START_BLOCK"] = std::to_string(kFirstBlock);
+        env["INDEXER_MAX_BATCH_BLOCKS"] = "1000";  // runs of empty blocks
+        // The real-data chain serves only the recorded operations: blocks without a producer_reward.
+        env["CHAIN_EVERY_BLOCK_REWARDED"] = "false";
+        indexer_test::IndexerDaemon indexer(env, health_port);
+        indexer.start();
+        if (!indexer_test::wait_for_checkpoint(pg_, "wallet", kLastBlock, 180s)) {
+            throw std::runtime_error("the indexer did not reach block " + std::to_string(kLastBlock) + ":\n" + indexer.log());
+        }
+        if (indexer.stop() != 0) throw std::runtime_error("the indexer did not stop cleanly:\n" + indexer.log());
+        pg_.query("ANALYZE");
+    }
+
+    // nginx.conf exactly as scripts/start writes it, on free ports.
+    void start_nginx() {
+        router_port_ = free_port();
+        api_port_ = free_port();
+        const fs::path ngx = dir_.path() / "nginx";
+        auto rendered = run_command({(source_dir() / "scripts" / "render-demo-nginx").string(), ngx.string()},
+                                    {{"CHAIN_RPC_URL", "http://127.0.0.1:" + std::to_string(sim_.port())},
+                                     {"REDIS_ADDR", "127.0.0.1:" + std::to_string(redis_.port())},
+                                     {"HOST", "127.0.0.1"},
+                                     {"PORT", std::to_string(router_port_)},
+                                     {"API_BIND_HOST", "127.0.0.1"},
+                                     {"API_BIND_PORT", std::to_string(api_port_)},
+                                     {"WALLET_BUILD_DIR", binary_dir().string()}});
+        if (rendered.exit_code != 0) throw std::runtime_error("render-demo-nginx: " + rendered.output);
+        auto env = pg_.env();
+        env.erase("DB_PASSWORD");  // the API connects as the reader role
+        ProcessOptions options;
+        options.env = nginx_env(env);
+        options.log_path = ngx / "logs" / "stderr.log";
+        register_log("demo nginx error.log", ngx / "logs" / "error.log");
+        nginx_ = Process::start({"/usr/sbin/nginx", "-p", ngx.string(), "-c", (ngx / "nginx.conf").string()}, options);
+        if (!wait_until([&] { return (port_accepts(router_port_) && port_accepts(api_port_)) || !nginx_.running(); }) ||
+            !nginx_.running()) {
+            throw std::runtime_error("the demo's nginx did not start:\n" + nginx_.log() + read_file(ngx / "logs" / "error.log"));
+        }
+    }
+
+    void start_driver() {
+        const fs::path browser_dir = binary_dir() / "t" / "browser";
+        const fs::path port_file = dir_.path() / "driver.port";
+        ProcessOptions options;
+        options.log_path = dir_.path() / "driver.log";
+        register_log("browser driver", options.log_path);
+        driver_ = Process::start({"node", (browser_dir / "wallet_page.js").string(), chromium_path(), port_file.string()},
+                                 options);
+        if (!wait_until([&] { return fs::exists(port_file) || !driver_.running(); }, 60s) || !driver_.running()) {
+            throw std::runtime_error("the browser driver did not start:\n" + driver_.log());
+        }
+        // The file is written whole before it is seen with content.
+        wait_until([&] { return !read_file(port_file).empty(); }, 5s);
+        driver_url_ = "http://127.0.0.1:" + read_file(port_file) + "/run";
+    }
+
+    indexer_test::Simulator sim_;
+    PostgresServer pg_;
+    RedisServer redis_;
+    TempDir dir_;
+    std::uint16_t router_port_ = 0, api_port_ = 0;
+    mutable Process nginx_, driver_;
+    std::string driver_url_;
+};
+
+class WalletPage : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        if (!fs::exists(chromium_path())) {
+            unavailable_ = chromium_path() + " is not installed (Debian's chromium: scripts/install-deps installs it)";
+            return;
+        }
+        unavailable_ = npm_test::install_packages("browser", {"wallet_page.js"}, binary_dir() / "t" / "browser");
+        if (!unavailable_.empty()) return;
+        try {
+            demo_ = std::make_unique<Demo>();
+        } catch (const std::exception& error) {
+            failed_ = error.what();
+        }
+    }
+    static void TearDownTestSuite() { demo_.reset(); }
+
+    void SetUp() override {
+        if (!unavailable_.empty()) {
+            if (npm_test::missing_tools_fail()) FAIL() << unavailable_ << " (CI=true: a skip would hide it)";
+            GTEST_SKIP() << unavailable_;
+        }
+        ASSERT_TRUE(demo_) << "the demo stack did not start: " << failed_;
+    }
+
+    Demo& demo() { return *demo_; }
+
+    // The one snapshot per step, and no script error or failed request on the page.
+    static std::vector<json_t*> snapshots(const JsonPtr& answer, std::size_t steps) {
+        EXPECT_EQ(strings(json_object_get(answer.get(), "problems")), std::vector<std::string>{});
+        json_t* list = json_object_get(answer.get(), "snapshots");
+        EXPECT_EQ(json_array_size(list), steps) << dump(answer.get());
+        std::vector<json_t*> out;
+        for (std::size_t i = 0; i < steps; ++i) out.push_back(json_array_size(list) > i ? json_array_get(list, i) : json_object());
+        return out;
+    }
+
+    static std::string history_params(const std::string& extra = "") {
+        return std::string(R"({"account":")") + kAccount + R"(","limit":)" + std::to_string(kPageSize) + extra + "}";
+    }
+
+    static inline std::unique_ptr<Demo> demo_;
+    static inline std::string unavailable_, failed_;
+};
+
+TEST_F(WalletPage, ShowsCamillasHistoryEqualToGetWalletHistory) {
+    JsonPtr answer = demo().browse(R"([{"account":"camilla"}])");
+    auto shown = snapshots(answer, 1);
+    json_t* first = shown[0];
+
+    JsonPtr page = demo().result("get_wallet_history", history_params());
+    ASSERT_EQ(json_array_size(json_object_get(page.get(), "items")), static_cast<std::size_t>(kPageSize));
+    EXPECT_EQ(string_table(json_object_get(first, "rows")), rendered_rows(page.get()));
+    EXPECT_TRUE(json_is_null(json_object_get(first, "message"))) << dump(first);
+    EXPECT_EQ(str(first, "page_number"), "Page 1");
+    EXPECT_FALSE(flag(first, "newer_enabled"));
+    EXPECT_TRUE(flag(first, "older_enabled"));
+
+    // Lifetime reward totals.
+    JsonPtr totals = demo().result("get_reward_totals", R"({"account":"camilla"})");
+    EXPECT_EQ(string_table(json_object_get(first, "totals")), rendered_totals(totals.get()));
+    EXPECT_EQ(str(first, "totals_window"), "From the first indexed block to now (UTC).");
+
+    // This store starts at kFirstBlock, so get_balances cannot answer: the page says why, and shows no balances.
+    JsonPtr balances = demo().call("get_balances", R"({"account":"camilla"})");
+    const std::string why = str(json_object_get(balances.get(), "error"), "message");
+    EXPECT_EQ(why, "the store's history starts at block " + std::to_string(kFirstBlock) +
+                       ", not 1: a balance needs every block from 1");
+    EXPECT_EQ(str(first, "balances_note"), "Balances are not available here: " + why + ".");
+    EXPECT_EQ(json_array_size(json_object_get(first, "balances")), 0u);
+
+    // The filter offers exactly the op types get_methods names.
+    JsonPtr methods = demo().result("get_methods", "{}");
+    json_t* filters = json_object_get(answer.get(), "filters");
+    EXPECT_EQ(strings(json_object_get(filters, "default")), strings(json_object_get(json_object_get(methods.get(), "op_types"), "default")));
+    EXPECT_EQ(strings(json_object_get(filters, "opt_in")), strings(json_object_get(json_object_get(methods.get(), "op_types"), "opt_in")));
+    EXPECT_EQ(json_array_size(json_object_get(filters, "default")), 15u);
+}
+
+TEST_F(WalletPage, PagesOlderAndBackNewerByTheCursors) {
+    JsonPtr answer = demo().browse(
+        R"([{"account":"camilla"},{"click":"older"},{"click":"older"},{"click":"newer"},{"click":"newer"}])");
+    auto shown = snapshots(answer, 5);
+
+    // The API's pages, each fetched by the previous one's next_cursor.
+    std::vector<JsonPtr> pages;
+    pages.push_back(demo().result("get_wallet_history", history_params()));
+    for (int i = 0; i < 2; ++i) {
+        const std::string cursor = str(pages.back().get(), "next_cursor");
+        pages.push_back(demo().result("get_wallet_history", history_params(R"(,"cursor":")" + cursor + "\"")));
+    }
+    ASSERT_TRUE(json_is_null(json_object_get(pages[2].get(), "next_cursor"))) << "camilla has more than three pages";
+    const std::vector<std::size_t> expected_page = {0, 1, 2, 1, 0};
+    for (std::size_t step = 0; step < shown.size(); ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        const std::size_t index = expected_page[step];
+        EXPECT_EQ(string_table(json_object_get(shown[step], "rows")), rendered_rows(pages[index].get()));
+        EXPECT_EQ(str(shown[step], "page_number"), "Page " + std::to_string(index + 1));
+        EXPECT_EQ(flag(shown[step], "newer_enabled"), index > 0);
+        EXPECT_EQ(flag(shown[step], "older_enabled"), index < 2);
+    }
+}
+
+TEST_F(WalletPage, FiltersByOpTypeDefaultAndOptIn) {
+    // Two of the spec's types, then also an opt-in one (the producer rewards of a witness; camilla has none).
+    JsonPtr answer = demo().browse(R"([{"account":"camilla"},{"check":["author_reward","interest"]},)"
+                                   R"({"check":["producer_reward"]}])");
+    auto shown = snapshots(answer, 3);
+
+    JsonPtr two = demo().result("get_wallet_history", history_params(R"(,"op_types":["author_reward","interest"])"));
+    const auto rows = string_table(json_object_get(shown[1], "rows"));
+    EXPECT_EQ(rows, rendered_rows(two.get()));
+    ASSERT_FALSE(rows.empty());
+    std::set<std::string> types;
+    for (const auto& row : rows) types.insert(row.at(1));
+    EXPECT_EQ(types, (std::set<std::string>{"author_reward"}));  // no interest in this stretch
+    EXPECT_EQ(str(shown[1], "page_number"), "Page 1");
+
+    JsonPtr three = demo().result("get_wallet_history",
+                                  history_params(R"(,"op_types":["author_reward","interest","producer_reward"])"));
+    EXPECT_EQ(string_table(json_object_get(shown[2], "rows")), rendered_rows(three.get()));
+    EXPECT_EQ(string_table(json_object_get(shown[2], "rows")), rows);
+}
+
+TEST_F(WalletPage, ShowsRewardTotalsOverAChosenWindow) {
+    JsonPtr answer = demo().browse(
+        R"([{"account":"camilla"},{"window":"7"},{"custom_window":["2016-09-12","2016-09-14"]}])");
+    auto shown = snapshots(answer, 3);
+
+    // "Last 7 days" ends at the chain time the index reached, not at the wall clock.
+    JsonPtr status = demo().result("get_status", "{}");
+    auto indexed = wallet::Timestamp::parse(str(status.get(), "indexed_time"));
+    ASSERT_TRUE(indexed) << dump(status.get());
+    const std::string week_ago = wallet::Timestamp::from_seconds(indexed->seconds() - 7 * 86400).value().to_iso_z();
+    JsonPtr week = demo().result("get_reward_totals", R"({"account":"camilla","from":")" + week_ago + "\"}");
+    EXPECT_EQ(string_table(json_object_get(shown[1], "totals")), rendered_totals(week.get()));
+    EXPECT_EQ(str(shown[1], "totals_window"),
+              "From " + replace_all(replace_all(week_ago, "T", " "), "Z", "") + " to now (UTC).");
+
+    JsonPtr custom = demo().result("get_reward_totals",
+                                   R"({"account":"camilla","from":"2016-09-12T00:00:00Z","to":"2016-09-14T00:00:00Z"})");
+    EXPECT_EQ(string_table(json_object_get(shown[2], "totals")), rendered_totals(custom.get()));
+    EXPECT_EQ(str(shown[2], "totals_window"), "From 2016-09-12 00:00:00 to 2016-09-14 00:00:00 (UTC).");
+    // The windows differ: the comparison is not of two empty tables.
+    EXPECT_NE(rendered_totals(custom.get()), rendered_totals(week.get()));
+}
+
+TEST_F(WalletPage, SaysWhenTheAccountIsUnknown) {
+    JsonPtr answer = demo().browse(R"([{"account":"nosuchaccount"}])");
+    auto shown = snapshots(answer, 1);
+    // The index has no event of that name.
+    JsonPtr page = demo().result("get_wallet_history", R"({"account":"nosuchaccount"})");
+    EXPECT_EQ(json_array_size(json_object_get(page.get(), "items")), 0u);
+    json_t* message = json_object_get(shown[0], "message");
+    EXPECT_EQ(str(message, "kind"), "error");
+    EXPECT_EQ(str(message, "text"),
+              "Unknown account @nosuchaccount: this index holds no wallet history for it. Check the spelling.");
+    EXPECT_FALSE(flag(shown[0], "history_visible"));
+    EXPECT_FALSE(flag(shown[0], "totals_visible"));
+}
+
+TEST_F(WalletPage, SaysWhenTheNameIsInvalid) {
+    JsonPtr answer = demo().browse(R"([{"account":"Bad_Name!"}])");
+    auto shown = snapshots(answer, 1);
+    // The API judges the name (the page has no rules of its own).
+    JsonPtr refused = demo().call("get_wallet_history", R"({"account":"Bad_Name!"})");
+    EXPECT_EQ(str(json_object_get(refused.get(), "error"), "message"), "invalid account");
+    json_t* message = json_object_get(shown[0], "message");
+    EXPECT_EQ(str(message, "kind"), "error");
+    EXPECT_EQ(str(message, "text"),
+              "“Bad_Name!” is not a valid Hive account name: 3 to 16 characters, lower-case letters, digits, hyphens "
+              "and dots, each part starting with a letter.");
+    EXPECT_FALSE(flag(shown[0], "history_visible"));
+}
+
+TEST_F(WalletPage, SaysWhenTheApiFails) {
+    // The API's database goes away: the API answers errors, and the page says so.
+    demo().pg().stop();
+    JsonPtr failing = demo().call("get_status", "{}");
+    json_t* error = json_object_get(failing.get(), "error");
+    JsonPtr answer = demo().browse(R"([{"account":"camilla"}])");
+    demo().pg().start();
+    auto shown = snapshots(answer, 1);
+
+    ASSERT_TRUE(json_is_object(error)) << dump(failing.get());
+    json_t* message = json_object_get(shown[0], "message");
+    EXPECT_EQ(str(message, "kind"), "error");
+    EXPECT_EQ(str(message, "text"), "The API answered an error while loading @camilla: " + str(error, "message") +
+                                        " (code " + dump(json_object_get(error, "code")) + ").");
+    EXPECT_FALSE(flag(shown[0], "history_visible"));
+    // Back once the database is: the other tests see the stack whole.
+    EXPECT_TRUE(wait_until([&] { return json_object_get(demo().call("get_status", "{}").get(), "result") != nullptr; }, 30s,
+                           200ms));
+}
+
+TEST_F(WalletPage, FitsAPhoneScreen) {
+    JsonPtr answer = demo().browse(R"([{"account":"camilla"}])", true);
+    auto shown = snapshots(answer, 1);
+    JsonPtr page = demo().result("get_wallet_history", history_params());
+    EXPECT_EQ(string_table(json_object_get(shown[0], "rows")), rendered_rows(page.get()));
+    // Rows are cards (no header row) and nothing is wider than the 390-pixel screen.
+    EXPECT_FALSE(flag(shown[0], "table_header_shown"));
+    EXPECT_EQ(json_integer_value(json_object_get(shown[0], "viewport_width")), 390);
+    EXPECT_LE(json_integer_value(json_object_get(shown[0], "page_width")), 390);
+}
+
+}  // namespace
