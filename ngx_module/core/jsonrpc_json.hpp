@@ -37,6 +37,12 @@ public:
     // For a document read only at its top (an upstream reply's envelope).
     JsonParseStatus parse_top(std::string_view text, std::size_t max_depth);
     const std::string& error() const { return error_; }
+    // Lets go of the node memory when it holds more than `nodes` (a document
+    // reused for many parses keeps its memory from one to the next, but not
+    // a large document's).
+    void release_memory_over(std::size_t nodes) {
+        if (nodes_.capacity() > nodes) std::vector<JsonNode>().swap(nodes_);
+    }
 
     std::string_view source() const { return text_; }
     std::size_t root() const { return 0; }
