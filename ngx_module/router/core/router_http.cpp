@@ -155,6 +155,9 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         http10 = first.substr(sp2 + 1) == "HTTP/1.0";
     }
     keep_alive_ = !http10;
+    // The three headers that frame the message are picked up in the one
+    // pass over the lines (the first of each name counts, as with header_view).
+    std::optional<std::string_view> connection, te, length;
     std::size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
     while (pos < head.size()) {
         std::size_t next = head.find("\r\n", pos);
@@ -166,15 +169,18 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         const std::string_view value = trim(line.substr(colon + 1));
         headers_.push_back({static_cast<std::size_t>(name.data() - head.data()), name.size(),
                             static_cast<std::size_t>(value.data() - head.data()), value.size()});
+        std::optional<std::string_view>* framing = equals_lower(name, "content-length")      ? &length
+                                                   : equals_lower(name, "connection")        ? &connection
+                                                   : equals_lower(name, "transfer-encoding") ? &te
+                                                                                             : nullptr;
+        if (framing != nullptr && !*framing) *framing = value;
         pos = next + 2;
     }
     headers_done_ = true;
-    if (auto connection = header_view("connection")) {
+    if (connection) {
         if (header_has_token(*connection, "close")) keep_alive_ = false;
         if (header_has_token(*connection, "keep-alive")) keep_alive_ = true;
     }
-    auto te = header_view("transfer-encoding");
-    auto length = header_view("content-length");
     if (kind_ == Kind::Response && (status_ / 100 == 1 || status_ == 204 || status_ == 304)) {
         mode_ = BodyMode::None;
     } else if (te && header_has_token(*te, "chunked")) {
