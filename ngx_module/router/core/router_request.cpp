@@ -154,7 +154,11 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         }
         call.params_json += ']';
     } else {
-        call.method_json = std::string(doc.text(*method));
+        // A method named directly and written without escapes is its path
+        // quoted (the upstream body writes it from there, no copy of its own).
+        if (legacy || doc.text(*method).size() != method_name.size() + 2) {
+            call.method_json = std::string(doc.text(*method));
+        }
         if (params) call.params_json = std::string(doc.text(*params));
     }
 
@@ -226,9 +230,15 @@ std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
 }
 
 void CallPlan::append_upstream_body(std::string& out, std::uint64_t upstream_id) const {
-    out.reserve(out.size() + 48 + method_json.size() + params_json.size());
+    out.reserve(out.size() + 50 + std::max(method_json.size(), path.size()) + params_json.size());
     out += "{\"jsonrpc\":\"2.0\",\"method\":";
-    out += method_json;
+    if (method_json.empty()) {
+        out += '"';
+        out += path;
+        out += '"';
+    } else {
+        out += method_json;
+    }
     if (!params_json.empty()) {
         out += ",\"params\":";
         out += params_json;

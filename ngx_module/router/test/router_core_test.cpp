@@ -411,6 +411,12 @@ TEST(RouterRequest, TranslationOnlyWhenTrue) {
               R"({"jsonrpc":"2.0","method":"block_api.get_block","params":{"block_num":1},"id":5})");
     auto absent = plan_request(R"({"jsonrpc":"2.0","method":"bridge.get_post","params":{"a":1},"id":1})", t, limits);
     EXPECT_EQ(absent.calls[0].upstream_body(5), R"({"jsonrpc":"2.0","method":"bridge.get_post","params":{"a":1},"id":5})");
+    // A method written with escapes goes upstream as written, routed by its decoded name.
+    auto escaped = plan_request(R"({"jsonrpc":"2.0","method":"bridge\u002eget_post","params":{"a":1},"id":1})", t, limits);
+    ASSERT_FALSE(escaped.calls[0].error);
+    EXPECT_EQ(escaped.calls[0].path, "bridge.get_post");
+    EXPECT_EQ(escaped.calls[0].upstream_body(5),
+              R"({"jsonrpc":"2.0","method":"bridge\u002eget_post","params":{"a":1},"id":5})");
 }
 
 TEST(RouterRequest, IdsOfEveryTypeAreKept) {
