@@ -141,6 +141,15 @@ bool json_unescape(std::string_view body, std::string& out) {
 // ---- parser ------------------------------------------------------------------
 
 JsonParseStatus JsonDocument::parse(std::string_view text, std::size_t max_depth) {
+    return parse_indexing(text, max_depth, max_depth);
+}
+
+JsonParseStatus JsonDocument::parse_top(std::string_view text, std::size_t max_depth) {
+    return parse_indexing(text, max_depth, 2);
+}
+
+JsonParseStatus JsonDocument::parse_indexing(std::string_view text, std::size_t max_depth, std::size_t indexed_depth) {
+    indexed_depth_ = indexed_depth;
     text_ = text;
     pos_ = 0;
     max_depth_ = max_depth;
@@ -178,6 +187,7 @@ bool JsonDocument::parse_value(std::size_t depth) {
     std::size_t index = nodes_.size();
     auto begin = static_cast<std::uint32_t>(pos_);
     char c = text_[pos_];
+    const bool indexed = depth <= indexed_depth_;
     if (c == '{' || c == '[') {
         if (depth > max_depth_) {
             too_deep_ = true;
@@ -185,7 +195,7 @@ bool JsonDocument::parse_value(std::size_t depth) {
         }
         bool object = c == '{';
         char close = object ? '}' : ']';
-        nodes_.push_back({object ? JsonKind::Object : JsonKind::Array, begin, 0, 0, 0});
+        if (indexed) nodes_.push_back({object ? JsonKind::Object : JsonKind::Array, begin, 0, 0, 0});
         ++pos_;
         skip_space();
         std::uint32_t count = 0;
@@ -195,7 +205,7 @@ bool JsonDocument::parse_value(std::size_t depth) {
             for (;;) {
                 if (object) {
                     if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected an object key");
-                    if (!parse_string()) return false;
+                    if (!parse_string(depth < indexed_depth_)) return false;
                     skip_space();
                     if (pos_ >= text_.size() || text_[pos_] != ':') return fail("expected ':'");
                     ++pos_;
@@ -217,20 +227,22 @@ bool JsonDocument::parse_value(std::size_t depth) {
                 return fail(object ? "expected ',' or '}'" : "expected ',' or ']'");
             }
         }
-        nodes_[index].end = static_cast<std::uint32_t>(pos_);
-        nodes_[index].count = count;
-        nodes_[index].next = static_cast<std::uint32_t>(nodes_.size());
+        if (indexed) {
+            nodes_[index].end = static_cast<std::uint32_t>(pos_);
+            nodes_[index].count = count;
+            nodes_[index].next = static_cast<std::uint32_t>(nodes_.size());
+        }
         return true;
     }
-    if (c == '"') return parse_string();
-    if (c == '-' || is_digit(c)) return parse_number();
-    if (c == 't') return parse_literal("true", JsonKind::True);
-    if (c == 'f') return parse_literal("false", JsonKind::False);
-    if (c == 'n') return parse_literal("null", JsonKind::Null);
+    if (c == '"') return parse_string(indexed);
+    if (c == '-' || is_digit(c)) return parse_number(indexed);
+    if (c == 't') return parse_literal("true", JsonKind::True, indexed);
+    if (c == 'f') return parse_literal("false", JsonKind::False, indexed);
+    if (c == 'n') return parse_literal("null", JsonKind::Null, indexed);
     return fail("unexpected character");
 }
 
-bool JsonDocument::parse_string() {
+bool JsonDocument::parse_string(bool indexed) {
     auto begin = static_cast<std::uint32_t>(pos_);
     ++pos_;  // opening quote
     while (pos_ < text_.size()) {
@@ -246,7 +258,7 @@ bool JsonDocument::parse_string() {
         if (u == '"') {
             ++pos_;
             auto end = static_cast<std::uint32_t>(pos_);
-            nodes_.push_back({JsonKind::String, begin, end, static_cast<std::uint32_t>(nodes_.size() + 1), 0});
+            if (indexed) nodes_.push_back({JsonKind::String, begin, end, static_cast<std::uint32_t>(nodes_.size() + 1), 0});
             return true;
         }
         if (u < 0x20) return fail("control character in string");
@@ -286,19 +298,19 @@ bool JsonDocument::parse_string() {
     return fail("unterminated string");
 }
 
-bool JsonDocument::parse_number() {
+bool JsonDocument::parse_number(bool indexed) {
     auto begin = static_cast<std::uint32_t>(pos_);
     if (!wallet::json::scan_number(text_, pos_)) return fail("bad number");
-    nodes_.push_back({JsonKind::Number, begin, static_cast<std::uint32_t>(pos_),
+    if (indexed) nodes_.push_back({JsonKind::Number, begin, static_cast<std::uint32_t>(pos_),
                       static_cast<std::uint32_t>(nodes_.size() + 1), 0});
     return true;
 }
 
-bool JsonDocument::parse_literal(std::string_view word, JsonKind kind) {
+bool JsonDocument::parse_literal(std::string_view word, JsonKind kind, bool indexed) {
     if (text_.substr(pos_, word.size()) != word) return fail("unexpected character");
     auto begin = static_cast<std::uint32_t>(pos_);
     pos_ += word.size();
-    nodes_.push_back({kind, begin, static_cast<std::uint32_t>(pos_), static_cast<std::uint32_t>(nodes_.size() + 1), 0});
+    if (indexed) nodes_.push_back({kind, begin, static_cast<std::uint32_t>(pos_), static_cast<std::uint32_t>(nodes_.size() + 1), 0});
     return true;
 }
 

@@ -31,7 +31,18 @@ public:
     // Parses `text` (which must outlive the document). Depth counts nested
     // arrays/objects; the top level is depth 1.
     JsonParseStatus parse(std::string_view text, std::size_t max_depth);
+    // The same check of the whole text, but only the top-level value and
+    // its direct children (an object's keys and values) are indexed: the
+    // accessors work on the root, and give the text of anything deeper.
+    // For a document read only at its top (an upstream reply's envelope).
+    JsonParseStatus parse_top(std::string_view text, std::size_t max_depth);
     const std::string& error() const { return error_; }
+    // Lets go of the node memory when it holds more than `nodes` (a document
+    // reused for many parses keeps its memory from one to the next, but not
+    // a large document's).
+    void release_memory_over(std::size_t nodes) {
+        if (nodes_.capacity() > nodes) std::vector<JsonNode>().swap(nodes_);
+    }
 
     std::string_view source() const { return text_; }
     std::size_t root() const { return 0; }
@@ -61,10 +72,12 @@ public:
     std::string canonical(std::size_t index) const;
 
 private:
+    JsonParseStatus parse_indexing(std::string_view text, std::size_t max_depth, std::size_t indexed_depth);
     bool parse_value(std::size_t depth);
-    bool parse_string();
-    bool parse_number();
-    bool parse_literal(std::string_view word, JsonKind kind);
+    // `indexed`: the value gets a node (it is at most indexed_depth_ deep).
+    bool parse_string(bool indexed);
+    bool parse_number(bool indexed);
+    bool parse_literal(std::string_view word, JsonKind kind, bool indexed);
     void skip_space();
     bool fail(const char* what);
     void append_canonical(std::size_t index, std::string& out) const;
@@ -72,6 +85,7 @@ private:
     std::string_view text_;
     std::size_t pos_ = 0;
     std::size_t max_depth_ = 0;
+    std::size_t indexed_depth_ = 0;
     bool too_deep_ = false;
     std::string error_;
     std::vector<JsonNode> nodes_;

@@ -5,17 +5,6 @@
 
 namespace jsonrpc_router {
 
-void ClientTally::add(const std::string& client, std::size_t n) {
-    if (n > 0) counts_[client] += n;
-}
-
-void ClientTally::subtract(const std::string& client, std::size_t n) {
-    auto it = counts_.find(client);
-    if (it == counts_.end()) return;
-    it->second -= std::min(it->second, n);
-    if (it->second == 0) counts_.erase(it);
-}
-
 void ClientRate::pay_back(Owed& owed, std::uint64_t now_ms, std::size_t rate) {
     if (now_ms <= owed.at_ms) return;
     const std::uint64_t elapsed = now_ms - owed.at_ms;

@@ -10,23 +10,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "router_client_tally.hpp"
+
 namespace jsonrpc_router {
 
-// A count per client address (calls, bytes, connections): never below zero,
-// and an address at zero is forgotten.
-class ClientTally {
-public:
-    void add(const std::string& client, std::size_t n);
-    void subtract(const std::string& client, std::size_t n);
-    std::size_t of(const std::string& client) const {
-        auto it = counts_.find(client);
-        return it == counts_.end() ? 0 : it->second;
-    }
-    std::size_t clients() const { return counts_.size(); }
-
-private:
-    std::unordered_map<std::string, std::size_t> counts_;
-};
+using router::ClientTally;
 
 // The answer bytes each client address took, paid back at `rate` bytes per
 // second (a token bucket): an address may take `burst` at once, then `rate`

@@ -158,7 +158,7 @@ bool Call::fail_over(const char* what, bool urls_fault) {
     const router::Target& target = instance.table.targets[target_index];
     if (urls_fault) record_health(instance.url_health(target_index, url), target, url, false);
     // A broadcast may have reached the node before the failure: never twice.
-    if (failed_over_ || !target.pool() || router::is_write(plan().path)) return false;
+    if (failed_over_ || !target.pool() || plan().write) return false;
     auto other = Worker::get().pools().pick_url(instance, target_index, url);
     if (!other) return false;
     failed_over_ = true;

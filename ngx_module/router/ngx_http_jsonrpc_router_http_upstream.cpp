@@ -154,7 +154,7 @@ private:
             request += "\r\n";
             request += wallet::api::kRouterClientHeader;
             request += ": ";
-            request += wallet::api::router_client_value(wallet::ngx::router_token(), client);
+            wallet::api::append_router_client_value(request, wallet::ngx::router_token(), client);
             request += "\r\n";
         }
         request += "Content-Length: ";
@@ -164,7 +164,7 @@ private:
         request += body_;
         // A write goes on a fresh connection: a kept-alive one the target
         // closed meanwhile could not be retried (the write may have arrived).
-        const bool write = router::is_write(call.plan().path);
+        const bool write = call.plan().write;
         while (!write && !idle_.empty()) {
             HttpConn* conn = idle_.back();
             idle_.pop_back();
@@ -268,7 +268,7 @@ bool HttpConn::on_closed(bool during_connect, const char* what) {
     detach();
     // A kept-alive connection the target closed meanwhile: one fresh try
     // (never a write's: writes are not sent on reused connections).
-    if (reused_ && !got_bytes_ && !call->retried && !router::is_write(call->plan().path)) {
+    if (reused_ && !got_bytes_ && !call->retried && !call->plan().write) {
         call->retried = true;
         HttpUpstream& upstream = upstream_;
         upstream.destroy(this);

@@ -151,23 +151,25 @@ std::vector<RouterInstance*>& instances() {
 // jsonrpc_router_max_client_connections of them in this worker, the request
 // is refused: 503 with a JSON-RPC error, and the connection closes.
 static void release_connection(void* data) {
-    std::unique_ptr<std::string> client(static_cast<std::string*>(data));
+    auto* client = static_cast<std::string*>(data);
     jsonrpc_router::Worker::get().client_connections().release(*client);
+    std::destroy_at(client);
 }
 
 // Nothing when counted (until the request ends), else what the handler returns.
 static std::optional<ngx_int_t> claim_connection(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
-    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+    // The address, as counted, lives in the request's pool until the release.
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(std::string));
     if (cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    auto client = std::make_unique<std::string>(wallet::ngx::client_address(r));
+    auto* client = new (cleanup->data) std::string(wallet::ngx::client_address(r));
     if (!jsonrpc_router::Worker::get().client_connections().claim(*client, conf.max_client_connections)) {
+        std::destroy_at(client);
         r->keepalive = 0;
         if (conf.instance != nullptr) jsonrpc_router::count_limited(*conf.instance, router::Limit::ClientConnections);
         return ngx_http_jsonrpc_router_reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, jsonrpc::code::client_busy,
                                               "Too many connections from this client");
     }
     cleanup->handler = release_connection;
-    cleanup->data = client.release();
     return std::nullopt;
 }
 

@@ -2,6 +2,7 @@
 // with the X-JSONRPC-* headers; and the JSON-RPC errors sent before any
 // routing (bad method, too large).
 #include <memory>
+#include <new>
 #include <string>
 
 #include "jsonrpc_writer.hpp"
@@ -103,7 +104,9 @@ private:
     bool finished_ = false;
 };
 
-void delete_job(void* data) { std::unique_ptr<HttpJob> owned(static_cast<HttpJob*>(data)); }
+// Pool memory is aligned for NGX_ALIGNMENT.
+static_assert(alignof(HttpJob) <= NGX_ALIGNMENT);
+void destroy_job(void* data) { std::destroy_at(static_cast<HttpJob*>(data)); }
 
 void read_body(ngx_http_request_t* r) {
     auto* conf = static_cast<ngx_http_jsonrpc_router_loc_conf_t*>(ngx_http_get_module_loc_conf(r, ngx_http_jsonrpc_router_module));
@@ -115,15 +118,14 @@ void read_body(ngx_http_request_t* r) {
                                               "Invalid Request: request too large"));
         return;
     }
-    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
+    // The job lives in the request's pool (no allocation of its own) and ends with it.
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(HttpJob));
     if (cleanup == nullptr) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
-    auto owned = std::make_unique<HttpJob>(r, *conf->instance);
-    HttpJob* job = owned.get();
-    cleanup->handler = delete_job;
-    cleanup->data = owned.release();
+    HttpJob* job = new (cleanup->data) HttpJob(r, *conf->instance);
+    cleanup->handler = destroy_job;
     ngx_http_set_ctx(r, job, ngx_http_jsonrpc_router_module);
     r->main->count++;  // held while the calls start: a synchronous answer must not free r here
     job->start(body);
@@ -187,13 +189,13 @@ ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_htt
     timer->cancelable = 1;  // a graceful stop does not wait for it
     cleanup->handler = stop_body_deadline;
     cleanup->data = timer;
-    ngx_http_set_ctx(r, timer, ngx_http_jsonrpc_router_module);
-    ngx_add_timer(timer, conf.body_timeout);
     r->request_body_in_single_buf = 1;
     ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        stop_body_deadline(timer);
-        ngx_http_set_ctx(r, nullptr, ngx_http_jsonrpc_router_module);
+    // A body that came with its headers (most do) was handled inside the
+    // call: the deadline runs only while nginx waits for the rest of one.
+    if (rc == NGX_AGAIN && ngx_http_get_module_ctx(r, ngx_http_jsonrpc_router_module) == nullptr) {
+        ngx_http_set_ctx(r, timer, ngx_http_jsonrpc_router_module);
+        ngx_add_timer(timer, conf.body_timeout);
     }
     return rc;
 }

@@ -55,11 +55,15 @@ std::string client_identity(std::string_view peer_address, std::string_view forw
 
 std::string router_client_value(std::string_view token, std::string_view address) {
     std::string value;
-    value.reserve(token.size() + 1 + address.size());
-    value += token;
-    value += ' ';
-    value += address;
+    append_router_client_value(value, token, address);
     return value;
+}
+
+void append_router_client_value(std::string& out, std::string_view token, std::string_view address) {
+    out.reserve(out.size() + token.size() + 1 + address.size());
+    out += token;
+    out += ' ';
+    out += address;
 }
 
 std::string router_client(std::string_view header, std::string_view token) {

@@ -26,8 +26,9 @@ std::string client_identity(std::string_view peer_address, std::string_view forw
 // ignores a value whose token does not match.
 inline constexpr std::string_view kRouterClientHeader = "X-Wallet-Router-Client";
 
-// The header's value for `address`.
+// The header's value for `address`; the same appended to `out`.
 std::string router_client_value(std::string_view token, std::string_view address);
+void append_router_client_value(std::string& out, std::string_view token, std::string_view address);
 
 // The address of a router client header carrying `token`; empty when the
 // header is absent, its token differs (compared in constant time), or its

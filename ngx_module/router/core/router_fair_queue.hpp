@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "router_client_tally.hpp"
+
 namespace router {
 
 // Items (calls) waiting for a shared resource (connections), taken round
@@ -31,23 +33,15 @@ public:
 
     // Whether `owner` may put one more item in service now.
     bool may_start(const std::string& owner) const {
-        if (owner.empty() || per_owner_ == 0) return true;
-        auto it = in_service_.find(owner);
-        return it == in_service_.end() || it->second < per_owner_;
+        return owner.empty() || per_owner_ == 0 || in_service_.of(owner) < per_owner_;
     }
     void started(const std::string& owner) {
-        if (!owner.empty()) ++in_service_[owner];
+        if (!owner.empty()) in_service_.add(owner, 1);
     }
     void ended(const std::string& owner) {
-        if (owner.empty()) return;
-        auto it = in_service_.find(owner);
-        if (it == in_service_.end()) return;
-        if (--it->second == 0) in_service_.erase(it);
+        if (!owner.empty()) in_service_.subtract(owner, 1);
     }
-    std::size_t in_service(const std::string& owner) const {
-        auto it = in_service_.find(owner);
-        return it == in_service_.end() ? 0 : it->second;
-    }
+    std::size_t in_service(const std::string& owner) const { return in_service_.of(owner); }
 
     // Waits at the back of its owner's line.
     void push(const std::string& owner, Item item) {
@@ -127,7 +121,7 @@ private:
     std::deque<Item> own_;                                    // the router's own (polls)
     std::unordered_map<std::string, std::deque<Item>> waiting_;  // per owner, in arrival order
     std::deque<std::string> turns_;                           // owners with waiting items, next first
-    std::unordered_map<std::string, std::size_t> in_service_;
+    ClientTally in_service_;
 };
 
 }  // namespace router

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace router {
 
@@ -20,6 +21,14 @@ bool equals_lower(std::string_view s, std::string_view lower_word) {
     if (s.size() != lower_word.size()) return false;
     for (std::size_t i = 0; i < s.size(); ++i) {
         if (lower_ascii(s[i]) != lower_word[i]) return false;
+    }
+    return true;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (lower_ascii(a[i]) != lower_ascii(b[i])) return false;
     }
     return true;
 }
@@ -47,10 +56,16 @@ bool header_has_token(std::string_view value, std::string_view token) {
     return false;
 }
 
-std::optional<std::string> HttpMessageParser::header(std::string_view name) const {
-    for (const auto& [k, v] : headers_) {
-        if (equals_lower(name, k)) return v;
+std::optional<std::string_view> HttpMessageParser::header_view(std::string_view name) const {
+    const std::string_view head(head_);
+    for (const HeaderSpan& h : headers_) {
+        if (equals_ignoring_case(name, head.substr(h.name_at, h.name_size))) return head.substr(h.value_at, h.value_size);
     }
+    return std::nullopt;
+}
+
+std::optional<std::string> HttpMessageParser::header(std::string_view name) const {
+    if (auto value = header_view(name)) return std::string(*value);
     return std::nullopt;
 }
 
@@ -63,6 +78,7 @@ void HttpMessageParser::reset() {
     status_ = 0;
     method_.clear();
     target_.clear();
+    head_.clear();
     headers_.clear();
     keep_alive_ = true;
     mode_ = BodyMode::None;
@@ -113,7 +129,8 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         if (buffer_.size() > kMaxHead) return fail("header too large");
         return State::Incomplete;
     }
-    std::string_view head(buffer_.data(), end);
+    head_.assign(buffer_, 0, end);
+    const std::string_view head(head_);
     consumed_ = end + 4;
     std::size_t line_end = head.find("\r\n");
     std::string_view first = head.substr(0, line_end);
@@ -138,6 +155,9 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         http10 = first.substr(sp2 + 1) == "HTTP/1.0";
     }
     keep_alive_ = !http10;
+    // The three headers that frame the message are picked up in the one
+    // pass over the lines (the first of each name counts, as with header_view).
+    std::optional<std::string_view> connection, te, length;
     std::size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
     while (pos < head.size()) {
         std::size_t next = head.find("\r\n", pos);
@@ -145,16 +165,22 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         std::string_view line = head.substr(pos, next - pos);
         auto colon = line.find(':');
         if (colon == std::string_view::npos) return fail("bad header line");
-        headers_.emplace_back(lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+        const std::string_view name = trim(line.substr(0, colon));
+        const std::string_view value = trim(line.substr(colon + 1));
+        headers_.push_back({static_cast<std::size_t>(name.data() - head.data()), name.size(),
+                            static_cast<std::size_t>(value.data() - head.data()), value.size()});
+        std::optional<std::string_view>* framing = equals_lower(name, "content-length")      ? &length
+                                                   : equals_lower(name, "connection")        ? &connection
+                                                   : equals_lower(name, "transfer-encoding") ? &te
+                                                                                             : nullptr;
+        if (framing != nullptr && !*framing) *framing = value;
         pos = next + 2;
     }
     headers_done_ = true;
-    if (auto connection = header("connection")) {
+    if (connection) {
         if (header_has_token(*connection, "close")) keep_alive_ = false;
         if (header_has_token(*connection, "keep-alive")) keep_alive_ = true;
     }
-    auto te = header("transfer-encoding");
-    auto length = header("content-length");
     if (kind_ == Kind::Response && (status_ / 100 == 1 || status_ == 204 || status_ == 304)) {
         mode_ = BodyMode::None;
     } else if (te && header_has_token(*te, "chunked")) {
@@ -163,7 +189,7 @@ HttpMessageParser::State HttpMessageParser::parse_head() {
         if (length->empty() || length->size() > 15 || length->find_first_not_of("0123456789") != std::string::npos) {
             return fail("bad Content-Length");
         }
-        remaining_ = std::stoull(*length);
+        std::from_chars(length->data(), length->data() + length->size(), remaining_);
         if (remaining_ > max_body_) return fail("body too large");
         mode_ = remaining_ == 0 ? BodyMode::None : BodyMode::Length;
     } else if (kind_ == Kind::Response) {

@@ -43,6 +43,8 @@ private:
     State parse_head();
     State parse_body();
     State fail(std::string message);
+    // The value of a header (case-insensitive name), a view into head_.
+    std::optional<std::string_view> header_view(std::string_view name) const;
 
     Kind kind_;
     std::size_t max_body_;
@@ -54,7 +56,14 @@ private:
     int status_ = 0;
     std::string method_;
     std::string target_;
-    std::vector<std::pair<std::string, std::string>> headers_;  // lower-case names
+    // The header lines as received, and where each name and value is in
+    // them: kept from one message to the next, so that parsing a head
+    // allocates nothing on a kept-alive connection.
+    struct HeaderSpan {
+        std::size_t name_at, name_size, value_at, value_size;
+    };
+    std::string head_;
+    std::vector<HeaderSpan> headers_;
     bool keep_alive_ = true;
     enum class BodyMode { None, Length, Chunked, UntilClose } mode_ = BodyMode::None;
     std::size_t remaining_ = 0;  // Length: bytes left; Chunked: bytes left in chunk

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "jsonrpc_json.hpp"
 #include "jsonrpc_writer.hpp"
@@ -130,6 +131,7 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         return;
     }
 
+    call.write = is_write(call.path);
     call.route = table.match(call.path);
     if (call.route == nullptr) {
         call.error = jsonrpc::ErrorInfo{rpc::kMethodNotFound, "no route for method " + call.path};
@@ -152,7 +154,11 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         }
         call.params_json += ']';
     } else {
-        call.method_json = std::string(doc.text(*method));
+        // A method named directly and written without escapes is its path
+        // quoted (the upstream body writes it from there, no copy of its own).
+        if (legacy || doc.text(*method).size() != method_name.size() + 2) {
+            call.method_json = std::string(doc.text(*method));
+        }
         if (params) call.params_json = std::string(doc.text(*params));
     }
 
@@ -162,6 +168,36 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         call.cache_key = cache_key(call.path, canonical);
     }
 }
+
+// The document a thread parses request bodies and upstream replies into:
+// its node memory is kept from one parse to the next (an nginx worker
+// parses two small bodies per call), that of a large document let go. A
+// second one alive at the same time gets a document of its own.
+class ScratchDocument {
+public:
+    ScratchDocument() : shared_(!std::exchange(in_use(), true)) {}
+    ~ScratchDocument() {
+        if (!shared_) return;
+        shared().release_memory_over(kKeptNodes);
+        in_use() = false;
+    }
+    ScratchDocument(const ScratchDocument&) = delete;
+    ScratchDocument& operator=(const ScratchDocument&) = delete;
+    JsonDocument& operator*() { return shared_ ? shared() : own_; }
+
+private:
+    static constexpr std::size_t kKeptNodes = 1024;
+    static JsonDocument& shared() {
+        thread_local JsonDocument doc;
+        return doc;
+    }
+    static bool& in_use() {
+        thread_local bool used = false;
+        return used;
+    }
+    bool shared_;
+    JsonDocument own_;
+};
 
 std::string sha256_hex(std::string_view data) {
     unsigned char digest[SHA256_DIGEST_LENGTH];
@@ -194,9 +230,15 @@ std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
 }
 
 void CallPlan::append_upstream_body(std::string& out, std::uint64_t upstream_id) const {
-    out.reserve(out.size() + 48 + method_json.size() + params_json.size());
+    out.reserve(out.size() + 50 + std::max(method_json.size(), path.size()) + params_json.size());
     out += "{\"jsonrpc\":\"2.0\",\"method\":";
-    out += method_json;
+    if (method_json.empty()) {
+        out += '"';
+        out += path;
+        out += '"';
+    } else {
+        out += method_json;
+    }
     if (!params_json.empty()) {
         out += ",\"params\":";
         out += params_json;
@@ -224,7 +266,8 @@ std::string cache_key(std::string_view path, std::string_view canonical_params) 
 
 RequestPlan plan_request(std::string_view body, const RoutingTable& table, const RequestLimits& limits) {
     RequestPlan plan;
-    JsonDocument doc;
+    ScratchDocument scratch;
+    JsonDocument& doc = *scratch;
     JsonParseStatus status = doc.parse(body, limits.max_depth + 1);
     if (status == JsonParseStatus::TooDeep) {
         plan.error = invalid("Invalid Request: nesting deeper than " + std::to_string(limits.max_depth));
@@ -258,8 +301,10 @@ RequestPlan plan_request(std::string_view body, const RoutingTable& table, const
 
 UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits) {
     UpstreamReply reply;
-    JsonDocument doc;
-    if (doc.parse(body, limits.max_response_depth) != JsonParseStatus::Ok) {
+    ScratchDocument scratch;
+    JsonDocument& doc = *scratch;
+    // Checked whole, read at its top only (the result passes through as text).
+    if (doc.parse_top(body, limits.max_response_depth) != JsonParseStatus::Ok) {
         reply.problem = body.empty() ? "empty body" : "not JSON";
         return reply;
     }

@@ -29,8 +29,9 @@ struct CallPlan {
     std::string id = "null";               // raw JSON text of the caller's id
     std::optional<jsonrpc::ErrorInfo> error;  // answered without routing
     std::string path;                      // api.method, what routes match
+    bool write = false;                    // router::is_write(path): never resent, never on a reused connection
     const Route* route = nullptr;
-    std::string method_json;               // upstream "method" member (JSON text)
+    std::string method_json;               // upstream "method" member (JSON text); empty: `path` quoted
     std::string params_json;               // upstream "params" member (JSON text; empty = none)
     std::string cache_key;                 // empty when the route does not cache
     std::int64_t ttl = 0;

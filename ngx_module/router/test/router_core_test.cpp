@@ -61,6 +61,24 @@ TEST(RouterJson, RejectsMalformedInput) {
     EXPECT_EQ(doc.parse("[[[[[]]]]]", 5), jsonrpc::JsonParseStatus::Ok);
 }
 
+// An upstream reply is checked whole but indexed at its top only.
+TEST(RouterJson, TopIndexedParseChecksTheWholeText) {
+    jsonrpc::JsonDocument doc;
+    const std::string reply = R"({"jsonrpc":"2.0","result":{"a":[1,{"b":"\u0041"}],"c":null},"id":7})";
+    ASSERT_EQ(doc.parse_top(reply, 8), jsonrpc::JsonParseStatus::Ok);
+    ASSERT_TRUE(doc.member(0, "result"));
+    EXPECT_EQ(doc.text(*doc.member(0, "result")), R"({"a":[1,{"b":"\u0041"}],"c":null})");
+    ASSERT_TRUE(doc.member(0, "id"));
+    EXPECT_EQ(doc.text(*doc.member(0, "id")), "7");
+    EXPECT_EQ(doc.node(0).count, 3u);
+    for (std::string bad : {R"({"result":{"a":[1,]}})", R"({"result":{"a":"\x"}})", R"({"result":[nul]})",
+                            "{\"result\":[\"\x01\"]}", R"({"result":{"a" 1}})"}) {
+        EXPECT_EQ(doc.parse_top(bad, 8), jsonrpc::JsonParseStatus::Syntax) << bad;
+    }
+    EXPECT_EQ(doc.parse_top(R"({"result":[[[[]]]]})", 4), jsonrpc::JsonParseStatus::TooDeep);
+    EXPECT_EQ(doc.parse_top(R"({"result":[[[[]]]]})", 5), jsonrpc::JsonParseStatus::Ok);
+}
+
 TEST(RouterJson, CanonicalFormSortsKeysRecursively) {
     jsonrpc::JsonDocument a, b;
     ASSERT_EQ(a.parse(R"({"b": [1, {"y":2,"x":1}], "a": "\u0041"})", 8), jsonrpc::JsonParseStatus::Ok);
@@ -393,6 +411,12 @@ TEST(RouterRequest, TranslationOnlyWhenTrue) {
               R"({"jsonrpc":"2.0","method":"block_api.get_block","params":{"block_num":1},"id":5})");
     auto absent = plan_request(R"({"jsonrpc":"2.0","method":"bridge.get_post","params":{"a":1},"id":1})", t, limits);
     EXPECT_EQ(absent.calls[0].upstream_body(5), R"({"jsonrpc":"2.0","method":"bridge.get_post","params":{"a":1},"id":5})");
+    // A method written with escapes goes upstream as written, routed by its decoded name.
+    auto escaped = plan_request(R"({"jsonrpc":"2.0","method":"bridge\u002eget_post","params":{"a":1},"id":1})", t, limits);
+    ASSERT_FALSE(escaped.calls[0].error);
+    EXPECT_EQ(escaped.calls[0].path, "bridge.get_post");
+    EXPECT_EQ(escaped.calls[0].upstream_body(5),
+              R"({"jsonrpc":"2.0","method":"bridge\u002eget_post","params":{"a":1},"id":5})");
 }
 
 TEST(RouterRequest, IdsOfEveryTypeAreKept) {
