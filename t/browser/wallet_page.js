@@ -2,7 +2,7 @@
 // The test (t/integration/browser_wallet_page_test.cpp) decides what is right.
 // Steps: {"account": NAME} | {"click": "older"|"newer"} |
 //        {"check": [OP_TYPE...]} | {"window": "all"|"7"|...} |
-//        {"custom_window": [FROM_DATE, TO_DATE]}
+//        {"custom_window": [FROM_DATE, TO_DATE]} | {"chart": COMPONENT}
 // Loaded: {"filters": {"default": [...], "opt_in": [...]}}.
 'use strict';
 
@@ -34,6 +34,11 @@ function snapshot(page) {
       totals_window: text('totals-window'),
       balances_note: visible('balances-note') ? text('balances-note') : null,
       balances: [...document.querySelectorAll('#balances-main dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]),
+      // The balance chart: its component, note and points (oldest first), each with the exact balance it shows.
+      chart_visible: visible('balances') && visible('chart'),
+      chart_component: document.getElementById('chart-component').value,
+      chart_note: text('chart-note'),
+      chart_points: [...document.querySelectorAll('#chart-svg circle')].map((dot) => ({ time: dot.dataset.time, balance: dot.dataset.balance })),
       // The phone layout: no header row, and nothing wider than the screen.
       table_header_shown: getComputedStyle(document.querySelector('#history-table thead')).display !== 'none',
       page_width: document.documentElement.scrollWidth,
@@ -53,6 +58,8 @@ async function run(page, step) {
     for (const type of step.check) await page.check(`input[name=op_type][value="${type}"]`);
   } else if ('window' in step) {
     await page.selectOption('#window', step.window);
+  } else if ('chart' in step) {
+    await page.selectOption('#chart-component', step.chart);
   } else if ('custom_window' in step) {
     await page.selectOption('#window', 'custom');
     await settled(page);

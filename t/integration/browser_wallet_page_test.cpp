@@ -219,6 +219,11 @@ TEST_F(WalletPage, ShowsCamillasHistoryEqualToGetWalletHistory) {
                        ", not 1: a balance needs every block from 1");
     EXPECT_EQ(str(first, "balances_note"), "Balances are not available here: " + why + ".");
     EXPECT_EQ(json_array_size(json_object_get(first, "balances")), 0u);
+    // Nor a balance chart: get_balance_history refuses for the same reason, so the page does not draw one.
+    JsonPtr changes = demo().call("get_balance_history", R"({"account":"camilla","component":"hive_balance"})");
+    EXPECT_EQ(str(json_object_get(changes.get(), "error"), "message"), why);
+    EXPECT_FALSE(flag(first, "chart_visible"));
+    EXPECT_EQ(json_array_size(json_object_get(first, "chart_points")), 0u);
 
     // The filter offers exactly the op types get_methods names.
     JsonPtr methods = demo().result("get_methods", "{}");

@@ -16,6 +16,8 @@
 //  5. Reward totals: server-side sums over an optional [from, to) window.
 //  6. Balances: get_balances answers only where the store holds every block
 //     from the first; otherwise an error that says what is missing.
+//  7. A balance over time (loadChart): get_balance_history's changes of one
+//     component, paged like the history, drawn as a small hand-made SVG.
 'use strict';
 
 // ---------------------------------------------------------------------------
@@ -347,6 +349,10 @@ async function loadBalances() {
     for (const [field, value] of Object.entries(result.balances)) balanceEntry($('balances-all'), field, value);
     note.textContent = `After block ${result.block}.`;
     $('balances-more').hidden = false;
+    // The chart asks for the same account's history of one component: only
+    // worth asking once the store has shown it can compute balances.
+    $('chart').hidden = false;
+    await loadChart();
   } catch (error) {
     if (generation !== state.generation) return;
     // Not every store can answer (a store without the oldest blocks, or one
@@ -354,17 +360,148 @@ async function loadBalances() {
     note.textContent = error instanceof ApiError ? `Balances are not available here: ${error.message}.`
                                                  : describeError(error, 'the balances');
     $('balances-more').hidden = true;
+    $('chart').hidden = true;
   } finally {
     if (generation === state.generation) note.hidden = false;
   }
 }
 
 // ---------------------------------------------------------------------------
-// 7. Showing an account
+// 7. One balance over time: a hand-made SVG chart
+// ---------------------------------------------------------------------------
+
+// get_balance_history pages are newest first; a few pages of the largest
+// default limit cover the recent changes without loading a whole life.
+const CHART_PAGE_LIMIT = 50;
+const CHART_MAX_PAGES = 6;
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function svgElement(name, attributes, text) {
+  const element = document.createElementNS(SVG_NS, name);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+// The component's changes, oldest first: [{time, block, balance}] with the
+// balance as the API's exact decimal string.
+async function balanceChanges(component) {
+  const changes = [];
+  let cursor = null;
+  let complete = false;
+  for (let page = 0; page < CHART_MAX_PAGES; ++page) {
+    const params = { account: state.account, component, limit: CHART_PAGE_LIMIT };
+    if (cursor !== null) params.cursor = cursor;
+    const result = await callApi('get_balance_history', params);
+    for (const item of result.items) changes.push({ time: item.timestamp, block: item.block_num, balance: item.balance });
+    cursor = result.next_cursor;
+    // A page may hold fewer rows than the limit, or none, and still have a
+    // next_cursor (docs/wallet-history-api.md): only null means the end.
+    if (cursor === null) { complete = true; break; }
+  }
+  return { changes: changes.reverse(), complete };
+}
+
+// Draws the changes as a step line (a balance holds until its next change),
+// one dot per change. Sized in real pixels from the element's width, so its
+// text stays readable on a phone; redrawn when the window is resized.
+function drawChart(changes) {
+  const svg = $('chart-svg');
+  svg.replaceChildren();
+  if (changes.length === 0) return;
+  const width = Math.max(svg.clientWidth, 280);
+  const height = 220;
+  const margin = { left: 8, right: 8, top: 22, bottom: 40 };
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('height', String(height));
+
+  // Number() only to place a dot on the screen: every text shown is the
+  // API's exact string, never a float printed back.
+  const times = changes.map((change) => Date.parse(change.time));
+  const values = changes.map((change) => Number(change.balance));
+  const lowest = values.indexOf(Math.min(...values));
+  const highest = values.indexOf(Math.max(...values));
+  const timeSpan = Math.max(times[times.length - 1] - times[0], 1);
+  const valueSpan = values[highest] - values[lowest] || 1;
+  const x = (i) => margin.left + ((times[i] - times[0]) / timeSpan) * (width - margin.left - margin.right);
+  const y = (i) => height - margin.bottom - ((values[i] - values[lowest]) / valueSpan) * (height - margin.top - margin.bottom);
+
+  // Steps: across at the old balance, then up or down at the change.
+  let path = `M ${x(0)} ${y(0)}`;
+  for (let i = 1; i < changes.length; ++i) path += ` H ${x(i)} V ${y(i)}`;
+  svg.append(svgElement('path', { d: path, class: 'chart-line' }));
+
+  const symbol = $('chart-component').selectedOptions[0]?.dataset.symbol ?? '';
+  changes.forEach((change, i) => {
+    const dot = svgElement('circle', { cx: x(i), cy: y(i), r: 3.5, class: 'chart-point',
+                                       'data-balance': change.balance, 'data-time': change.time });
+    // A native tooltip (and what a screen reader says) for each change.
+    dot.append(svgElement('title', {}, `${formatTime(change.time)} UTC, block ${change.block}: ${change.balance} ${symbol}`));
+    svg.append(dot);
+  });
+
+  // Labels: the highest and lowest balance, the first and last date.
+  svg.append(
+    svgElement('text', { x: margin.left, y: 14, class: 'chart-label' }, `max ${changes[highest].balance}`),
+    svgElement('text', { x: margin.left, y: height - 24, class: 'chart-label' }, `min ${changes[lowest].balance}`),
+    svgElement('text', { x: margin.left, y: height - 6, class: 'chart-label' }, changes[0].time.slice(0, 10)),
+    svgElement('text', { x: width - margin.right, y: height - 6, class: 'chart-label', 'text-anchor': 'end' },
+               changes[changes.length - 1].time.slice(0, 10)),
+  );
+}
+
+// The select's choices: the main balances (their symbol for the tooltips).
+const CHART_SYMBOLS = {
+  hive_balance: 'HIVE', hbd_balance: 'HBD', vesting_shares: 'VESTS', hive_savings: 'HIVE',
+  hbd_savings: 'HBD', delegated_vests: 'VESTS', received_vests: 'VESTS',
+};
+
+function renderChartChoices() {
+  const select = $('chart-component');
+  for (const [field, name] of Object.entries(MAIN_BALANCES)) {
+    const option = document.createElement('option');
+    option.value = field;
+    option.textContent = name;
+    option.dataset.symbol = CHART_SYMBOLS[field];
+    select.append(option);
+  }
+}
+
+let chartChanges = [];
+
+async function loadChart() {
+  const generation = state.generation;
+  const component = $('chart-component').value;
+  const note = $('chart-note');
+  chartChanges = [];
+  drawChart(chartChanges);
+  note.textContent = 'Loading …';
+  try {
+    const { changes, complete } = await balanceChanges(component);
+    if (generation !== state.generation || component !== $('chart-component').value) return;
+    chartChanges = changes;
+    drawChart(changes);
+    const name = $('chart-component').selectedOptions[0].textContent;
+    if (changes.length === 0) {
+      note.textContent = `${name}: no change in the indexed history.`;
+    } else {
+      note.textContent = `${name}: ${changes.length} ${complete ? '' : 'most recent '}change${changes.length === 1 ? '' : 's'}, ` +
+        `${formatTime(changes[0].time)} to ${formatTime(changes[changes.length - 1].time)} UTC.`;
+    }
+  } catch (error) {
+    if (generation !== state.generation || component !== $('chart-component').value) return;
+    note.textContent = error instanceof ApiError ? `The balance history is not available here: ${error.message}.`
+                                                 : describeError(error, 'the balance history');
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 8. Showing an account
 // ---------------------------------------------------------------------------
 
 function hideSections() {
-  for (const id of ['balances', 'totals', 'history', 'indexer']) $(id).hidden = true;
+  for (const id of ['balances', 'chart', 'totals', 'history', 'indexer']) $(id).hidden = true;
 }
 
 async function showAccount(account) {
@@ -414,6 +551,9 @@ async function start() {
   $('newer').addEventListener('click', showNewer);
   $('page-size').addEventListener('change', () => {
     state.pageSize = Number($('page-size').value);
+  renderChartChoices();
+  $('chart-component').addEventListener('change', () => track(loadChart()));
+  window.addEventListener('resize', () => drawChart(chartChanges));
     reloadFromFirstPage();
   });
   $('window').addEventListener('change', () => {
@@ -429,6 +569,9 @@ async function start() {
     filterChanged();
   });
   state.pageSize = Number($('page-size').value);
+  renderChartChoices();
+  $('chart-component').addEventListener('change', () => track(loadChart()));
+  window.addEventListener('resize', () => drawChart(chartChanges));
 
   // The filter's op types, from the API itself.
   try {
