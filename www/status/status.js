@@ -107,7 +107,8 @@ function showChain(status, samples, now) {
   const still = Math.round((now - watch.changedAt) / 1000);
   const advanced = head !== null && watch.headAtChange !== null ? head - watch.headAtChange : 0;
   if (still >= STALL_SECONDS && advanced > 0) {
-    show('indexer_state', `stalled: no block indexed for ${still} s while the chain advanced ${advanced} blocks`, 'stalled');
+    show('indexer_state', `stalled: no block indexed for ${still} s while the chain advanced ${advanced} blocks;` +
+      ' check that the indexer runs (the package: journalctl -u wallet-indexer) and that its node answers', 'stalled');
   } else if (status.lag_blocks !== undefined && advanced === 0 && still >= REFRESH_SECONDS) {
     show('indexer_state', 'caught up: waiting for the next block', 'caught-up');
   } else {
