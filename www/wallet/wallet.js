@@ -17,7 +17,9 @@
 //  6. Balances: get_balances answers only where the store holds every block
 //     from the first; otherwise an error that says what is missing.
 //  7. A balance over time (loadChart): get_balance_history's changes of one
-//     component, paged like the history, drawn as a small hand-made SVG.
+//     component, paged like the history, drawn as a small hand-made SVG
+//     (drawChart). Amounts stay strings there too: Number() only computes
+//     where a dot goes on the screen, never a figure that is shown.
 'use strict';
 
 // ---------------------------------------------------------------------------
@@ -317,15 +319,18 @@ async function loadTotals() {
 // 6. Balances (when the store can compute them)
 // ---------------------------------------------------------------------------
 
-const MAIN_BALANCES = {
-  hive_balance: 'HIVE',
-  hbd_balance: 'HBD',
-  vesting_shares: 'Vesting shares (Hive Power)',
-  hive_savings: 'HIVE in savings',
-  hbd_savings: 'HBD in savings',
-  delegated_vests: 'Delegated to others',
-  received_vests: 'Received by delegation',
-};
+// The balances a wallet shows first, in this order: the API's field, what to
+// call it, and its asset (for the chart's tooltips). get_balances answers
+// more (pending amounts, counts); the page lists those as they come.
+const MAIN_BALANCES = [
+  { field: 'hive_balance', name: 'HIVE', symbol: 'HIVE' },
+  { field: 'hbd_balance', name: 'HBD', symbol: 'HBD' },
+  { field: 'vesting_shares', name: 'Vesting shares (Hive Power)', symbol: 'VESTS' },
+  { field: 'hive_savings', name: 'HIVE in savings', symbol: 'HIVE' },
+  { field: 'hbd_savings', name: 'HBD in savings', symbol: 'HBD' },
+  { field: 'delegated_vests', name: 'Delegated to others', symbol: 'VESTS' },
+  { field: 'received_vests', name: 'Received by delegation', symbol: 'VESTS' },
+];
 
 function balanceEntry(list, name, value) {
   const term = document.createElement('dt');
@@ -343,7 +348,7 @@ async function loadBalances() {
   try {
     const result = await callApi('get_balances', { account: state.account });
     if (generation !== state.generation) return;
-    for (const [field, name] of Object.entries(MAIN_BALANCES)) {
+    for (const { field, name } of MAIN_BALANCES) {
       if (field in result.balances) balanceEntry($('balances-main'), name, result.balances[field]);
     }
     for (const [field, value] of Object.entries(result.balances)) balanceEntry($('balances-all'), field, value);
@@ -370,8 +375,9 @@ async function loadBalances() {
 // 7. One balance over time: a hand-made SVG chart
 // ---------------------------------------------------------------------------
 
-// get_balance_history pages are newest first; a few pages of the largest
-// default limit cover the recent changes without loading a whole life.
+// get_balance_history pages are newest first; a few pages of the API's
+// default size cover the recent changes without loading a whole life (the
+// note under the select says when the chart shows only the most recent).
 const CHART_PAGE_LIMIT = 50;
 const CHART_MAX_PAGES = 6;
 
@@ -385,7 +391,8 @@ function svgElement(name, attributes, text) {
 }
 
 // The component's changes, oldest first: [{time, block, balance}] with the
-// balance as the API's exact decimal string.
+// balance as the API's exact decimal string (the balance after the change),
+// and whether they are all of them (the last page had no next_cursor).
 async function balanceChanges(component) {
   const changes = [];
   let cursor = null;
@@ -416,7 +423,8 @@ function drawChart(changes) {
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
   svg.setAttribute('height', String(height));
 
-  // Number() only to place a dot on the screen: every text shown is the
+  // Number() only to place a dot on the screen: a float is exact enough for a
+  // pixel, never for money, so every text shown (labels, tooltips) is the
   // API's exact string, never a float printed back.
   const times = changes.map((change) => Date.parse(change.time));
   const values = changes.map((change) => Number(change.balance));
@@ -434,36 +442,36 @@ function drawChart(changes) {
 
   const symbol = $('chart-component').selectedOptions[0]?.dataset.symbol ?? '';
   changes.forEach((change, i) => {
-    const dot = svgElement('circle', { cx: x(i), cy: y(i), r: 3.5, class: 'chart-point',
+    // The data-* attributes say what the dot stands for, for scripts and tests.
+    const dot = svgElement('circle', { cx: x(i), cy: y(i), r: 3.5, class: 'chart-point', 'data-block-num': change.block,
                                        'data-balance': change.balance, 'data-time': change.time });
     // A native tooltip (and what a screen reader says) for each change.
     dot.append(svgElement('title', {}, `${formatTime(change.time)} UTC, block ${change.block}: ${change.balance} ${symbol}`));
     svg.append(dot);
   });
 
-  // Labels: the highest and lowest balance, the first and last date.
+  // Labels: the highest and lowest balance, the first and last time (the
+  // date, or the date and minute when all changes are of one day).
+  const first = changes[0].time;
+  const last = changes[changes.length - 1].time;
+  const axisTime = (iso) => (first.slice(0, 10) === last.slice(0, 10) ? formatTime(iso).slice(0, 16) : iso.slice(0, 10));
   svg.append(
     svgElement('text', { x: margin.left, y: 14, class: 'chart-label' }, `max ${changes[highest].balance}`),
     svgElement('text', { x: margin.left, y: height - 24, class: 'chart-label' }, `min ${changes[lowest].balance}`),
-    svgElement('text', { x: margin.left, y: height - 6, class: 'chart-label' }, changes[0].time.slice(0, 10)),
+    svgElement('text', { x: margin.left, y: height - 6, class: 'chart-label' }, axisTime(first)),
     svgElement('text', { x: width - margin.right, y: height - 6, class: 'chart-label', 'text-anchor': 'end' },
-               changes[changes.length - 1].time.slice(0, 10)),
+               axisTime(last)),
   );
 }
 
-// The select's choices: the main balances (their symbol for the tooltips).
-const CHART_SYMBOLS = {
-  hive_balance: 'HIVE', hbd_balance: 'HBD', vesting_shares: 'VESTS', hive_savings: 'HIVE',
-  hbd_savings: 'HBD', delegated_vests: 'VESTS', received_vests: 'VESTS',
-};
-
+// The select's choices: the main balances.
 function renderChartChoices() {
   const select = $('chart-component');
-  for (const [field, name] of Object.entries(MAIN_BALANCES)) {
+  for (const { field, name, symbol } of MAIN_BALANCES) {
     const option = document.createElement('option');
     option.value = field;
     option.textContent = name;
-    option.dataset.symbol = CHART_SYMBOLS[field];
+    option.dataset.symbol = symbol;
     select.append(option);
   }
 }
@@ -551,9 +559,6 @@ async function start() {
   $('newer').addEventListener('click', showNewer);
   $('page-size').addEventListener('change', () => {
     state.pageSize = Number($('page-size').value);
-  renderChartChoices();
-  $('chart-component').addEventListener('change', () => track(loadChart()));
-  window.addEventListener('resize', () => drawChart(chartChanges));
     reloadFromFirstPage();
   });
   $('window').addEventListener('change', () => {
