@@ -4,7 +4,10 @@
 // router with the page on /wallet/ and the wallet_history API), PostgreSQL
 // filled by the real wallet-indexer from the node simulator's real-data chain,
 // and Redis. Every row, total and message the page shows is compared with what
-// the API answers the same request, through the same router.
+// the API answers the same request, through the same router. A second site,
+// on a store of the simulator's synthetic chain from block 1, is where the
+// balances answer: its panel and chart are compared with get_balances and
+// get_balance_history.
 //
 // The stack and the browser start once for all the tests of this program (one
 // ctest test, label `browser`); each test loads the page afresh (a desktop or a phone tab) and
