@@ -3,7 +3,7 @@
 // Steps: {"account": NAME} | {"click": "older"|"newer"} |
 //        {"check": [OP_TYPE...]} | {"window": "all"|"7"|...} |
 //        {"custom_window": [FROM_DATE, TO_DATE]} | {"chart": COMPONENT} |
-//        {"open": DETAILS_ID}
+//        {"open": DETAILS_ID} | {"page_size": "10"|"25"|"50"|"100"}
 // Loaded: {"filters": {"default": [...], "opt_in": [...]}}.
 'use strict';
 
@@ -42,6 +42,7 @@ function snapshot(page) {
       // The balance chart: its component, note and points (oldest first), each with the exact balance it shows.
       chart_visible: visible('balances') && visible('chart'),
       chart_component: document.getElementById('chart-component').value,
+      chart_choices: [...document.getElementById('chart-component').options].map((option) => option.value),
       chart_note: text('chart-note'),
       chart_points: [...document.querySelectorAll('#chart-svg circle')].map(
         (dot) => ({ block_num: Number(dot.dataset.blockNum), balance: dot.dataset.balance, time: dot.dataset.time })),
@@ -68,6 +69,8 @@ async function run(page, step) {
     await page.selectOption('#window', step.window);
   } else if ('chart' in step) {
     await page.selectOption('#chart-component', step.chart);
+  } else if ('page_size' in step) {
+    await page.selectOption('#page-size', step.page_size);
   } else if ('open' in step) {
     await page.click(`#${step.open} > summary`);
   } else if ('custom_window' in step) {

@@ -531,8 +531,9 @@ TEST_F(WalletPage, FitsAPhoneScreen) {
 
 TEST_F(WalletPage, ShowsBalancesAndChartsOfHiveAndVestsEqualToTheApi) {
     const std::string account = chart_account();
-    JsonPtr answer = demo().browse(demo().ledger(), R"([{"account":")" + account + R"("},{"chart":"vesting_shares"}])");
-    auto shown = snapshots(answer, 2);
+    JsonPtr answer = demo().browse(demo().ledger(), R"([{"account":")" + account +
+                                                        R"("},{"chart":"vesting_shares"},{"page_size":"10"}])");
+    auto shown = snapshots(answer, 3);
 
     JsonPtr balances = ledger().result("get_balances", R"({"account":")" + account + "\"}");
     EXPECT_TRUE(json_is_null(json_object_get(shown[0], "message"))) << dump(shown[0]);
@@ -577,6 +578,12 @@ TEST_F(WalletPage, ShowsBalancesAndChartsOfHiveAndVestsEqualToTheApi) {
     }
     // The two charts are not one drawing twice.
     EXPECT_NE(shown_points(shown[0]), shown_points(shown[1]));
+    // Another page size reloads the history, not the chart's choices (once each) nor the chart.
+    EXPECT_EQ(strings(json_object_get(shown[2], "chart_choices")),
+              (std::vector<std::string>{"hive_balance", "hbd_balance", "vesting_shares", "hive_savings", "hbd_savings",
+                                        "delegated_vests", "received_vests"}));
+    EXPECT_EQ(json_array_size(json_object_get(shown[2], "rows")), 10u);
+    EXPECT_EQ(shown_points(shown[2]), shown_points(shown[1]));
 }
 
 TEST_F(WalletPage, BalancesAndChartFitAPhoneScreen) {
