@@ -2,7 +2,8 @@
 // The test (t/integration/browser_wallet_page_test.cpp) decides what is right.
 // Steps: {"account": NAME} | {"click": "older"|"newer"} |
 //        {"check": [OP_TYPE...]} | {"window": "all"|"7"|...} |
-//        {"custom_window": [FROM_DATE, TO_DATE]}
+//        {"custom_window": [FROM_DATE, TO_DATE]} | {"chart": COMPONENT} |
+//        {"open": DETAILS_ID} | {"page_size": "10"|"25"|"50"|"100"}
 // Loaded: {"filters": {"default": [...], "opt_in": [...]}}.
 'use strict';
 
@@ -19,6 +20,8 @@ function snapshot(page) {
     const text = (id) => document.getElementById(id).textContent.trim();
     const rows = (selector) =>
       [...document.querySelectorAll(`${selector} tbody tr`)].map((tr) => [...tr.cells].map((td) => td.textContent));
+    const pairs = (selector) =>
+      [...document.querySelectorAll(`${selector} dt`)].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]);
     const message = document.getElementById('message');
     return {
       message: message.hidden ? null : { text: message.textContent, kind: message.className },
@@ -33,7 +36,18 @@ function snapshot(page) {
       totals: rows('#totals-table'),
       totals_window: text('totals-window'),
       balances_note: visible('balances-note') ? text('balances-note') : null,
-      balances: [...document.querySelectorAll('#balances-main dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]),
+      // The balances as [name, value] pairs: the main ones, then every component (in a <details>).
+      balances: pairs('#balances-main'),
+      balances_all: pairs('#balances-all'),
+      // The balance chart: its component, note and points (oldest first), each with the exact balance it shows.
+      chart_visible: visible('balances') && visible('chart'),
+      chart_component: document.getElementById('chart-component').value,
+      chart_choices: [...document.getElementById('chart-component').options].map((option) => option.value),
+      chart_note: text('chart-note'),
+      chart_points: [...document.querySelectorAll('#chart-svg circle')].map(
+        (dot) => ({ block_num: Number(dot.dataset.blockNum), balance: dot.dataset.balance, time: dot.dataset.time })),
+      chart_labels: [...document.querySelectorAll('#chart-svg text')].map((label) => label.textContent),
+      chart_right: Math.round(document.getElementById('chart-svg').getBoundingClientRect().right),
       // The phone layout: no header row, and nothing wider than the screen.
       table_header_shown: getComputedStyle(document.querySelector('#history-table thead')).display !== 'none',
       page_width: document.documentElement.scrollWidth,
@@ -53,6 +67,12 @@ async function run(page, step) {
     for (const type of step.check) await page.check(`input[name=op_type][value="${type}"]`);
   } else if ('window' in step) {
     await page.selectOption('#window', step.window);
+  } else if ('chart' in step) {
+    await page.selectOption('#chart-component', step.chart);
+  } else if ('page_size' in step) {
+    await page.selectOption('#page-size', step.page_size);
+  } else if ('open' in step) {
+    await page.click(`#${step.open} > summary`);
   } else if ('custom_window' in step) {
     await page.selectOption('#window', 'custom');
     await settled(page);

@@ -16,6 +16,10 @@
 //  5. Reward totals: server-side sums over an optional [from, to) window.
 //  6. Balances: get_balances answers only where the store holds every block
 //     from the first; otherwise an error that says what is missing.
+//  7. A balance over time (loadChart): get_balance_history's changes of one
+//     component, paged like the history, drawn as a small hand-made SVG
+//     (drawChart). Amounts stay strings there too: Number() only computes
+//     where a dot goes on the screen, never a figure that is shown.
 'use strict';
 
 // ---------------------------------------------------------------------------
@@ -315,15 +319,18 @@ async function loadTotals() {
 // 6. Balances (when the store can compute them)
 // ---------------------------------------------------------------------------
 
-const MAIN_BALANCES = {
-  hive_balance: 'HIVE',
-  hbd_balance: 'HBD',
-  vesting_shares: 'Vesting shares (Hive Power)',
-  hive_savings: 'HIVE in savings',
-  hbd_savings: 'HBD in savings',
-  delegated_vests: 'Delegated to others',
-  received_vests: 'Received by delegation',
-};
+// The balances a wallet shows first, in this order: the API's field, what to
+// call it, and its asset (for the chart's tooltips). get_balances answers
+// more (pending amounts, counts); the page lists those as they come.
+const MAIN_BALANCES = [
+  { field: 'hive_balance', name: 'HIVE', symbol: 'HIVE' },
+  { field: 'hbd_balance', name: 'HBD', symbol: 'HBD' },
+  { field: 'vesting_shares', name: 'Vesting shares (Hive Power)', symbol: 'VESTS' },
+  { field: 'hive_savings', name: 'HIVE in savings', symbol: 'HIVE' },
+  { field: 'hbd_savings', name: 'HBD in savings', symbol: 'HBD' },
+  { field: 'delegated_vests', name: 'Delegated to others', symbol: 'VESTS' },
+  { field: 'received_vests', name: 'Received by delegation', symbol: 'VESTS' },
+];
 
 function balanceEntry(list, name, value) {
   const term = document.createElement('dt');
@@ -341,12 +348,16 @@ async function loadBalances() {
   try {
     const result = await callApi('get_balances', { account: state.account });
     if (generation !== state.generation) return;
-    for (const [field, name] of Object.entries(MAIN_BALANCES)) {
+    for (const { field, name } of MAIN_BALANCES) {
       if (field in result.balances) balanceEntry($('balances-main'), name, result.balances[field]);
     }
     for (const [field, value] of Object.entries(result.balances)) balanceEntry($('balances-all'), field, value);
     note.textContent = `After block ${result.block}.`;
     $('balances-more').hidden = false;
+    // The chart asks for the same account's history of one component: only
+    // worth asking once the store has shown it can compute balances.
+    $('chart').hidden = false;
+    await loadChart();
   } catch (error) {
     if (generation !== state.generation) return;
     // Not every store can answer (a store without the oldest blocks, or one
@@ -354,17 +365,151 @@ async function loadBalances() {
     note.textContent = error instanceof ApiError ? `Balances are not available here: ${error.message}.`
                                                  : describeError(error, 'the balances');
     $('balances-more').hidden = true;
+    $('chart').hidden = true;
   } finally {
     if (generation === state.generation) note.hidden = false;
   }
 }
 
 // ---------------------------------------------------------------------------
-// 7. Showing an account
+// 7. One balance over time: a hand-made SVG chart
+// ---------------------------------------------------------------------------
+
+// get_balance_history pages are newest first; a few pages of the API's
+// default size cover the recent changes without loading a whole life (the
+// note under the select says when the chart shows only the most recent).
+const CHART_PAGE_LIMIT = 50;
+const CHART_MAX_PAGES = 6;
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function svgElement(name, attributes, text) {
+  const element = document.createElementNS(SVG_NS, name);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+// The component's changes, oldest first: [{time, block, balance}] with the
+// balance as the API's exact decimal string (the balance after the change),
+// and whether they are all of them (the last page had no next_cursor).
+async function balanceChanges(component) {
+  const changes = [];
+  let cursor = null;
+  let complete = false;
+  for (let page = 0; page < CHART_MAX_PAGES; ++page) {
+    const params = { account: state.account, component, limit: CHART_PAGE_LIMIT };
+    if (cursor !== null) params.cursor = cursor;
+    const result = await callApi('get_balance_history', params);
+    for (const item of result.items) changes.push({ time: item.timestamp, block: item.block_num, balance: item.balance });
+    cursor = result.next_cursor;
+    // A page may hold fewer rows than the limit, or none, and still have a
+    // next_cursor (docs/wallet-history-api.md): only null means the end.
+    if (cursor === null) { complete = true; break; }
+  }
+  return { changes: changes.reverse(), complete };
+}
+
+// Draws the changes as a step line (a balance holds until its next change),
+// one dot per change. Sized in real pixels from the element's width, so its
+// text stays readable on a phone; redrawn when the window is resized.
+function drawChart(changes) {
+  const svg = $('chart-svg');
+  svg.replaceChildren();
+  if (changes.length === 0) return;
+  const width = Math.max(svg.clientWidth, 280);
+  const height = 220;
+  const margin = { left: 8, right: 8, top: 22, bottom: 40 };
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('height', String(height));
+
+  // Number() only to place a dot on the screen: a float is exact enough for a
+  // pixel, never for money, so every text shown (labels, tooltips) is the
+  // API's exact string, never a float printed back.
+  const times = changes.map((change) => Date.parse(change.time));
+  const values = changes.map((change) => Number(change.balance));
+  const lowest = values.indexOf(Math.min(...values));
+  const highest = values.indexOf(Math.max(...values));
+  const timeSpan = Math.max(times[times.length - 1] - times[0], 1);
+  const valueSpan = values[highest] - values[lowest] || 1;
+  const x = (i) => margin.left + ((times[i] - times[0]) / timeSpan) * (width - margin.left - margin.right);
+  const y = (i) => height - margin.bottom - ((values[i] - values[lowest]) / valueSpan) * (height - margin.top - margin.bottom);
+
+  // Steps: across at the old balance, then up or down at the change.
+  let path = `M ${x(0)} ${y(0)}`;
+  for (let i = 1; i < changes.length; ++i) path += ` H ${x(i)} V ${y(i)}`;
+  svg.append(svgElement('path', { d: path, class: 'chart-line' }));
+
+  const symbol = $('chart-component').selectedOptions[0]?.dataset.symbol ?? '';
+  changes.forEach((change, i) => {
+    // The data-* attributes say what the dot stands for, for scripts and tests.
+    const dot = svgElement('circle', { cx: x(i), cy: y(i), r: 3.5, class: 'chart-point', 'data-block-num': change.block,
+                                       'data-balance': change.balance, 'data-time': change.time });
+    // A native tooltip (and what a screen reader says) for each change.
+    dot.append(svgElement('title', {}, `${formatTime(change.time)} UTC, block ${change.block}: ${change.balance} ${symbol}`));
+    svg.append(dot);
+  });
+
+  // Labels: the highest and lowest balance, the first and last time (the
+  // date, or the date and minute when all changes are of one day).
+  const first = changes[0].time;
+  const last = changes[changes.length - 1].time;
+  const axisTime = (iso) => (first.slice(0, 10) === last.slice(0, 10) ? formatTime(iso).slice(0, 16) : iso.slice(0, 10));
+  svg.append(
+    svgElement('text', { x: margin.left, y: 14, class: 'chart-label' }, `max ${changes[highest].balance}`),
+    svgElement('text', { x: margin.left, y: height - 24, class: 'chart-label' }, `min ${changes[lowest].balance}`),
+    svgElement('text', { x: margin.left, y: height - 6, class: 'chart-label' }, axisTime(first)),
+    svgElement('text', { x: width - margin.right, y: height - 6, class: 'chart-label', 'text-anchor': 'end' },
+               axisTime(last)),
+  );
+}
+
+// The select's choices: the main balances.
+function renderChartChoices() {
+  const select = $('chart-component');
+  for (const { field, name, symbol } of MAIN_BALANCES) {
+    const option = document.createElement('option');
+    option.value = field;
+    option.textContent = name;
+    option.dataset.symbol = symbol;
+    select.append(option);
+  }
+}
+
+let chartChanges = [];
+
+async function loadChart() {
+  const generation = state.generation;
+  const component = $('chart-component').value;
+  const note = $('chart-note');
+  chartChanges = [];
+  drawChart(chartChanges);
+  note.textContent = 'Loading …';
+  try {
+    const { changes, complete } = await balanceChanges(component);
+    if (generation !== state.generation || component !== $('chart-component').value) return;
+    chartChanges = changes;
+    drawChart(changes);
+    const name = $('chart-component').selectedOptions[0].textContent;
+    if (changes.length === 0) {
+      note.textContent = `${name}: no change in the indexed history.`;
+    } else {
+      note.textContent = `${name}: ${changes.length} ${complete ? '' : 'most recent '}change${changes.length === 1 ? '' : 's'}, ` +
+        `${formatTime(changes[0].time)} to ${formatTime(changes[changes.length - 1].time)} UTC.`;
+    }
+  } catch (error) {
+    if (generation !== state.generation || component !== $('chart-component').value) return;
+    note.textContent = error instanceof ApiError ? `The balance history is not available here: ${error.message}.`
+                                                 : describeError(error, 'the balance history');
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 8. Showing an account
 // ---------------------------------------------------------------------------
 
 function hideSections() {
-  for (const id of ['balances', 'totals', 'history', 'indexer']) $(id).hidden = true;
+  for (const id of ['balances', 'chart', 'totals', 'history', 'indexer']) $(id).hidden = true;
 }
 
 async function showAccount(account) {
@@ -429,6 +574,9 @@ async function start() {
     filterChanged();
   });
   state.pageSize = Number($('page-size').value);
+  renderChartChoices();
+  $('chart-component').addEventListener('change', () => track(loadChart()));
+  window.addEventListener('resize', () => drawChart(chartChanges));
 
   // The filter's op types, from the API itself.
   try {
