@@ -172,6 +172,35 @@ std::string delegations_json(const BalanceQuery& query, const StateAt& at, const
     return out + "]}";
 }
 
+// get_balances at a time, before the readiness checks: a time after
+// indexed_block's is refused (the blocks after it, not all stored yet, may
+// be at or before it).
+std::optional<RpcError> check_time_indexed(const BalanceQuery& query, PGresult* result, int header, int time_row) {
+    if (!query.time || is_null(result, header, col::kN1)) return std::nullopt;  // nothing indexed: the readiness says so
+    if (time_row < 0) return RpcError{jsonrpc::kInternalError, "internal error"};
+    const auto indexed_time = optional_number(result, time_row, col::kN3);
+    if (indexed_time && query.time->seconds() <= *indexed_time) return std::nullopt;
+    return RpcError{jsonrpc::kInvalidParams,
+                    "time after indexed_time " + (indexed_time ? time_text(*indexed_time) : std::string("(none)"))};
+}
+
+// After them: a time before the first stored block, or before anything of
+// the account (no snapshot, no event up to it: it did not exist yet).
+std::optional<RpcError> check_time_stored(PGresult* result, const BalanceRows& rows, int time_row) {
+    if (is_null(result, time_row, col::kN1)) {
+        std::string first;
+        if (!is_null(result, time_row, col::kN4)) {
+            first = " " + std::string(PQgetvalue(result, time_row, col::kN4)) + " (" +
+                    time_text(number(result, time_row, col::kN5)) + ")";
+        }
+        return RpcError{jsonrpc::kInvalidParams, "time before the store's first block" + first};
+    }
+    if (rows.snapshots.empty() && rows.steps.empty()) {
+        return RpcError{jsonrpc::kInvalidParams, "time before the account's first event"};
+    }
+    return std::nullopt;
+}
+
 // The account's state at the header's block, from get_balances' rows.
 template <typename Json>
 BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const store::BalanceRules& rules, Json json) {
@@ -183,18 +212,9 @@ BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const s
     }
     // At a time: where it falls among the stored blocks (kind 3, migration 0021).
     const int time_row = query.time && !rows.marks.empty() ? rows.marks.front() : -1;
-    if (query.time && !is_null(result, rows.header, col::kN1)) {
-        if (time_row < 0) {
-            answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
-            return answer;
-        }
-        // Blocks after indexed_block, not all stored yet, may be at or before it.
-        const auto indexed_time = optional_number(result, time_row, col::kN3);
-        if (!indexed_time || query.time->seconds() > *indexed_time) {
-            answer.error = RpcError{jsonrpc::kInvalidParams,
-                                    "time after indexed_time " + (indexed_time ? time_text(*indexed_time) : std::string("(none)"))};
-            return answer;
-        }
+    if (auto error = check_time_indexed(query, result, rows.header, time_row)) {
+        answer.error = std::move(error);
+        return answer;
     }
     if (auto error = check_readiness(query, result, rows.header)) {
         answer.error = std::move(error);
@@ -202,18 +222,8 @@ BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const s
     }
     StateAt at{number(result, rows.header, col::kN2), std::nullopt};
     if (time_row >= 0) {
-        if (is_null(result, time_row, col::kN1)) {
-            std::string first;
-            if (!is_null(result, time_row, col::kN4)) {
-                first = " " + std::string(PQgetvalue(result, time_row, col::kN4)) + " (" +
-                        time_text(number(result, time_row, col::kN5)) + ")";
-            }
-            answer.error = RpcError{jsonrpc::kInvalidParams, "time before the store's first block" + first};
-            return answer;
-        }
-        // Nothing of the account up to the time: it did not exist yet.
-        if (rows.snapshots.empty() && rows.steps.empty()) {
-            answer.error = RpcError{jsonrpc::kInvalidParams, "time before the account's first event"};
+        if (auto error = check_time_stored(result, rows, time_row)) {
+            answer.error = std::move(error);
             return answer;
         }
         at = StateAt{number(result, time_row, col::kN1), number(result, time_row, col::kN2)};
