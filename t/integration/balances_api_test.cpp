@@ -217,12 +217,73 @@ protected:
         return message ? json_string_value(message) : std::string();
     }
 
-    // The stored time of a block, as a request names it.
-    std::string block_time(std::uint32_t block) {
+    // The stored time of a block (and `seconds` after it), as a request names it.
+    std::string block_time(std::uint32_t block, int seconds = 0) {
         return stack.pg()
-            .query("SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM wallet_blocks WHERE block_num = " +
-                   std::to_string(block))
+            .query("SELECT to_char((ts + " + std::to_string(seconds) +
+                   " * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM wallet_blocks"
+                   " WHERE block_num = " + std::to_string(block))
             .at(0);
+    }
+
+    // get_balances at a time: the result's block, timestamp and balances
+    // (as JSON text), or the error's message.
+    struct AtTime {
+        std::int64_t block = 0;
+        std::string timestamp, balances, error;
+    };
+    AtTime at_time(const std::string& account, const std::string& time) {
+        auto response = stack.call("wallet_history.get_balances",
+                                   R"({"account":")" + account + R"(","time":")" + time + "\"}");
+        json_t* result = json_object_get(response.get(), "result");
+        if (result == nullptr) return {0, "", "", api_test::str(json_object_get(response.get(), "error"), "message")};
+        return {json_integer_value(json_object_get(result, "block")), api_test::str(result, "timestamp"),
+                api_test::dump(json_object_get(result, "balances")), ""};
+    }
+    std::string balances_text(const std::string& account, std::uint32_t block) {
+        auto result = stack.result("wallet_history.get_balances",
+                                   R"({"account":")" + account + R"(","block":)" + std::to_string(block) + "}");
+        return api_test::dump(json_object_get(result.get(), "balances"));
+    }
+
+    // get_balances at a time equals get_balances at the block it names: the
+    // last block at or before the time (on this chain every block holds an
+    // event, 3 s apart), at a block's time and between two blocks, in the
+    // request forms `from` accepts; and the bad times' errors.
+    void check_balances_at_time(const std::vector<std::string>& accounts) {
+        int compared = 0;
+        for (const std::uint32_t block : {1u, 250u, 1000u, kMiddle, kHead}) {
+            for (const int seconds : {0, 1, 2}) {
+                if (block == kHead && seconds > 0) continue;  // after indexed_time: below
+                const std::string time = block_time(block, seconds), stored = block_time(block);
+                for (std::size_t a = 0; a < accounts.size(); a += 211) {
+                    SCOPED_TRACE(accounts[a] + " at " + time);
+                    const auto got = at_time(accounts[a], time);
+                    EXPECT_EQ(got.error, "");
+                    EXPECT_EQ(got.block, block);
+                    EXPECT_EQ(got.timestamp, stored);
+                    EXPECT_EQ(got.balances, balances_text(accounts[a], block));
+                    ++compared;
+                }
+            }
+        }
+        std::printf("get_balances at a time: %d answers equal to those at their block\n", compared);
+        const std::string someone = accounts.front();
+        std::string node_form = block_time(kMiddle, 1);
+        node_form.pop_back();
+        EXPECT_EQ(at_time(someone, node_form).block, kMiddle) << "the node's form, without Z";
+        EXPECT_EQ(at_time(someone, node_form + ".000Z").block, kMiddle) << "JavaScript's toISOString";
+        const std::string of = R"({"account":")" + someone + "\"";
+        const auto error = [&](const std::string& params) { return method_error("wallet_history.get_balances", of + params + "}"); };
+        EXPECT_EQ(error(R"(,"block":5,"time":")" + block_time(5) + "\""), "block and time together: give one");
+        EXPECT_EQ(error(R"(,"time":"yesterday")"), "invalid time");
+        EXPECT_EQ(error(R"(,"time":"2016-03-24 16:05:00")"), "invalid time");
+        EXPECT_EQ(error(R"(,"time":1458835500)"), "invalid time");
+        EXPECT_EQ(at_time(someone, block_time(kHead, 1)).error, "time after indexed_time " + block_time(kHead));
+        EXPECT_EQ(at_time(someone, block_time(1, -1)).error, "time before the store's first block 1 (" + block_time(1) + ")");
+        EXPECT_EQ(at_time("nobody.here", block_time(kMiddle)).error, "unknown account");
+        EXPECT_EQ(method_error("wallet_history.get_delegations", of + R"(,"time":")" + block_time(5) + "\"}"),
+                  "unknown parameter");
     }
 
     // get_balance_history of every component of a sample of accounts: each
@@ -428,6 +489,7 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     stack.start_nginx({{"CHAIN_HARDFORKS", "genesis"}});
     // Nothing indexed yet: an error, never a number.
     EXPECT_EQ(error_of(std::string(chain().account(1))), "nothing is indexed yet");
+    EXPECT_EQ(at_time(std::string(chain().account(1)), "2016-03-24T16:05:00Z").error, "nothing is indexed yet");
     // The chain's genesis balances, which no operation carries, as the
     // operator of such a chain stores them: snapshots at block 0 (mainnet has none).
     stack.pg().query(balances_test::genesis_snapshots_sql(chain()));
@@ -511,6 +573,7 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     }
     EXPECT_EQ(middle_differences, 0);
 
+    check_balances_at_time(accounts);
     const auto methods_started = std::chrono::steady_clock::now();
     check_balance_history(accounts);
     if (HasFatalFailure()) return;
@@ -589,6 +652,48 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     EXPECT_FALSE(balances(someone, 250).empty()) << "below the outdated range, the balances hold";
     stack.pg().query("UPDATE backfill_shards SET decoder_version = decoder_version + 1 WHERE start_block = 251");
     EXPECT_FALSE(balances(someone, std::nullopt).empty()) << "the range current again";
+
+    // Last (it changes the store): blocks without events, which the store
+    // keeps no time of. Blocks 1701..1703 made so (their events, and the
+    // snapshots and carried rows they would have, removed), with the block
+    // times check_aggregation spread 30 minutes apart: a time between 1700's
+    // and 1704's is answered at 1700, with the balances of every block up to
+    // 1703, and only where the store holds every block up to 1703.
+    stack.pg().query("UPDATE indexer_checkpoint SET block_time = (SELECT ts FROM wallet_blocks WHERE block_num = " +
+                     std::to_string(kHead) + ")");
+    for (const char* table : {"wallet_balance_snapshots", "wallet_balance_carried", "wallet_balance_undecodable", "wallet_events",
+                              "wallet_blocks"}) {
+        stack.pg().query(std::string("DELETE FROM ") + table + " WHERE block_num BETWEEN 1701 AND 1703");
+    }
+    const std::string in_the_gap = block_time(1700, 45 * 60), at_1700 = block_time(1700);
+    for (std::size_t a = 0; a < accounts.size(); a += 211) {
+        const auto got = at_time(accounts[a], in_the_gap);
+        EXPECT_EQ(got.error, "") << accounts[a];
+        EXPECT_EQ(got.block, 1700) << accounts[a];
+        EXPECT_EQ(got.timestamp, at_1700);
+        EXPECT_EQ(got.balances, balances_text(accounts[a], 1700)) << accounts[a];
+        EXPECT_EQ(got.balances, balances_text(accounts[a], 1703)) << accounts[a];
+    }
+    stack.pg().query("UPDATE wallet_store_state SET loading_from = 1703");
+    EXPECT_EQ(at_time(someone, in_the_gap).error, "blocks from 1703 are still loading");
+    EXPECT_EQ(at_time(someone, block_time(1699, 1)).block, 1699) << "the next stored block is 1700: every block up to it is held";
+    stack.pg().query("UPDATE wallet_store_state SET loading_from = NULL");
+    // An account that did not exist yet (no genesis balances: its first
+    // event is its start) at the time: an error; from its first event on, answered.
+    const auto late = stack.pg().query(
+        "SELECT a.name || ' ' || min(e.block_num) FROM wallet_accounts a JOIN wallet_events e ON e.account_id = a.id"
+        " WHERE e.block_num > 1703 GROUP BY a.name ORDER BY min(e.block_num) DESC, a.name LIMIT 1");
+    ASSERT_FALSE(late.empty());
+    const std::string late_name = late.at(0).substr(0, late.at(0).find(' '));
+    const auto late_first = static_cast<std::uint32_t>(std::stoul(late.at(0).substr(late.at(0).find(' ') + 1)));
+    stack.pg().query("DELETE FROM wallet_balance_snapshots s USING wallet_accounts a WHERE s.account_id = a.id AND"
+                     " s.block_num < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
+    for (const char* table : {"wallet_events", "wallet_balance_carried"}) {
+        stack.pg().query(std::string("DELETE FROM ") + table + " e USING wallet_accounts a WHERE e.account_id = a.id AND"
+                         " e.block_num < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
+    }
+    EXPECT_EQ(at_time(late_name, block_time(late_first, -1)).error, "time before the account's first event") << late_name;
+    EXPECT_EQ(at_time(late_name, block_time(late_first)).block, late_first) << late_name;
 }
 
 }  // namespace

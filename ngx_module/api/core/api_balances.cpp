@@ -27,6 +27,13 @@ std::optional<std::int64_t> optional_number(PGresult* rows, int row, int column)
 
 RpcError unavailable(std::string message) { return RpcError{kBalanceUnavailable, std::move(message)}; }
 
+std::string time_text(std::int64_t epoch_seconds) {
+    const auto time = Timestamp::from_seconds(epoch_seconds);
+    return time ? time->to_iso_z() : std::string();
+}
+
+void append_time(std::string& out, std::int64_t epoch_seconds) { json::append_quoted(out, time_text(epoch_seconds)); }
+
 }  // namespace
 
 // The one row of the readiness checks (docs/wallet-history-api.md, get_balances).
@@ -117,10 +124,21 @@ void append_component_value(std::string& out, BalanceComponent component, Balanc
 
 namespace {
 
-std::string balances_json(const BalanceQuery& query, std::int64_t block, const BalanceState& state) {
+// The block a state is at, and for get_balances at a time that block's time.
+struct StateAt {
+    std::int64_t block = 0;
+    std::optional<std::int64_t> epoch;
+};
+
+std::string balances_json(const BalanceQuery& query, const StateAt& at, const BalanceState& state) {
     std::string out = "{\"account\":";
     json::append_quoted(out, query.account);
-    out += ",\"block\":" + std::to_string(block) + ",\"balances\":{";
+    out += ",\"block\":" + std::to_string(at.block);
+    if (at.epoch) {
+        out += ",\"timestamp\":";
+        append_time(out, *at.epoch);
+    }
+    out += ",\"balances\":{";
     for (std::size_t index = 0; index < kBalanceComponentCount; ++index) {
         const auto component = static_cast<C>(index);
         if (index > 0) out += ',';
@@ -132,10 +150,10 @@ std::string balances_json(const BalanceQuery& query, std::int64_t block, const B
     return out + "}}";
 }
 
-std::string delegations_json(const BalanceQuery& query, std::int64_t block, const BalanceState& state) {
+std::string delegations_json(const BalanceQuery& query, const StateAt& at, const BalanceState& state) {
     std::string out = "{\"account\":";
     json::append_quoted(out, query.account);
-    out += ",\"block\":" + std::to_string(block);
+    out += ",\"block\":" + std::to_string(at.block);
     // balance_tracker's names: outgoing to each delegatee, incoming from each delegator.
     for (const bool outgoing : {true, false}) {
         out += outgoing ? ",\"outgoing_delegations\":[" : "],\"incoming_delegations\":[";
@@ -154,6 +172,35 @@ std::string delegations_json(const BalanceQuery& query, std::int64_t block, cons
     return out + "]}";
 }
 
+// get_balances at a time, before the readiness checks: a time after
+// indexed_block's is refused (the blocks after it, not all stored yet, may
+// be at or before it).
+std::optional<RpcError> check_time_indexed(const BalanceQuery& query, PGresult* result, int header, int time_row) {
+    if (!query.time || is_null(result, header, col::kN1)) return std::nullopt;  // nothing indexed: the readiness says so
+    if (time_row < 0) return RpcError{jsonrpc::kInternalError, "internal error"};
+    const auto indexed_time = optional_number(result, time_row, col::kN3);
+    if (indexed_time && query.time->seconds() <= *indexed_time) return std::nullopt;
+    return RpcError{jsonrpc::kInvalidParams,
+                    "time after indexed_time " + (indexed_time ? time_text(*indexed_time) : std::string("(none)"))};
+}
+
+// After them: a time before the first stored block, or before anything of
+// the account (no snapshot, no event up to it: it did not exist yet).
+std::optional<RpcError> check_time_stored(PGresult* result, const BalanceRows& rows, int time_row) {
+    if (is_null(result, time_row, col::kN1)) {
+        std::string first;
+        if (!is_null(result, time_row, col::kN4)) {
+            first = " " + std::string(PQgetvalue(result, time_row, col::kN4)) + " (" +
+                    time_text(number(result, time_row, col::kN5)) + ")";
+        }
+        return RpcError{jsonrpc::kInvalidParams, "time before the store's first block" + first};
+    }
+    if (rows.snapshots.empty() && rows.steps.empty()) {
+        return RpcError{jsonrpc::kInvalidParams, "time before the account's first event"};
+    }
+    return std::nullopt;
+}
+
 // The account's state at the header's block, from get_balances' rows.
 template <typename Json>
 BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const store::BalanceRules& rules, Json json) {
@@ -163,9 +210,23 @@ BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const s
         answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
         return answer;
     }
+    // At a time: where it falls among the stored blocks (kind 3, migration 0021).
+    const int time_row = query.time && !rows.marks.empty() ? rows.marks.front() : -1;
+    if (auto error = check_time_indexed(query, result, rows.header, time_row)) {
+        answer.error = std::move(error);
+        return answer;
+    }
     if (auto error = check_readiness(query, result, rows.header)) {
         answer.error = std::move(error);
         return answer;
+    }
+    StateAt at{number(result, rows.header, col::kN2), std::nullopt};
+    if (time_row >= 0) {
+        if (auto error = check_time_stored(result, rows, time_row)) {
+            answer.error = std::move(error);
+            return answer;
+        }
+        at = StateAt{number(result, time_row, col::kN1), number(result, time_row, col::kN2)};
     }
     BalanceState state;
     if (!rows.snapshots.empty()) {
@@ -182,7 +243,7 @@ BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const s
             return answer;
         }
     }
-    answer.result = json(query, number(result, rows.header, col::kN2), state);
+    answer.result = json(query, at, state);
     return answer;
 }
 
@@ -210,15 +271,10 @@ Replay start_replay(const std::string& account, PGresult* result) {
     Replay replay{read_balance_rows(result), {}, {}};
     if (replay.rows.header < 0) {
         replay.error = RpcError{jsonrpc::kInternalError, "internal error"};
-    } else if (auto error = check_readiness(BalanceQuery{account, std::nullopt}, result, replay.rows.header)) {
+    } else if (auto error = check_readiness(BalanceQuery{account, std::nullopt, std::nullopt}, result, replay.rows.header)) {
         replay.error = std::move(error);
     }
     return replay;
-}
-
-void append_time(std::string& out, std::int64_t epoch_seconds) {
-    const auto time = Timestamp::from_seconds(epoch_seconds);
-    json::append_quoted(out, time ? time->to_iso_z() : std::string());
 }
 
 // balance_tracker's three members of a move from `before` to `after`.

@@ -47,7 +47,7 @@ bool accepts_param(Method method, std::string_view key) {
     case Method::GetRewardTotals:
         return key == "account" || key == "from" || key == "to" || key == "scope";
     case Method::GetBalances:
-        return key == "account" || key == "block";
+        return key == "account" || key == "block" || key == "time";
     case Method::GetBalanceHistory:
         return key == "account" || key == "component" || key == "from" || key == "to" || key == "limit" ||
                key == "cursor";
@@ -105,7 +105,8 @@ std::optional<RpcError> read_account(const Params& params, std::string& account)
     return std::nullopt;
 }
 
-// get_balances: account and an optional block (a block number from 1).
+// get_balances: account and an optional block (a block number from 1) or
+// time (as `from` is read).
 std::optional<RpcError> read_balance_params(const Params& params, BalanceQuery& query) {
     if (auto error = read_account(params, query.account)) return error;
     if (const auto block = params.member("block")) {
@@ -113,6 +114,8 @@ std::optional<RpcError> read_balance_params(const Params& params, BalanceQuery& 
         if (!n || *n < 1 || *n > 2147483647) return invalid_params("invalid block");
         query.block = static_cast<std::int64_t>(*n);
     }
+    if (auto error = read_timestamp(params, "time", query.time)) return error;
+    if (query.block && query.time) return invalid_params("block and time together: give one");
     return std::nullopt;
 }
 

@@ -67,10 +67,12 @@ struct RpcError {
     std::string message;
 };
 
-// get_balances: the account, at `block` (none: the indexed block).
+// get_balances: the account, at `block` or at the last block at or before
+// `time` (neither: the indexed block; never both).
 struct BalanceQuery {
     std::string account;
     std::optional<std::int64_t> block;
+    std::optional<Timestamp> time;
 };
 
 // The calendar periods of get_balance_aggregation (UTC), named as

@@ -144,6 +144,9 @@ std::string totals_sql(bool with_partial_days) {
 // get_balances (api_balances.hpp): the rows of wallet_balance_rows
 // (migration 0018), which says what they are.
 constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_rows($1, $2, $3)";
+// get_balances at a time: the same rows and where the time falls (migration 0021).
+constexpr const char* kBalancesAtTimeSql =
+    "(text, timestamptz, smallint) AS SELECT * FROM wallet_balance_rows_at_time($1, $2, $3)";
 // get_balance_history and get_balance_aggregation (api_balance_history.hpp):
 // the rows of migration 0020's functions, which say what they are.
 constexpr const char* kBalanceHistorySql =
@@ -178,6 +181,7 @@ const std::map<std::string, std::string>& statements() {
                              kEventColumns + " FROM wallet_events e WHERE" + kAccount +
                              " AND e.op_type = t.code AND" + kWindowAndKeyset + kMergedOrder);
         s["wh_balances"] = kBalancesSql;
+        s["wh_balances_at_time"] = kBalancesAtTimeSql;
         s["wh_balance_history"] = kBalanceHistorySql;
         s["wh_balance_periods"] = kBalancePeriodsSql;
         s["wh_totals"] = totals_sql(true);
@@ -317,6 +321,7 @@ StatementCall totals_statement(const PageQuery& query, const std::optional<Remem
 }
 
 StatementCall balances_statement(const BalanceQuery& query) {
+    if (query.time) return StatementCall{"wh_balances_at_time", {query.account, iso(query.time), std::to_string(kDecoderVersion)}};
     return StatementCall{"wh_balances",
                          {query.account, query.block ? std::optional(std::to_string(*query.block)) : std::nullopt,
                           std::to_string(kDecoderVersion)}};
