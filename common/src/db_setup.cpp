@@ -49,6 +49,10 @@ Result<int> provision_database(const Settings& settings, std::optional<int> up_t
     for (const std::string& sql : {
              std::string("ALTER ROLE ") + kReaderRole + " SET statement_timeout = " + pg::quote_literal(conn, timeout),
              std::string("ALTER ROLE ") + kReaderRole + " SET default_transaction_read_only = on",
+             // Its statements are short index reads, planned once per connection
+             // (the balance functions are inlined into them, migration 0021):
+             // JIT would compile a cached plan with a high estimate on every call.
+             std::string("ALTER ROLE ") + kReaderRole + " SET jit = off",
              "REVOKE ALL ON DATABASE " + dbname + " FROM PUBLIC",
              "GRANT CONNECT ON DATABASE " + dbname + " TO " + kWriterRole + ", " + kReaderRole,
              "GRANT TEMPORARY ON DATABASE " + dbname + " TO " + kWriterRole,

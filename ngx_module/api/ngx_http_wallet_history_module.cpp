@@ -699,10 +699,12 @@ char* load_runtime(ngx_conf_t* cf, ngx_http_wallet_history_main_conf_t* mcf) {
     auto& ps = rt->pool_settings;
     ps.servers = std::move(conninfo).value();
     for (auto& server : ps.servers) {
-        // The statement timeout and UTC are session settings of every connection.
+        // The statement timeout and UTC are session settings of every connection;
+        // jit off: the prepared plans are kept, and JIT would compile one
+        // with a high estimate again on every call (migration 0021).
         std::string options = server.count("options") ? server["options"] + " " : "";
         server["options"] = options + "-c statement_timeout=" + std::to_string(s.statement_timeout_ms) +
-                            " -c TimeZone=UTC -c default_transaction_read_only=on";
+                            " -c TimeZone=UTC -c default_transaction_read_only=on -c jit=off";
         server["application_name"] = "wallet_history_api";
     }
     ps.statements = api::prepared_statements();

@@ -12,12 +12,18 @@
 #       settings), BENCH_REQUESTS sequential requests per scenario:
 #       get_balances at the head and at uniformly random blocks, of the
 #       account with the most events (busy) and of the median one (normal),
-#       and get_wallet_history's first page of the same two accounts (the
-#       baseline): requests/s and p99 of each;
+#       get_balance_history pages of one component (hive_balance, the
+#       wallet page's limit of 25) of the same two accounts: the first page
+#       and a deep one (the cursor reached by following next_cursor to the
+#       middle of the account's events), and get_wallet_history's first
+#       page of the same two accounts (the baseline): requests/s and p99 of
+#       each;
 #   (b) shared buffers per request (hit + read of EXPLAIN (ANALYZE, BUFFERS)
 #       of the API's prepared statements, in one warm session as the API's
 #       role): get_balances of the same scenarios (BENCH_SAMPLE each) and
-#       get_wallet_history's first page: mean and largest;
+#       the balance-history pages (the first, and the page below the middle
+#       of the account's events) and get_wallet_history's first page: mean
+#       and largest;
 #   (c) the balance tables' bytes (snapshots, carried, undecodable, the
 #       pass's checkpoint, with their indexes and TOAST) per stored event,
 #       and over the events' own bytes (wallet_events with its indexes);
@@ -26,13 +32,17 @@
 #       database_api.find_accounts -> differences.
 # Ends with `RESULT balances balances_p99_ms=<largest p99 of the get_balances
 # scenarios> balances_buffers=<largest mean buffers of them>
-# balance_page_buffers=NA added_bytes_per_event=... differences=...
+# balance_page_buffers=<largest mean buffers of the balance-history pages>
+# balance_page_p99_ms=<largest p99 of them> added_bytes_per_event=... differences=...
 # history_p99_ms=<largest p99 of the history pages>` and the figures of
 # each scenario.
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (default
 # 20000), BENCH_ACCOUNTS (the chain's accounts, default 20000),
-# BENCH_SNAPSHOT_BLOCKS (default: the shipped period), BENCH_REQUESTS (100),
+# BENCH_SNAPSHOT_BLOCKS (default: the shipped period, 28,800: longer than the
+# default chain, so no period is passed and every read replays the account
+# from its genesis snapshot, as a read above the pass's checkpoint does on a
+# live store; BENCH_SNAPSHOT_BLOCKS=2000 measures reads below it), BENCH_REQUESTS (100),
 # BENCH_SAMPLE (10), BENCH_WORKERS (4, backfill), BENCH_HOLD_SECONDS (keeps
 # the store up after the RESULT line).
 set -euo pipefail
@@ -125,9 +135,10 @@ export WALLET_API_CURSOR_SECRET=bench-cursor-secret-0123456789
 api_port=$(free_port)
 bench_api_nginx "$work/nginx" "$api_port" "$module" "$root"
 nginx_pid=$bench_nginx_pid
-python3 - "$api_port" "$requests" "$head" "$busy" "$normal" >"$work/latency" <<'PY'
+python3 - "$api_port" "$requests" "$head" "$busy" "$normal" "$busy_events" "$normal_events" >"$work/latency" <<'PY'
 import http.client, json, random, sys, time
 port, count, head, busy, normal = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+events = {busy: int(sys.argv[6]), normal: int(sys.argv[7])}
 random.seed(28)
 conn = http.client.HTTPConnection("127.0.0.1", port)
 def call(method, params):
@@ -136,11 +147,35 @@ def call(method, params):
     answer = json.loads(conn.getresponse().read())
     if "result" not in answer:
         sys.exit("%s %s: %s" % (method, params, answer))
+    return answer["result"]
+# A balance-history page as the wallet page asks (its 25 rows), of one component.
+page_limit, scan = 25, 100  # scan: api_sql.hpp's balance_history_scan(25)
+def page(account, cursor=None):
+    params = {"account": account, "component": "hive_balance", "limit": page_limit}
+    if cursor:
+        params["cursor"] = cursor
+    return call("get_balance_history", params)
+def deep_cursor(account):
+    # next_cursor followed to the middle of the account's events (each page
+    # looks at `scan` of them); the last cursor there is (a short history: none).
+    cursor = None
+    for _ in range(events[account] // 2 // scan):
+        following = page(account, cursor)["next_cursor"]
+        if following is None:
+            break
+        cursor = following
+    return cursor
+deep = {account: deep_cursor(account) for account in (busy, normal)}
+print("deep_pages", int(deep[busy] is not None), int(deep[normal] is not None))
 scenarios = [
     ("balances_head_busy", lambda: call("get_balances", {"account": busy})),
     ("balances_random_busy", lambda: call("get_balances", {"account": busy, "block": random.randint(1, head)})),
     ("balances_head_normal", lambda: call("get_balances", {"account": normal})),
     ("balances_random_normal", lambda: call("get_balances", {"account": normal, "block": random.randint(1, head)})),
+    ("page_first_busy", lambda: page(busy)),
+    ("page_deep_busy", lambda: page(busy, deep[busy])),
+    ("page_first_normal", lambda: page(normal)),
+    ("page_deep_normal", lambda: page(normal, deep[normal])),
     ("history_busy", lambda: call("get_wallet_history", {"account": busy})),
     ("history_normal", lambda: call("get_wallet_history", {"account": normal})),
 ]
@@ -158,31 +193,55 @@ for name, run in scenarios:
     print(name, round(count / elapsed), round(times[len(times) // 2], 2), round(times[int(len(times) * 0.99) - 1], 2))
 PY
 declare -A rps p50 p99
-while read -r name r m p; do rps[$name]=$r; p50[$name]=$m; p99[$name]=$p
+while read -r name r m p; do
+  if [ "$name" = deep_pages ]; then
+    log "deep balance-history pages (by cursor, the middle of the events): busy $r, normal $m (0: the first page is the last)"
+    continue
+  fi
+  rps[$name]=$r; p50[$name]=$m; p99[$name]=$p
   log "$name: $r requests/s, p50 $m ms, p99 $p ms"
 done <"$work/latency"
 
 # ---- (b) buffers per request -----------------------------------------------------------
 version=$(q -c "SELECT max(decoder_version) FROM indexer_ranges")
 generation=$(q -c "SELECT generation FROM wallet_store_state")
-{ "$tool" prepare wh_balances; "$tool" prepare wh_page; } >"$work/prepare.sql"
+{ "$tool" prepare wh_balances; "$tool" prepare wh_balance_history; "$tool" prepare wh_page; } >"$work/prepare.sql"
+# The deep balance-history page's position: below the middle of the
+# account's events, as the cursor the latency part followed (a history of
+# fewer than two pages' events: the first page).
+deep_position() {  # account id, its events -> "block key"
+  if [ $(($2 / 2)) -lt 100 ]; then echo "2147483647 0"; return; fi
+  q -F ' ' -c "SELECT block_num, block_seq * 100 + role FROM wallet_events WHERE account_id = $1
+               ORDER BY block_num DESC, block_seq * 100 + role DESC OFFSET $(($2 / 2)) LIMIT 1"
+}
+busy_deep=$(deep_position "$busy_id" "$busy_events")
+normal_deep=$(deep_position "$normal_id" "$normal_events")
 # One warm session as the API's role: the first calls load the catalogs and
 # plan (once per connection; the API's connections persist), left out.
-python3 - "$sample" "$head" "$busy" "$busy_id" "$normal" "$normal_id" "$version" "$generation" >"$work/buffers.sql" <<'PY'
+python3 - "$sample" "$head" "$busy" "$busy_id" "$normal" "$normal_id" "$version" "$generation" "$busy_deep" "$normal_deep" \
+  >"$work/buffers.sql" <<'PY'
 import random, sys
-sample, head, busy, busy_id, normal, normal_id, version, generation = sys.argv[1:]
+sample, head, busy, busy_id, normal, normal_id, version, generation, busy_deep, normal_deep = sys.argv[1:]
+deep = {busy: busy_deep.split(), normal: normal_deep.split()}
 random.seed(28)
 print("\\o /dev/null")
 print("EXECUTE wh_balances('%s', NULL, %s);" % (normal, version))
+print("EXECUTE wh_balance_history('%s', 2147483647, 0, NULL, NULL, 100, %s);" % (normal, version))
 print("EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);" % (normal, normal_id, generation))
 print("\\o")
 for _ in range(int(sample)):
     for kind in ("balances_head_busy", "balances_random_busy", "balances_head_normal", "balances_random_normal",
+                 "page_first_busy", "page_deep_busy", "page_first_normal", "page_deep_normal",
                  "history_busy", "history_normal"):
         name, account_id = (busy, busy_id) if kind.endswith("busy") else (normal, normal_id)
         block = str(random.randint(1, int(head))) if "random" in kind else "NULL"
         print("\\echo %s" % kind)
-        if kind.startswith("history"):
+        if kind.startswith("page"):
+            # As the API asks for a page of 25 (it looks at 4 x 25 events).
+            position = deep[name] if "deep" in kind else ["2147483647", "0"]
+            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balance_history('%s', %s, %s, NULL, NULL, 100, %s);"
+                  % (name, position[0], position[1], version))
+        elif kind.startswith("history"):
             # As a warm worker asks: with the account's id and the store's generation.
             print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);"
                   % (name, account_id, generation))
@@ -200,7 +259,7 @@ def close():
         plan = json.loads(text)[0]["Plan"]
         found[kind].append(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
 for line in open(sys.argv[1]):
-    if line.startswith(("balances_", "history_")):
+    if line.startswith(("balances_", "page_", "history_")):
         close()
         kind, text = line.strip(), ""
     else:
@@ -265,12 +324,15 @@ balances_p99=$(printf '%s\n' "${p99[balances_head_busy]}" "${p99[balances_random
 history_p99=$(printf '%s\n' "${p99[history_busy]}" "${p99[history_normal]}" | largest)
 balances_buffers=$(printf '%s\n' "${buffers_mean[balances_head_busy]}" "${buffers_mean[balances_random_busy]}" "${buffers_mean[balances_head_normal]}" "${buffers_mean[balances_random_normal]}" | largest)
 history_buffers=$(printf '%s\n' "${buffers_mean[history_busy]}" "${buffers_mean[history_normal]}" | largest)
+pages="page_first_busy page_deep_busy page_first_normal page_deep_normal"
+page_p99=$(for name in $pages; do echo "${p99[$name]}"; done | largest)
+page_buffers=$(for name in $pages; do echo "${buffers_mean[$name]}"; done | largest)
 figures=""
-for name in balances_head_busy balances_random_busy balances_head_normal balances_random_normal history_busy history_normal; do
+for name in balances_head_busy balances_random_busy balances_head_normal balances_random_normal $pages history_busy history_normal; do
   figures+=" ${name}_rps=${rps[$name]} ${name}_p99_ms=${p99[$name]} ${name}_buffers=${buffers_mean[$name]} ${name}_buffers_max=${buffers_max[$name]}"
 done
-echo "RESULT balances balances_p99_ms=$balances_p99 balances_buffers=$balances_buffers balance_page_buffers=NA" \
-  "added_bytes_per_event=$added_bytes_per_event differences=$differences history_p99_ms=$history_p99" \
+echo "RESULT balances balances_p99_ms=$balances_p99 balances_buffers=$balances_buffers balance_page_buffers=$page_buffers" \
+  "balance_page_p99_ms=$page_p99 added_bytes_per_event=$added_bytes_per_event differences=$differences history_p99_ms=$history_p99" \
   "history_buffers=$history_buffers balances_to_history_p99_ratio=$(ratio_of "$balances_p99" "$history_p99")" \
   "event_bytes_per_event=$event_bytes_per_event events=$events blocks=$blocks accounts=$accounts$figures"
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi

@@ -653,6 +653,23 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     stack.pg().query("UPDATE backfill_shards SET decoder_version = decoder_version + 1 WHERE start_block = 251");
     EXPECT_FALSE(balances(someone, std::nullopt).empty()) << "the range current again";
 
+    // The read cost (migration 0021): each balance function is inlined into
+    // the statement that calls it, so the API's prepared statement keeps its
+    // plan (a function planned again on every call spent most of a read's
+    // time and half its buffers in the planner), and the API's role never
+    // JIT-compiles those plans.
+    for (const std::string& call : {"wallet_balance_rows('" + someone + "', NULL, 2::smallint)",
+                                   "wallet_balance_history_rows('" + someone + "', 2147483647, 0, NULL, NULL, 100, 2::smallint)",
+                                   "wallet_balance_period_rows('" + someone + "', 'month', NULL, NULL, 12, 2::smallint)"}) {
+        const std::string scanned = "Function Scan on " + call.substr(0, call.find('(')) + " ";
+        for (const auto& line : stack.pg().query("EXPLAIN SELECT * FROM " + call)) {
+            EXPECT_EQ(line.find(scanned), std::string::npos) << call << ": " << line;
+        }
+    }
+    EXPECT_EQ(stack.pg().query("SELECT 'jit=off' = ANY (s.setconfig) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole"
+                               " WHERE r.rolname = 'wallet_api_reader' AND s.setdatabase = 0"),
+              std::vector<std::string>{"t"});
+
     // Last (it changes the store): blocks without events, which the store
     // keeps no time of. Blocks 1701..1703 made so (their events, and the
     // snapshots and carried rows they would have, removed), with the block
