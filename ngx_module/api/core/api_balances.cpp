@@ -210,7 +210,7 @@ BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const s
         answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
         return answer;
     }
-    // At a time: where it falls among the stored blocks (kind 3, migration 0021).
+    // At a time: where it falls among the stored blocks (kind 3, migration 0022).
     const int time_row = query.time && !rows.marks.empty() ? rows.marks.front() : -1;
     if (auto error = check_time_indexed(query, result, rows.header, time_row)) {
         answer.error = std::move(error);

@@ -144,7 +144,7 @@ std::string totals_sql(bool with_partial_days) {
 // get_balances (api_balances.hpp): the rows of wallet_balance_rows
 // (migration 0018), which says what they are.
 constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_rows($1, $2, $3)";
-// get_balances at a time: the same rows and where the time falls (migration 0021).
+// get_balances at a time: the same rows and where the time falls (migration 0022).
 constexpr const char* kBalancesAtTimeSql =
     "(text, timestamptz, smallint) AS SELECT * FROM wallet_balance_rows_at_time($1, $2, $3)";
 // get_balance_history and get_balance_aggregation (api_balance_history.hpp):

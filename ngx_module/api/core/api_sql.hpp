@@ -65,7 +65,7 @@ inline constexpr int kT4 = 10; // header: its op type; events: payload
 // events' epoch in kN3, and rows of kind 3: the history page's lowest block
 // (kN1), or a period boundary (kN1 its index, kN2 its block, kN3 its epoch);
 // a period statement's snapshots carry their boundary's index in kN2.
-// get_balances at a time (migration 0021) adds one row of kind 3: the last
+// get_balances at a time (migration 0022) adds one row of kind 3: the last
 // stored block at or before the time (kN1, NULL: none) and its epoch (kN2),
 // indexed_block's epoch as get_status answers it (kN3), the first stored
 // block after the time (kN4, NULL: none) and its epoch (kN5).
