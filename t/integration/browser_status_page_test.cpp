@@ -111,6 +111,12 @@ private:
 std::string field(json_t* snapshot, const char* name) { return str(json_object_get(json_object_get(snapshot, "fields"), name), "text"); }
 std::string state(json_t* snapshot, const char* name) { return str(json_object_get(json_object_get(snapshot, "fields"), name), "state"); }
 
+// The lag as the page must show it: behind the chain head it shows, from the indexed block it shows.
+std::string lag_behind_shown_head(json_t* snapshot) {
+    const long long blocks = std::stoll(field(snapshot, "head_block")) - std::stoll(field(snapshot, "indexed_block"));
+    return std::to_string(blocks) + " blocks, about " + std::to_string(3 * blocks) + " s";
+}
+
 std::vector<std::vector<std::string>> table(json_t* snapshot, const char* name) {
     std::vector<std::vector<std::string>> rows;
     json_t* list = json_object_get(snapshot, name);
@@ -207,8 +213,11 @@ TEST_F(StatusPage, ShowsTheNumbersOfGetStatusAndMetricsAtThatMoment) {
               integer(*scrape.value("jsonrpc_router_url_irreversible_block", {{"target", "node"}, {"url", stack().node_a()}})));
     EXPECT_EQ(field(page, "indexed_block"), dump(json_object_get(status.get(), "indexed_block")));
     EXPECT_EQ(field(page, "indexed_time"), replace_all(replace_all(str(status.get(), "indexed_time"), "T", " "), "Z", ""));
-    EXPECT_EQ(field(page, "lag"), dump(json_object_get(status.get(), "lag_blocks")) + " blocks, " +
-                                      dump(json_object_get(status.get(), "lag_seconds")) + " s");
+    EXPECT_EQ(field(page, "lag"), lag_behind_shown_head(page));
+    // The indexer saw the head the router sees: one lag, no second view.
+    EXPECT_EQ(dump(json_object_get(status.get(), "head_block")), field(page, "head_block"));
+    EXPECT_EQ(dump(json_object_get(status.get(), "lag_blocks")) + " blocks", field(page, "lag").substr(0, field(page, "lag").find(',')));
+    EXPECT_EQ(field(page, "lag_indexer"), "");
     EXPECT_EQ(state(page, "indexer_state"), "caught-up");
     ASSERT_EQ(json_object_get(status.get(), "loading"), nullptr) << dump(status.get());
     EXPECT_EQ(field(page, "loading"), "Nothing: every block of the configured range is stored.");
@@ -265,6 +274,10 @@ TEST_F(StatusPage, ShowsTheIndexerStalledWhileTheChainMoves) {
     EXPECT_NE(text.find(" s while the chain advanced 5 blocks"), std::string::npos) << text;
     EXPECT_EQ(field(shown[0], "indexed_block"), indexed);
     EXPECT_EQ(field(shown[0], "head_block"), std::to_string(kHead + 5));
+    // The lag counts from the head shown, not from the one the indexer saw last.
+    EXPECT_EQ(field(shown[0], "lag"), lag_behind_shown_head(shown[0]));
+    EXPECT_EQ(field(shown[0], "lag_indexer").rfind("(the indexer last saw head " + std::to_string(kHead) + ", ", 0), 0u)
+        << field(shown[0], "lag_indexer");
     stack().wait_indexed(kHead + 5);
 }
 
