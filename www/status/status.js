@@ -137,9 +137,16 @@ function showChain(status, samples, now) {
 
   const loading = status.loading;
   if (loading) {
-    const span = loading.to - loading.from + 1;
-    show('loading', `${loading.blocks} blocks still loading, between blocks ${loading.from} and ${loading.to}`);
-    $('loading-bar').style.width = `${Math.max(0, Math.min(100, (100 * (span - loading.blocks)) / span))}%`;
+    // The unfinished shards' span (from the start of the shard holding the
+    // first missing block) and the share of it stored. An API older than
+    // shards_from: the span starts at the first missing block.
+    const start = loading.shards_from !== undefined ? loading.shards_from : loading.from;
+    const span = loading.to - start + 1;
+    const stored = span - loading.blocks;
+    const percent = Math.floor((100 * stored) / span);  // 100 only when done
+    show('loading', `Backfill shards over blocks ${start} to ${loading.to}: ${stored} of ${span} blocks stored ` +
+      `(${percent} %), ${loading.blocks} still loading from block ${loading.from}.`);
+    $('loading-bar').style.width = `${percent}%`;
   } else {
     show('loading', 'Nothing: every block of the configured range is stored.');
     $('loading-bar').style.width = '100%';
