@@ -4,8 +4,9 @@
 // serves it on /status/, scripts/render-demo-nginx) with the routing file's
 // `node` target a pool of two node simulators, PostgreSQL filled and followed
 // by the real wallet-indexer, and Redis. What the page shows is compared with
-// get_status and /metrics read right after it; then the indexer stops and a
-// node of the pool is killed, and the page is seen to say so.
+// get_status and /metrics read right after it; then the indexer stops, a
+// node of the pool is killed and a real wallet-backfill is held in the middle
+// of a shard below the indexer's range, and the page is seen to say so.
 //
 // The stack and the browser start once for all the tests of this program (one
 // ctest test, label `browser`). The heads of the simulators move only when a
