@@ -1,8 +1,9 @@
 // The status page (www/status) for driver.js: its steps and what it shows.
 // The test (t/integration/browser_status_page_test.cpp) decides what is right.
-// Steps: {"wait": {"updates": N, "indexer": STATE, "nodes": N, "nodes_out": N}}
+// Steps: {"wait": {"updates": N, "indexer": STATE, "nodes": N, "nodes_out": N, "loading": TEXT}}
 //        (up to 60 s until every condition given holds: N refreshes done, the
-//        indexer's state shown, rows of the pools, of them out) |
+//        indexer's state shown, rows of the pools, of them out, TEXT in what
+//        is still loading) |
 //        {"pause": true} (stops its refreshes; the last one ended).
 'use strict';
 
@@ -22,7 +23,8 @@ async function step(page, action) {
       return (want.updates === undefined || Number(document.body.dataset.updates) >= want.updates) &&
         (want.indexer === undefined || document.querySelector('[data-field=indexer_state]').dataset.state === want.indexer) &&
         (want.nodes === undefined || rows.length === want.nodes) &&
-        (want.nodes_out === undefined || out === want.nodes_out);
+        (want.nodes_out === undefined || out === want.nodes_out) &&
+        (want.loading === undefined || document.querySelector('[data-field=loading]').textContent.includes(want.loading));
     }, action.wait, { timeout: 60000, polling: 200 });
     await idle(page);
   } else if ('pause' in action) {

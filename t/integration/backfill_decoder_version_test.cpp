@@ -202,7 +202,7 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
              "SELECT 1");
     status = stack.result("wallet_history.get_status");
     EXPECT_EQ(integer(status.get(), "indexed_block"), 100);
-    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":100,"from":101,"to":200})");
+    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":100,"from":101,"shards_from":101,"to":200})");
     EXPECT_EQ(api_test::str(status.get(), "indexed_time"),
               pg.query("SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM wallet_blocks"
                        " WHERE block_num <= 100 ORDER BY block_num DESC LIMIT 1").at(0));
@@ -210,6 +210,8 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
     pg.query("UPDATE backfill_shards SET next_block = 151 WHERE start_block = 101");
     status = stack.result("wallet_history.get_status");
     EXPECT_EQ(integer(status.get(), "indexed_block"), 150);
+    // The shard's start stays where the span of what is loading starts.
+    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":50,"from":151,"shards_from":101,"to":200})");
     // Pages say the same.
     JsonPtr page = stack.result("wallet_history.get_wallet_history", R"({"account":"nobody.here"})");
     EXPECT_EQ(integer(json_object_get(page.get(), "indexer"), "indexed_block"), 150);
@@ -218,7 +220,7 @@ TEST(BackfillDecoderVersion, IndexedBlockStaysBelowHistoryStillMissing) {
     // Shards over blocks the indexer stored are not missing.
     pg.query("INSERT INTO backfill_shards (start_block, end_block, next_block, decoder_version) VALUES (401, 500, 401, 2)");
     status = stack.result("wallet_history.get_status");
-    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":100,"from":101,"to":200})");
+    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":100,"from":101,"shards_from":101,"to":200})");
 
     // Loaded: indexed_block is the checkpoint again, the table complete.
     auto rerun = run_backfill(pg, sim.url(), 1, 300);

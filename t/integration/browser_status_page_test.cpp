@@ -4,8 +4,9 @@
 // serves it on /status/, scripts/render-demo-nginx) with the routing file's
 // `node` target a pool of two node simulators, PostgreSQL filled and followed
 // by the real wallet-indexer, and Redis. What the page shows is compared with
-// get_status and /metrics read right after it; then the indexer stops and a
-// node of the pool is killed, and the page is seen to say so.
+// get_status and /metrics read right after it; then the indexer stops, a
+// node of the pool is killed and a real wallet-backfill is held in the middle
+// of a shard below the indexer's range, and the page is seen to say so.
 //
 // The stack and the browser start once for all the tests of this program (one
 // ctest test, label `browser`). The heads of the simulators move only when a
@@ -15,6 +16,7 @@
 // why; under CI=true they fail.
 #include <memory>
 
+#include "backfill_support.hpp"
 #include "indexer_support.hpp"
 #include "support/api_support.hpp"
 #include "support/browser_support.hpp"
@@ -28,6 +30,8 @@ using api_test::str;
 using wallet::JsonPtr;
 
 constexpr int kHead = 200;  // the synthetic chain's head until a test moves it
+// The indexer's range starts above the blocks a test loads with wallet-backfill.
+constexpr int kIndexerStart = 101;
 // The page as the tests open it: a refresh every second, a stall after 3 s
 // without a new indexed block while the chain moves (defaults: 3 s and 60 s).
 constexpr const char* kPageQuery = "status/?refresh=1&stall=3";
@@ -45,6 +49,7 @@ public:
         health_port_ = free_port();
         auto env = indexer_test::indexer_env(pg_, "wallet", node_a_.url(), health_port_);
         env.erase("DB_PASSWORD");  // the indexer needs only the writer role
+        env["INDEXER_START_BLOCK"] = std::to_string(kIndexerStart);
         indexer_ = std::make_unique<indexer_test::IndexerDaemon>(env, health_port_);
         indexer_->start();
         wait_indexed(kHead);
@@ -73,6 +78,26 @@ public:
     void kill_node_b() { node_b_.reset(); }
     std::string node_a() const { return node_a_.url(); }
     const std::string& node_b() const { return node_b_url_; }
+
+    // wallet-backfill over blocks first..last from `node_url`, in shards of 50 blocks and batches of 10, one worker.
+    Process start_backfill(const std::string& node_url, int first, int last) const {
+        return Process::start({backfill_test::backfill_binary().string(), "--progress=log"},
+                              ProcessOptions{backfill_test::daemon_env(pg_, {{"BACKFILL_RPC_URLS", node_url},
+                                                                              {"BACKFILL_START_BLOCK", std::to_string(first)},
+                                                                              {"BACKFILL_END_BLOCK", std::to_string(last)},
+                                                                              {"BACKFILL_SHARD_SIZE", "50"},
+                                                                              {"BACKFILL_BATCH_SIZE", "10"},
+                                                                              {"BACKFILL_WORKERS", "1"}}),
+                                             {},
+                                             dir_.path() / "wallet-backfill.log",
+                                             {},
+                                             false});
+    }
+    // backfill_shards as the backfill writes them: "start end state next_block|...".
+    std::string shards() const {
+        return pg_.query("SELECT coalesce(string_agg(concat_ws(' ', start_block, end_block, state, next_block), '|'"
+                         " ORDER BY start_block), '') FROM backfill_shards").at(0);
+    }
 
     std::string page_url() const { return nginx_->api_url() + kPageQuery; }
     std::string router_url() const { return nginx_->router_url(); }
@@ -110,6 +135,12 @@ private:
 
 std::string field(json_t* snapshot, const char* name) { return str(json_object_get(json_object_get(snapshot, "fields"), name), "text"); }
 std::string state(json_t* snapshot, const char* name) { return str(json_object_get(json_object_get(snapshot, "fields"), name), "state"); }
+
+// The lag as the page must show it: behind the chain head it shows, from the indexed block it shows.
+std::string lag_behind_shown_head(json_t* snapshot) {
+    const long long blocks = std::stoll(field(snapshot, "head_block")) - std::stoll(field(snapshot, "indexed_block"));
+    return std::to_string(blocks) + " blocks, about " + std::to_string(3 * blocks) + " s";
+}
 
 std::vector<std::vector<std::string>> table(json_t* snapshot, const char* name) {
     std::vector<std::vector<std::string>> rows;
@@ -207,8 +238,11 @@ TEST_F(StatusPage, ShowsTheNumbersOfGetStatusAndMetricsAtThatMoment) {
               integer(*scrape.value("jsonrpc_router_url_irreversible_block", {{"target", "node"}, {"url", stack().node_a()}})));
     EXPECT_EQ(field(page, "indexed_block"), dump(json_object_get(status.get(), "indexed_block")));
     EXPECT_EQ(field(page, "indexed_time"), replace_all(replace_all(str(status.get(), "indexed_time"), "T", " "), "Z", ""));
-    EXPECT_EQ(field(page, "lag"), dump(json_object_get(status.get(), "lag_blocks")) + " blocks, " +
-                                      dump(json_object_get(status.get(), "lag_seconds")) + " s");
+    EXPECT_EQ(field(page, "lag"), lag_behind_shown_head(page));
+    // The indexer saw the head the router sees: one lag, no second view.
+    EXPECT_EQ(dump(json_object_get(status.get(), "head_block")), field(page, "head_block"));
+    EXPECT_EQ(dump(json_object_get(status.get(), "lag_blocks")) + " blocks", field(page, "lag").substr(0, field(page, "lag").find(',')));
+    EXPECT_EQ(field(page, "lag_indexer"), "");
     EXPECT_EQ(state(page, "indexer_state"), "caught-up");
     ASSERT_EQ(json_object_get(status.get(), "loading"), nullptr) << dump(status.get());
     EXPECT_EQ(field(page, "loading"), "Nothing: every block of the configured range is stored.");
@@ -265,6 +299,10 @@ TEST_F(StatusPage, ShowsTheIndexerStalledWhileTheChainMoves) {
     EXPECT_NE(text.find(" s while the chain advanced 5 blocks"), std::string::npos) << text;
     EXPECT_EQ(field(shown[0], "indexed_block"), indexed);
     EXPECT_EQ(field(shown[0], "head_block"), std::to_string(kHead + 5));
+    // The lag counts from the head shown, not from the one the indexer saw last.
+    EXPECT_EQ(field(shown[0], "lag"), lag_behind_shown_head(shown[0]));
+    EXPECT_EQ(field(shown[0], "lag_indexer").rfind("(the indexer last saw head " + std::to_string(kHead) + ", ", 0), 0u)
+        << field(shown[0], "lag_indexer");
     stack().wait_indexed(kHead + 5);
 }
 
@@ -288,6 +326,47 @@ TEST_F(StatusPage, ShowsANodeOfThePoolKilled) {
     EXPECT_EQ(scrape.value("jsonrpc_router_url_in", {{"target", "node"}, {"url", stack().node_b()}}), 0);
     // The chain's head is still known from the node left.
     EXPECT_EQ(field(shown[1], "head_block"), rows[0][3]);
+}
+
+// What is still loading: a real wallet-backfill over blocks 1..100 (below the
+// indexer's range), two shards, held in the second by its node, whose last
+// irreversible block (74) does not cover the next batch (71..80). The page
+// shows what backfill_shards says; when the node moves on, the backfill ends
+// and the panel empties.
+TEST_F(StatusPage, ShowsTheBackfillShardStillLoading) {
+    constexpr int kLast = kIndexerStart - 1;
+    indexer_test::Simulator loader_node({"--length", "75", "--block-interval-ms", "0"});  // the same chain, up to 75
+    Process backfill = stack().start_backfill(loader_node.url(), 1, kLast);
+    const std::string held = "1 50 done 51|51 100 running 71";
+    std::string shards;
+    for (int i = 0; i < 600 && shards != held; ++i) {
+        std::this_thread::sleep_for(100ms);
+        shards = stack().shards();
+    }
+    ASSERT_EQ(shards, held) << backfill.log();
+
+    JsonPtr answer = stack().browse(stack().page_url(), R"([{"wait":{"loading":"from block 71."}},{"pause":true}])", "-loading");
+    auto shown = browser_test::snapshots(answer, 2);
+    JsonPtr status = stack().status();
+    // Still held: the page read what the table says now.
+    EXPECT_EQ(stack().shards(), held);
+    EXPECT_EQ(dump(json_object_get(status.get(), "loading")), R"({"blocks":30,"from":71,"shards_from":51,"to":100})");
+    // The shard 51..100 with 51..70 stored: 20 of its 50 blocks.
+    EXPECT_EQ(field(shown[1], "loading"), "Backfill shards over blocks 51 to 100: 20 of 50 blocks stored (40 %), "
+                                          "30 still loading from block 71.");
+    EXPECT_EQ(str(shown[1], "loading_bar"), "40%");
+    // The missing blocks hold the indexed block back.
+    EXPECT_EQ(field(shown[1], "indexed_block"), "70");
+
+    // The node moves on: the backfill loads the rest and ends.
+    loader_node.control(R"({"advance":30})");
+    EXPECT_EQ(backfill.wait_exit(60s), std::optional<int>(0)) << backfill.log();
+    JsonPtr done = stack().browse(stack().page_url(), R"([{"wait":{"loading":"Nothing"}},{"pause":true}])");
+    shown = browser_test::snapshots(done, 2);
+    EXPECT_EQ(stack().shards(), "1 50 done 51|51 100 done 101");
+    EXPECT_EQ(json_object_get(stack().status().get(), "loading"), nullptr);
+    EXPECT_EQ(field(shown[1], "loading"), "Nothing: every block of the configured range is stored.");
+    EXPECT_EQ(str(shown[1], "loading_bar"), "100%");
 }
 
 TEST_F(StatusPage, FitsAPhoneScreen) {

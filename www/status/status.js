@@ -17,6 +17,7 @@ const setting = (name, fallback, min, max) => {
 };
 const REFRESH_SECONDS = setting('refresh', 3, 1, 3600);
 const STALL_SECONDS = setting('stall', 60, 1, 86400);
+const BLOCK_SECONDS = 3;  // Hive's block interval
 // The API's own failures; a client's mistakes are not the server's errors.
 const SERVER_FAILURES = new Set(['busy', 'timeout', 'database_error', 'internal_error']);
 
@@ -87,6 +88,26 @@ function chainBlocks(samples) {
   return { head: best('jsonrpc_router_url_head_block'), irreversible: best('jsonrpc_router_url_irreversible_block') };
 }
 
+// The lag behind the head shown above, so that the two agree: get_status's
+// lag_blocks counts from the head the indexer last saw, which stands still
+// when the indexer stops while the router's polls go on.
+function showLag(status, head, headFromRouter) {
+  const indexerView = status.lag_blocks !== undefined
+    ? `the indexer last saw head ${status.head_block}, get_status's lag: ${status.lag_blocks} blocks, ${status.lag_seconds} s`
+    : 'the indexer has not seen the head lately';
+  if (!headFromRouter) {
+    // The head shown is the indexer's: get_status's lag is behind it (on a
+    // standby, plus the standby's replay delay).
+    show('lag', status.lag_blocks !== undefined ? `${status.lag_blocks} blocks, ${status.lag_seconds} s` : `${status.lag_seconds} s`);
+    show('lag_indexer', status.lag_blocks !== undefined ? '' : '(the chain head is not known: the indexer has not seen it lately)');
+    return;
+  }
+  const blocks = Math.max(0, head - status.indexed_block);
+  show('lag', `${blocks} blocks, about ${blocks * BLOCK_SECONDS} s`);
+  // The indexer's own view, when it saw another head than the one shown.
+  show('lag_indexer', status.head_block !== head ? `(${indexerView})` : '');
+}
+
 function showChain(status, samples, now) {
   const chain = chainBlocks(samples || []);
   // The router's poll of the node is live; get_status's head is the indexer's last observation.
@@ -96,8 +117,7 @@ function showChain(status, samples, now) {
   if (!status) return;
   show('indexed_block', String(status.indexed_block));
   show('indexed_time', status.indexed_time.replace('T', ' ').replace('Z', ''));
-  show('lag', status.lag_blocks !== undefined ? `${status.lag_blocks} blocks, ${status.lag_seconds} s`
-    : `${status.lag_seconds} s (the node's head is not known: the indexer has not seen it lately)`);
+  showLag(status, head, chain.head !== null);
 
   if (watch.indexed !== status.indexed_block) {
     watch.indexed = status.indexed_block;
@@ -117,9 +137,16 @@ function showChain(status, samples, now) {
 
   const loading = status.loading;
   if (loading) {
-    const span = loading.to - loading.from + 1;
-    show('loading', `${loading.blocks} blocks still loading, between blocks ${loading.from} and ${loading.to}`);
-    $('loading-bar').style.width = `${Math.max(0, Math.min(100, (100 * (span - loading.blocks)) / span))}%`;
+    // The unfinished shards' span (from the start of the shard holding the
+    // first missing block) and the share of it stored. An API older than
+    // shards_from: the span starts at the first missing block.
+    const start = loading.shards_from !== undefined ? loading.shards_from : loading.from;
+    const span = loading.to - start + 1;
+    const stored = span - loading.blocks;
+    const percent = Math.floor((100 * stored) / span);  // 100 only when done
+    show('loading', `Backfill shards over blocks ${start} to ${loading.to}: ${stored} of ${span} blocks stored ` +
+      `(${percent} %), ${loading.blocks} still loading from block ${loading.from}.`);
+    $('loading-bar').style.width = `${percent}%`;
   } else {
     show('loading', 'Nothing: every block of the configured range is stored.');
     $('loading-bar').style.width = '100%';

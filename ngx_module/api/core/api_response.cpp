@@ -771,7 +771,8 @@ std::string status_result(PGresult* rows, const PoolSize& pool) {
     if (one && !is_null(rows, 0, col::kLoadingFrom)) {
         out += ",\"loading\":{\"from\":" + std::string(text_of(rows, 0, col::kLoadingFrom)) +
                ",\"to\":" + std::string(text_of(rows, 0, col::kLoadingTo)) +
-               ",\"blocks\":" + std::string(text_of(rows, 0, col::kLoadingBlocks)) + '}';
+               ",\"blocks\":" + std::string(text_of(rows, 0, col::kLoadingBlocks)) +
+               ",\"shards_from\":" + std::string(text_of(rows, 0, col::kLoadingShardsFrom)) + '}';
     }
     // Additive: whether every stored block was loaded by this decoder version;
     // else the lowest run of blocks to load again (wallet-backfill over it).

@@ -116,6 +116,7 @@ inline constexpr int kLoadingBlocks = 8;
 inline constexpr int kOutdatedFrom = 9;
 inline constexpr int kOutdatedTo = 10;
 inline constexpr int kReplayDelay = 11;  // seconds a standby's replay is behind
+inline constexpr int kLoadingShardsFrom = 12;  // the first block of the shard holding kLoadingFrom
 }  // namespace status_column
 
 }  // namespace wallet::api
