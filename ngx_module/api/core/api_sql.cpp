@@ -199,7 +199,7 @@ const std::map<std::string, std::string>& statements() {
             // (0 on a primary, and on a standby that replayed all it received).
             " CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
             " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))::bigint ELSE 0 END,"
-            " CASE WHEN s.loading_from IS NOT NULL THEN wallet_loading_shards_from() END"  // migration 0021
+            " CASE WHEN s.loading_from IS NOT NULL THEN wallet_loading_shards_from() END"  // migration 0023
             " FROM wallet_store_status($2) AS s LEFT JOIN node_observation n ON true";
         return s;
     }();

@@ -1,4 +1,4 @@
--- 0021: get_status's loading.shards_from (issue 30): the first block of the
+-- 0023: get_status's loading.shards_from (issue 30): the first block of the
 -- backfill shard holding the first block still loading, so that the status
 -- page shows the unfinished shards' span and the share of it stored (from
 -- `from`, the first missing block, alone a lone shard shows no progress).
