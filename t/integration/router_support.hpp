@@ -127,18 +127,10 @@ inline NginxServer::Options nginx_options(std::string http_config, int workers =
 }
 
 // What an nginx started outside NginxServer (the launcher) needs in a
-// sanitizer build: Debian's nginx is not instrumented, so the runtime and
-// libstdc++ are preloaded, as the harness does for its own nginx.
-inline std::map<std::string, std::string> sanitizer_env() {
-#if defined(__SANITIZE_ADDRESS__)
-    std::string runtime = run_command({"gcc", "-print-file-name=libasan.so"}).output;
-    while (!runtime.empty() && (runtime.back() == '\n' || runtime.back() == ' ')) runtime.pop_back();
-    return {{"LD_PRELOAD", runtime + " /usr/lib/x86_64-linux-gnu/libstdc++.so.6"},
-            {"ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1"}};
-#else
-    return {};
-#endif
-}
+// sanitizer build: the harness's own nginx environment (Debian's nginx is not
+// instrumented, so the runtime and libstdc++ are preloaded). The harness
+// knows the build: this driver is compiled without the sanitizers.
+inline std::map<std::string, std::string> sanitizer_env() { return harness::nginx_env({}); }
 
 inline std::string redis_directive(const RedisServer& redis) {
     return "    jsonrpc_router_redis 127.0.0.1:" + std::to_string(redis.port()) + ";\n";
