@@ -110,6 +110,9 @@ const std::vector<SettingDoc> kDocs = {
     {"WALLET_API_MAX_BODY_BYTES", "65536", "Largest request body accepted."},
     {"WALLET_API_REQUEST_DEADLINE_MS", "10000", "Deadline of one API request."},
     {"WALLET_API_ACCOUNT_CACHE", "100000", "Account ids each API worker remembers by name (0 to 10000000); 0 disables."},
+    {"WALLET_API_DB_PROBE_INTERVAL_MS", "5000",
+     "How often each API worker asks each database whether it is a standby and its replay delay (/metrics); "
+     "0 never, else 100 to 3600000."},
     {"WALLET_API_CURSOR_SECRET", "(derived)", "Key that signs cursors; derived from the reader password when empty."},
     {"HOST", "127.0.0.1", "Bind address of the routing proxy."},
     {"PORT", "5002", "Listen port of the routing proxy."},
@@ -371,8 +374,8 @@ std::vector<SettingDoc> settings_read_by(Component component) {
         return std::nullopt;
     };
     load_settings(recorder, component);
-    // The API module also reads its account cache bound (ngx_module/api/core/api_config.cpp).
-    if (component == Component::Api) names.push_back("WALLET_API_ACCOUNT_CACHE");
+    // The API module also reads these itself (ngx_module/api/core/api_config.cpp).
+    if (component == Component::Api) names.insert(names.end(), {"WALLET_API_ACCOUNT_CACHE", "WALLET_API_DB_PROBE_INTERVAL_MS"});
     std::vector<SettingDoc> out;
     for (const auto& name : names) out.push_back(doc_of(name));
     return out;

@@ -40,6 +40,7 @@
 #include "api_sql.hpp"
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_wallet_history_pg.hpp"
+#include "ngx_http_wallet_history_probe.hpp"
 #include "ngx_wallet_client.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_metrics.hpp"
@@ -133,6 +134,8 @@ namespace {
 
 // The worker's database pool (one per worker process).
 std::unique_ptr<PgPool> worker_pool;
+// Its probes of each database (WALLET_API_DB_PROBE_INTERVAL_MS; none at 0).
+std::unique_ptr<wallet::ngx::DatabaseProbes> worker_probes;
 
 // The account ids this worker remembers (WALLET_API_ACCOUNT_CACHE names).
 std::unique_ptr<api::RememberedAccounts> worker_accounts;
@@ -826,6 +829,10 @@ static ngx_int_t ngx_http_wallet_history_init_process(ngx_cycle_t* cycle) {
     }
     try {
         worker_pool = std::make_unique<PgPool>(mcf->runtime->pool_settings, cycle->log);
+        if (mcf->runtime->config.db_probe_interval_ms > 0) {
+            worker_probes = std::make_unique<wallet::ngx::DatabaseProbes>(
+                *worker_pool, static_cast<ngx_msec_t>(mcf->runtime->config.db_probe_interval_ms), cycle->log);
+        }
         worker_accounts = std::make_unique<api::RememberedAccounts>(
             static_cast<std::size_t>(mcf->runtime->config.account_cache));
     } catch (const std::exception& e) {
@@ -846,6 +853,7 @@ static void ngx_http_wallet_history_exit_process(ngx_cycle_t* cycle) {
         ngx_shmtx_unlock(&shpool->mutex);
     }
     worker_inflight = {};
+    worker_probes.reset();  // before the pool its statements are in
     worker_pool.reset();
     worker_accounts.reset();
 }
@@ -866,4 +874,6 @@ void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {
                    "Most connections one nginx worker opens to each database.");
         out.sample("wallet_history_db_connections_per_worker_max", {}, static_cast<std::uint64_t>(size.per_worker));
     }
+    // This worker's probes (the worker answering the scrape).
+    if (worker_probes) api::write_database_metrics(out, worker_probes->gauges());
 }

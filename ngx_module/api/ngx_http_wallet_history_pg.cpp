@@ -267,6 +267,7 @@ PgPool::PgPool(PgPoolSettings settings, ngx_log_t* log) : settings_(std::move(se
         const auto& info = settings_.servers[i];
         const auto host = info.count("host") ? info.at("host") : info.count("hostaddr") ? info.at("hostaddr") : "";
         server.label = host + ":" + (info.count("port") ? info.at("port") : "5432");
+        server.name = server.label + "/" + (info.count("dbname") ? info.at("dbname") : "");
     }
     kick_.handler = kick_handler;
     kick_.data = this;
@@ -331,11 +332,14 @@ std::size_t PgPool::connections_to(std::size_t server) const {
 // over the databases; one the op avoids is taken only when no other
 // database can serve it.
 PgConnection* PgPool::idle_connection(const PgOp* op) {
-    const bool avoid = op->avoid != kNoServer && usable_other(op->avoid);
+    const bool avoid = op->only == kNoServer && op->avoid != kNoServer && usable_other(op->avoid);
     const std::size_t n = connections_.size();
     for (std::size_t k = 0; k < n; ++k) {
         PgConnection* conn = connections_[(next_idle_ + k) % n].get();
-        if (conn->state != PgConnection::State::Idle || (avoid && conn->server == op->avoid)) continue;
+        if (conn->state != PgConnection::State::Idle || (avoid && conn->server == op->avoid) ||
+            (op->only != kNoServer && conn->server != op->only)) {
+            continue;
+        }
         next_idle_ = (next_idle_ + k + 1) % n;
         return conn;
     }
@@ -368,10 +372,20 @@ void PgPool::dispatch() {
         PgOp* op = ngx_queue_data(q, PgOp, queue);
         PgConnection* conn = idle_connection(op);
         if (conn == nullptr) {
-            // No idle connection at all (this op avoids no database): the
-            // ops behind it would find none either. Under load most of the
-            // queue waits, and a dispatch runs for every statement.
-            if (connections_.empty() || op->avoid == kNoServer) break;
+            if (op->only != kNoServer && connections_to(op->only) == 0 && backing_off(op->only)) {
+                // Bound to a database that cannot be reached now: it fails
+                // (from the event loop) rather than waits for the backoff.
+                ngx_queue_remove(q);
+                op->queued = false;
+                failed_.push_back(op);
+                post_kick();
+                q = next;
+                continue;
+            }
+            // No idle connection at all (this op avoids no database and may
+            // run on any): the ops behind it would find none either. Under
+            // load most of the queue waits, and a dispatch runs for every statement.
+            if (connections_.empty() || (op->avoid == kNoServer && op->only == kNoServer)) break;
             q = next;
             continue;
         }
@@ -395,11 +409,17 @@ void PgPool::dispatch() {
     std::size_t connecting = 0;
     for (auto& conn : connections_) connecting += conn->state == PgConnection::State::Connecting ? 1 : 0;
     for (q = ngx_queue_head(&waiting_); q != ngx_queue_sentinel(&waiting_); q = ngx_queue_next(q)) {
+        const PgOp* op = ngx_queue_data(q, PgOp, queue);
+        if (op->only != kNoServer) {
+            // Bound to a database: a connection to it, when it has none.
+            if (connections_to(op->only) == 0 && !backing_off(op->only)) open_connection(op->only);
+            continue;
+        }
         if (connecting > 0) {
             --connecting;
             continue;
         }
-        const std::size_t server = server_for_new_connection(ngx_queue_data(q, PgOp, queue));
+        const std::size_t server = server_for_new_connection(op);
         if (server == kNoServer || !open_connection(server)) break;
     }
     // Once the pool is in use, every database that can be reached holds a

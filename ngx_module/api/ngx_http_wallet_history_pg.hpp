@@ -14,6 +14,11 @@
 // broke gets no new connection until its backoff passes (unless every one is
 // backing off). A statement cancelled by a recovery conflict or cut by a lost
 // connection is run once more, on another database when there is one.
+//
+// A statement may be bound to one database (PgOp::only: the workers' probes
+// of each database, ngx_http_wallet_history_probe.hpp): it waits for an idle
+// connection to that database (opening one when it has none) and fails at
+// once while that database is backing off without a connection.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +63,7 @@ struct PgOp {
     bool retried = false;
     std::size_t server = kNoServer;  // the database that ran it last
     std::size_t avoid = kNoServer;   // a database not to run it on, while another can
+    std::size_t only = kNoServer;    // the database it must run on (kNoServer: any)
     bool from_standby = false;       // that database said in_hot_standby (PostgreSQL 14+ reports it)
 };
 
@@ -76,6 +82,7 @@ struct PgServer {
     std::vector<const char*> keywords;
     std::vector<const char*> values;
     std::string label;  // host:port, for the log
+    std::string name;   // host:port/dbname, the metrics' label (no user, no password)
     unsigned failures = 0;
     ngx_msec_t retry_at = 0;  // ngx_current_msec before which no connection is opened
     bool reachable = true;    // false while its last connection attempt failed
@@ -109,6 +116,8 @@ public:
     void on_kick();
     const PgPoolSettings& settings() const { return settings_; }
     const std::string& server_label(std::size_t server) const { return servers_[server].label; }
+    std::size_t server_count() const { return servers_.size(); }
+    const std::string& server_name(std::size_t server) const { return servers_[server].name; }
     ngx_log_t* log() const { return log_; }
 
 private:

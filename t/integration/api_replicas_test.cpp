@@ -5,6 +5,8 @@
 // primary and the standby as one list.
 #include <atomic>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -102,7 +104,8 @@ protected:
         return std::make_unique<PostgresServer>(PostgresServer::StandbyOf{primary_, settings});
     }
 
-    std::unique_ptr<harness::NginxServer> nginx_for(const std::vector<const PostgresServer*>& servers) {
+    std::unique_ptr<harness::NginxServer> nginx_for(const std::vector<const PostgresServer*>& servers,
+                                                    const std::map<std::string, std::string>& settings = {}) {
         harness::NginxServer::Options options;
         options.http_config = api_test::nginx_http_config();
         options.env = primary_.env();
@@ -110,6 +113,7 @@ protected:
         options.env["WALLET_API_RATE_RPS"] = "0";
         options.env["API_DATABASE_URL"] = reader_url(servers);
         options.env["WALLET_API_CURSOR_SECRET"] = kCursorSecret;
+        for (const auto& [name, value] : settings) options.env[name] = value;
         return std::make_unique<harness::NginxServer>(options);
     }
 
@@ -250,6 +254,69 @@ TEST_F(ApiReplicas, ListSpreadsAndAvoidsAFailingDatabase) {
         },
         20s, 50ms))
         << "the standby got no statement after its backoff";
+}
+
+// The database label of /metrics: host:port/dbname, no user nor password.
+std::string database_label(const PostgresServer& pg) { return "127.0.0.1:" + std::to_string(pg.port()) + "/wallet"; }
+
+// The workers' probes put each database of the list in /metrics: the primary
+// (standby 0, no delay) and the standby (standby 1, its replay delay), which
+// grows while its replay is paused and the primary writes, and is 0 again
+// once it has replayed; a stopped database is not reachable (no role, no
+// delay) until it is back.
+TEST_F(ApiReplicas, MetricsShowEachDatabasesRoleAndReplayDelay) {
+    auto standby = make_standby();
+    auto nginx = nginx_for({&primary_, standby.get()}, {{"WALLET_API_DB_PROBE_INTERVAL_MS", "100"}});
+    const std::string on_primary = database_label(primary_);
+    const std::string on_standby = database_label(*standby);
+    prometheus_text::Scrape scrape;
+    const auto read = [&](const char* name, const std::string& database) { return scrape.value(name, {{"database", database}}); };
+    // Polls /metrics until `holds` is true of one scrape.
+    const auto scrape_until = [&](const std::function<bool()>& holds) {
+        return harness::wait_until([&] {
+            auto page = harness::http_request("GET", nginx->url("/metrics"));
+            scrape = prometheus_text::parse(page.body);
+            return page.status == 200 && holds();
+        }, 30s, 50ms);
+    };
+    // A transaction replayed since the standby started: the delay counts from the last one.
+    set_checkpoint(primary_, 1100);
+    standby->wait_replayed(primary_);
+    ASSERT_TRUE(scrape_until([&] {
+        return read("wallet_history_database_up", on_primary) == 1 && read("wallet_history_database_up", on_standby) == 1;
+    })) << scrape.error;
+    EXPECT_EQ(read("wallet_history_database_standby", on_primary), 0);
+    EXPECT_EQ(read("wallet_history_database_replay_delay_seconds", on_primary), 0);
+    EXPECT_EQ(read("wallet_history_database_standby", on_standby), 1);
+    EXPECT_EQ(read("wallet_history_database_replay_delay_seconds", on_standby), 0);
+
+    standby->pause_replay(true);
+    set_checkpoint(primary_, 1101);  // received by the standby, not replayed
+    EXPECT_TRUE(scrape_until([&] { return read("wallet_history_database_replay_delay_seconds", on_standby) > 0; }));
+    EXPECT_EQ(read("wallet_history_database_standby", on_standby), 1);
+    EXPECT_EQ(read("wallet_history_database_replay_delay_seconds", on_primary), 0);
+    // Growing while the replay stays paused.
+    const double first = *read("wallet_history_database_replay_delay_seconds", on_standby);
+    EXPECT_TRUE(scrape_until([&] { return read("wallet_history_database_replay_delay_seconds", on_standby) > first; }));
+    EXPECT_EQ(checkpoint(*standby), 1100);
+
+    standby->pause_replay(false);
+    EXPECT_TRUE(scrape_until([&] { return read("wallet_history_database_replay_delay_seconds", on_standby) == 0; }));
+    EXPECT_EQ(checkpoint(*standby), 1101);
+
+    standby->stop();
+    EXPECT_TRUE(scrape_until([&] { return read("wallet_history_database_up", on_standby) == 0; }));
+    EXPECT_EQ(read("wallet_history_database_standby", on_standby), std::nullopt);
+    EXPECT_EQ(read("wallet_history_database_replay_delay_seconds", on_standby), std::nullopt);
+    EXPECT_EQ(read("wallet_history_database_up", on_primary), 1);
+    standby->start();
+    EXPECT_TRUE(scrape_until([&] {
+        return read("wallet_history_database_up", on_standby) == 1 && read("wallet_history_database_standby", on_standby) == 1;
+    }));
+    // The label holds no credentials.
+    const std::string text = harness::http_request("GET", nginx->url("/metrics")).body;
+    EXPECT_EQ(text.find(harness::kReaderPassword), std::string::npos);
+    EXPECT_EQ(text.find("wallet_api_reader"), std::string::npos);
 }
 
 // A statement a standby cancels for a recovery conflict (SQLSTATE 40001) is

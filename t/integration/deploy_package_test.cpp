@@ -295,7 +295,7 @@ TEST(DebianPackage, HelpTextsListEverySettingTheProgramsRead) {
         auto r = run_command({(root / ("usr/bin/" + command[0])).string(), command[1]});
         ASSERT_EQ(r.exit_code, 0) << command[0] << " " << command[1] << ": " << r.output;
         auto names = read_by(component);
-        if (component == wallet::Component::Api) names.push_back("WALLET_API_ACCOUNT_CACHE");
+        if (component == wallet::Component::Api) names.insert(names.end(), {"WALLET_API_ACCOUNT_CACHE", "WALLET_API_DB_PROBE_INTERVAL_MS"});
         for (const auto& name : names) {
             EXPECT_NE(r.output.find("\n  " + name + " "), std::string::npos)
                 << command[0] << " " << command[1] << " does not list " << name << ":\n" << r.output;

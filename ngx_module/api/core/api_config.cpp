@@ -12,6 +12,23 @@
 
 namespace wallet::api {
 
+namespace {
+
+// An integer setting of the API alone, from min to max; absent or empty
+// keeps `value`. False when it is not such an integer.
+bool read_integer(const EnvLookup& lookup, const char* name, std::int64_t min, std::int64_t max, std::int64_t& value) {
+    const auto text = lookup(name);
+    if (!text || text->empty()) return true;
+    std::int64_t parsed = 0;
+    const char* end = text->data() + text->size();
+    const auto result = std::from_chars(text->data(), end, parsed);
+    if (result.ec != std::errc() || result.ptr != end || parsed < min || parsed > max) return false;
+    value = parsed;
+    return true;
+}
+
+}  // namespace
+
 Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::string, std::string>& overrides) {
     EnvLookup merged = [&env, &overrides](const std::string& name) -> std::optional<std::string> {
         auto it = overrides.find(name);
@@ -29,14 +46,14 @@ Result<ApiConfig> load_api_config(const EnvLookup& env, const std::map<std::stri
         config.balance_rules.assets = std::move(assets).value();
         config.balance_rules.forks = *HardforkSchedule::named(settings.chain.hardforks);  // validated by load_settings
         // An entry is about a hundred bytes: the largest bound is 1 GB.
-        if (const auto cache = merged("WALLET_API_ACCOUNT_CACHE"); cache && !cache->empty()) {
-            std::int64_t count = -1;
-            const char* end = cache->data() + cache->size();
-            const auto parsed = std::from_chars(cache->data(), end, count);
-            if (parsed.ec != std::errc() || parsed.ptr != end || count < 0 || count > 10'000'000) {
-                return make_error("invalid WALLET_API_ACCOUNT_CACHE: expected an integer from 0 to 10000000");
-            }
-            config.account_cache = count;
+        if (!read_integer(merged, "WALLET_API_ACCOUNT_CACHE", 0, 10'000'000, config.account_cache)) {
+            return make_error("invalid WALLET_API_ACCOUNT_CACHE: expected an integer from 0 to 10000000");
+        }
+        // At least 100 ms: a probe is one small statement per database.
+        if (!read_integer(merged, "WALLET_API_DB_PROBE_INTERVAL_MS", 0, 3'600'000, config.db_probe_interval_ms) ||
+            (config.db_probe_interval_ms > 0 && config.db_probe_interval_ms < 100)) {
+            return make_error("invalid WALLET_API_DB_PROBE_INTERVAL_MS: expected 0 (no probes) or an integer "
+                              "from 100 to 3600000");
         }
         // Without a reader password the derived cursor key would be a
         // constant anyone can read in the source: cursors would be forgeable.

@@ -21,10 +21,15 @@ struct ApiConfig {
     // WALLET_API_ACCOUNT_CACHE: account ids each worker remembers by name
     // (api_accounts.hpp); 0 remembers none.
     std::int64_t account_cache = kDefaultAccountCache;
+    // WALLET_API_DB_PROBE_INTERVAL_MS: how often each worker asks each
+    // database whether it is a standby and how far its replay is behind
+    // (ngx_http_wallet_history_probe.hpp); 0 never.
+    std::int64_t db_probe_interval_ms = kDefaultDbProbeIntervalMs;
     // get_balances reads operations as the writers do: CHAIN_ASSET_TABLE and
     // CHAIN_HARDFORKS, the same values as the indexer's and backfill's.
     store::BalanceRules balance_rules;
     static constexpr std::int64_t kDefaultAccountCache = 100000;
+    static constexpr std::int64_t kDefaultDbProbeIntervalMs = 5000;
 };
 
 // How many database connections the API opens at most, per database.

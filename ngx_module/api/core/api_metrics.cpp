@@ -77,4 +77,25 @@ void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters) {
                       "reason", kReruns, counters.reruns);
 }
 
+void write_database_metrics(metrics::TextWriter& out, const std::vector<DatabaseGauges>& databases) {
+    out.family("wallet_history_database_up", "gauge",
+               "1 when the database answered this nginx worker's last probe (every WALLET_API_DB_PROBE_INTERVAL_MS), "
+               "0 when it did not or was not probed yet. database: host:port/dbname of API_DATABASE_URL.");
+    for (const auto& db : databases) out.sample("wallet_history_database_up", {{"database", db.name}}, db.reading ? 1u : 0u);
+    out.family("wallet_history_database_standby", "gauge",
+               "1 for a hot standby (pg_is_in_recovery()), 0 for a primary, of each database that answered the last probe.");
+    for (const auto& db : databases) {
+        if (db.reading) out.sample("wallet_history_database_standby", {{"database", db.name}}, db.reading->standby ? 1u : 0u);
+    }
+    out.family("wallet_history_database_replay_delay_seconds", "gauge",
+               "How far a standby's replay is behind: now() - pg_last_xact_replay_timestamp() when WAL it received "
+               "waits for replay, else 0 (and on a primary); of each database that answered the last probe.");
+    for (const auto& db : databases) {
+        if (db.reading) {
+            out.sample("wallet_history_database_replay_delay_seconds", {{"database", db.name}},
+                       metrics::seconds_text(db.reading->replay_delay_us));
+        }
+    }
+}
+
 }  // namespace wallet::api

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "api_request.hpp"
 #include "metrics_text.hpp"
@@ -54,5 +56,22 @@ struct ApiCounters {
 Outcome outcome_of_error(int code);
 
 void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters);
+
+// What a database of the pool answered to the database statement (api_sql.hpp).
+struct DatabaseReading {
+    bool standby = false;
+    std::uint64_t replay_delay_us = 0;
+};
+
+// One database of a worker's pool as that worker's last probe found it
+// (ngx_http_wallet_history_probe.hpp): no reading while it has not answered.
+struct DatabaseGauges {
+    std::string name;  // host:port/dbname
+    std::optional<DatabaseReading> reading;
+};
+
+// wallet_history_database_up for every database; _standby and
+// _replay_delay_seconds for those that answered.
+void write_database_metrics(metrics::TextWriter& out, const std::vector<DatabaseGauges>& databases);
 
 }  // namespace wallet::api

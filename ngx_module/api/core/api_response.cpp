@@ -824,4 +824,15 @@ std::string methods_result() {
     return out;
 }
 
+std::optional<DatabaseReading> database_reading(PGresult* rows) {
+    if (rows == nullptr || PQntuples(rows) != 1 || PQnfields(rows) != 2 || is_null(rows, 0, database_column::kStandby)) {
+        return std::nullopt;
+    }
+    const std::int64_t delay = is_null(rows, 0, database_column::kReplayDelayUs)
+                                   ? 0
+                                   : integer_of(rows, 0, database_column::kReplayDelayUs);
+    return DatabaseReading{text_of(rows, 0, database_column::kStandby) == "t",
+                           static_cast<std::uint64_t>(std::max<std::int64_t>(0, delay))};
+}
+
 }  // namespace wallet::api

@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "api_config.hpp"
+#include "api_metrics.hpp"
 #include "api_request.hpp"
 #include "api_sql.hpp"
 #include "wallet/cursor.hpp"
@@ -70,5 +71,7 @@ std::optional<RememberedAccount> totals_account(PGresult* rows);
 // `db_connections`, after every field of the spec's status object).
 std::string status_result(PGresult* rows, const PoolSize& pool);
 std::string methods_result();
+// The database statement's answer; none when rows are not one.
+std::optional<DatabaseReading> database_reading(PGresult* rows);
 
 }  // namespace wallet::api

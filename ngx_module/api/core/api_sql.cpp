@@ -143,6 +143,14 @@ std::string totals_sql(bool with_partial_days) {
 
 // get_balances (api_balances.hpp): the rows of wallet_balance_rows
 // (migration 0018), which says what they are.
+// How far a database's replay is behind, in seconds (numeric): now() minus
+// the commit time of the last transaction a standby replayed; 0 on a primary
+// and on a standby that replayed all the WAL it received (an idle primary
+// commits nothing new: its standbys are not behind).
+constexpr const char* kReplayDelaySeconds =
+    "CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
+    " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())) ELSE 0 END";
+
 constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_rows($1, $2, $3)";
 // get_balances at a time: the same rows and where the time falls (migration 0022).
 constexpr const char* kBalancesAtTimeSql =
@@ -195,12 +203,13 @@ const std::map<std::string, std::string>& statements() {
             " n.observed_at IS NOT NULL AND now() - n.observed_at <= $1 * interval '1 millisecond',"
             " extract(epoch FROM now())::bigint,"
             " s.loading_from, s.loading_to, s.loading_blocks, s.outdated_from, s.outdated_to,"
-            // A standby's own delay: the rows above are as old as its replay
-            // (0 on a primary, and on a standby that replayed all it received).
-            " CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
-            " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))::bigint ELSE 0 END,"
+            // A standby's own delay: the rows above are as old as its replay.
+            " (" + std::string(kReplayDelaySeconds) + ")::bigint,"
             " CASE WHEN s.loading_from IS NOT NULL THEN wallet_loading_shards_from() END"  // migration 0023
             " FROM wallet_store_status($2) AS s LEFT JOIN node_observation n ON true";
+        // Columns: database_column order. No table: any database of the list
+        // answers it, whatever its store holds.
+        s["wh_database"] = "AS SELECT pg_is_in_recovery(), ((" + std::string(kReplayDelaySeconds) + ") * 1000000)::bigint";
         return s;
     }();
     return all;
@@ -346,6 +355,8 @@ StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::i
                          {query.account, std::string(granularity_name(query.granularity)), iso(query.from), iso(query.to),
                           std::to_string(max_periods), std::to_string(kDecoderVersion)}};
 }
+
+StatementCall database_statement() { return StatementCall{"wh_database", {}}; }
 
 StatementCall status_statement(std::int64_t node_max_stall_ms) {
     return StatementCall{"wh_status", {std::to_string(node_max_stall_ms), std::to_string(kDecoderVersion)}};

@@ -35,6 +35,9 @@ struct RememberedAccount {
 StatementCall page_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall totals_statement(const PageQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall status_statement(std::int64_t node_max_stall_ms);
+// Whether the database is a standby and how far its replay is behind (the
+// workers' probes of each database, not a client's method).
+StatementCall database_statement();
 StatementCall balances_statement(const BalanceQuery& query);
 StatementCall balance_history_statement(const BalanceHistoryQuery& query);
 StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::int64_t max_periods);
@@ -118,5 +121,11 @@ inline constexpr int kOutdatedTo = 10;
 inline constexpr int kReplayDelay = 11;  // seconds a standby's replay is behind
 inline constexpr int kLoadingShardsFrom = 12;  // the first block of the shard holding kLoadingFrom
 }  // namespace status_column
+
+// Column positions of the database statement's result (one row).
+namespace database_column {
+inline constexpr int kStandby = 0;        // pg_is_in_recovery()
+inline constexpr int kReplayDelayUs = 1;  // microseconds a standby's replay is behind (0: none)
+}  // namespace database_column
 
 }  // namespace wallet::api

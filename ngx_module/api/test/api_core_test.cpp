@@ -328,6 +328,59 @@ TEST(ApiCore, ThePoolSizeIsAShareOfTheTotalUnlessGiven) {
     EXPECT_FALSE(pool_size(s, 16).derived);
 }
 
+// The probe's answer and its gauges: standby and replay delay only for a
+// database that answered; the interval setting's bounds.
+TEST(ApiCore, DatabaseProbesReadTheirAnswerAndWriteTheirGauges) {
+    PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
+    std::vector<PGresAttDesc> attrs(2);
+    for (auto& attr : attrs) {
+        attr = PGresAttDesc{};
+        attr.name = const_cast<char*>("column");
+    }
+    PQsetResultAttrs(result, 2, attrs.data());
+    PQsetvalue(result, 0, database_column::kStandby, const_cast<char*>("t"), 1);
+    PQsetvalue(result, 0, database_column::kReplayDelayUs, const_cast<char*>("2500000"), 7);
+    const auto reading = database_reading(result);
+    PQclear(result);
+    ASSERT_TRUE(reading);
+    EXPECT_TRUE(reading->standby);
+    EXPECT_EQ(reading->replay_delay_us, 2500000u);
+    EXPECT_FALSE(database_reading(nullptr));
+    EXPECT_STREQ(database_statement().name, "wh_database");
+    EXPECT_EQ(prepared_statements().at("wh_database").rfind("AS SELECT pg_is_in_recovery(), ", 0), 0u);
+
+    metrics::TextWriter out;
+    write_database_metrics(out, {{"10.0.0.1:5432/wallet", DatabaseReading{false, 0}},
+                                 {"10.0.0.2:5432/wallet", DatabaseReading{true, 2500000}},
+                                 {"10.0.0.3:5432/wallet", std::nullopt}});
+    const std::string& text = out.text();
+    for (const char* line : {"wallet_history_database_up{database=\"10.0.0.1:5432/wallet\"} 1\n",
+                             "wallet_history_database_up{database=\"10.0.0.3:5432/wallet\"} 0\n",
+                             "wallet_history_database_standby{database=\"10.0.0.1:5432/wallet\"} 0\n",
+                             "wallet_history_database_standby{database=\"10.0.0.2:5432/wallet\"} 1\n",
+                             "wallet_history_database_replay_delay_seconds{database=\"10.0.0.1:5432/wallet\"} 0.000000\n",
+                             "wallet_history_database_replay_delay_seconds{database=\"10.0.0.2:5432/wallet\"} 2.500000\n"}) {
+        EXPECT_NE(text.find(line), std::string::npos) << line << text;
+    }
+    EXPECT_EQ(text.find("standby{database=\"10.0.0.3"), std::string::npos) << text;
+    EXPECT_EQ(text.find("seconds{database=\"10.0.0.3"), std::string::npos) << text;
+
+    const auto interval = [](const char* value) -> std::optional<std::int64_t> {
+        auto config = load_api_config(wallet::map_env({{"WALLET_API_READER_PASSWORD", "a-reader-password-of-length"},
+                                                       {"WALLET_API_DB_PROBE_INTERVAL_MS", value}}),
+                                      {});
+        if (!config) return std::nullopt;
+        return config->db_probe_interval_ms;
+    };
+    EXPECT_EQ(interval(""), 5000);
+    EXPECT_EQ(interval("0"), 0);
+    EXPECT_EQ(interval("100"), 100);
+    EXPECT_EQ(interval("99"), std::nullopt);
+    EXPECT_EQ(interval("-1"), std::nullopt);
+    EXPECT_EQ(interval("5s"), std::nullopt);
+    EXPECT_EQ(interval("3600001"), std::nullopt);
+}
+
 // A worker remembers at most its capacity of names, the least recently used
 // going first; a page that found no account makes it forget the name.
 TEST(ApiCore, RememberedAccountsAreBoundedAndForgetUnknownNames) {
