@@ -1,9 +1,10 @@
 // The status page (www/status) for driver.js: its steps and what it shows.
 // The test (t/integration/browser_status_page_test.cpp) decides what is right.
-// Steps: {"wait": {"updates": N, "indexer": STATE, "nodes": N, "nodes_out": N, "loading": TEXT}}
+// Steps: {"wait": {"updates": N, "indexer": STATE, "nodes": N, "nodes_out": N, "loading": TEXT,
+//                  "databases": N}}
 //        (up to 60 s until every condition given holds: N refreshes done, the
 //        indexer's state shown, rows of the pools, of them out, TEXT in what
-//        is still loading) |
+//        is still loading, rows of the databases) |
 //        {"pause": true} (stops its refreshes; the last one ended).
 'use strict';
 
@@ -24,7 +25,8 @@ async function step(page, action) {
         (want.indexer === undefined || document.querySelector('[data-field=indexer_state]').dataset.state === want.indexer) &&
         (want.nodes === undefined || rows.length === want.nodes) &&
         (want.nodes_out === undefined || out === want.nodes_out) &&
-        (want.loading === undefined || document.querySelector('[data-field=loading]').textContent.includes(want.loading));
+        (want.loading === undefined || document.querySelector('[data-field=loading]').textContent.includes(want.loading)) &&
+        (want.databases === undefined || document.querySelectorAll('#databases-table tbody tr').length === want.databases);
     }, action.wait, { timeout: 60000, polling: 200 });
     await idle(page);
   } else if ('pause' in action) {
@@ -48,6 +50,7 @@ function snapshot(page) {
       fields,
       nodes: rows('nodes-table'),
       classes: rows('classes-table'),
+      databases: rows('databases-table'),
       problem: problem.hidden ? null : problem.textContent,
       loading_bar: document.getElementById('loading-bar').style.width,
       table_header_shown: getComputedStyle(document.querySelector('#nodes-table thead')).display !== 'none',

@@ -14,6 +14,7 @@
 // Screenshots: <build>/t/browser/screenshots/StatusPage/<test>[-<moment>].png. Without
 // Chromium, Node.js or the pinned npm package the tests are skipped and say
 // why; under CI=true they fail.
+#include <cstdio>
 #include <memory>
 
 #include "backfill_support.hpp"
@@ -214,6 +215,21 @@ std::vector<std::vector<std::string>> class_rows(const prometheus_text::Scrape& 
     return rows;
 }
 
+// The API's databases as status.js renders them from a scrape.
+std::vector<std::vector<std::string>> database_rows(const prometheus_text::Scrape& scrape) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : scrape.samples) {
+        if (s.name != "wallet_history_database_up") continue;
+        const auto standby = scrape.value("wallet_history_database_standby", s.labels);
+        const auto delay = scrape.value("wallet_history_database_replay_delay_seconds", s.labels);
+        char delay_text[32];
+        std::snprintf(delay_text, sizeof delay_text, "%.1f s", delay.value_or(0));
+        rows.push_back({s.labels.at("database"), standby ? (*standby == 1 ? "standby" : "primary") : "—",
+                        s.value == 1 ? "yes" : "no", standby == 1.0 && delay ? delay_text : "—"});
+    }
+    return rows;
+}
+
 using StatusPage = browser_test::BrowserSuite<Stack>;
 
 TEST_F(StatusPage, ShowsTheNumbersOfGetStatusAndMetricsAtThatMoment) {
@@ -224,7 +240,7 @@ TEST_F(StatusPage, ShowsTheNumbersOfGetStatusAndMetricsAtThatMoment) {
     http_post_json(stack().router_url(), R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_wallet_history","params":{"account":"Bad!"}})");
 
     JsonPtr answer = stack().browse(stack().page_url(),
-                                    R"([{"wait":{"updates":2,"indexer":"caught-up"}},{"pause":true}])");
+                                    R"([{"wait":{"updates":2,"indexer":"caught-up","databases":1}},{"pause":true}])");
     auto shown = browser_test::snapshots(answer, 2);
     // Read right after the page's last refresh, which nothing has changed since.
     const auto scrape = stack().metrics();
@@ -277,6 +293,14 @@ TEST_F(StatusPage, ShowsTheNumbersOfGetStatusAndMetricsAtThatMoment) {
               classes.end())
         << dump(page);
     EXPECT_EQ(field(page, "db_errors"), "0 (timeout 0, failed 0, unavailable 0)");
+
+    // The API's one database: the primary, reachable (its worker's probe answered), no replay delay.
+    const auto databases = database_rows(scrape);
+    EXPECT_EQ(table(page, "databases"), databases);
+    ASSERT_EQ(databases.size(), 1u) << dump(page);
+    EXPECT_EQ(databases[0], (std::vector<std::string>{databases[0][0], "primary", "yes", "—"}));
+    EXPECT_EQ(databases[0][0].rfind("127.0.0.1:", 0), 0u) << databases[0][0];
+    EXPECT_EQ(scrape.value("wallet_history_database_replay_delay_seconds", {{"database", databases[0][0]}}), 0);
 }
 
 TEST_F(StatusPage, ShowsTheIndexerStalledWhileTheChainMoves) {
@@ -374,6 +398,7 @@ TEST_F(StatusPage, FitsAPhoneScreen) {
     auto shown = browser_test::snapshots(answer, 2);
     const auto scrape = stack().metrics();
     EXPECT_EQ(table(shown[1], "nodes"), node_rows(scrape));
+    EXPECT_EQ(table(shown[1], "databases"), database_rows(scrape));
     // Rows are cards (no header row) and nothing is wider than the 390-pixel screen.
     EXPECT_FALSE(json_is_true(json_object_get(shown[1], "table_header_shown")));
     EXPECT_EQ(json_integer_value(json_object_get(shown[1], "viewport_width")), 390);

@@ -3,7 +3,8 @@
 //    the decoder's coverage and the API's database connections;
 //  - /metrics (the module's Prometheus text): the router's node pools with
 //    each chain node's head, the cache, requests and errors by method class,
-//    the API's PostgreSQL errors;
+//    the API's PostgreSQL errors, and each database of the API: primary or
+//    standby, reachable, replay delay;
 // and shows them. Rates are the counters' differences between two reads.
 // The page keeps no state beyond the previous read: a stall is an indexed
 // block that did not move for `stall` seconds while the chain did.
@@ -18,6 +19,7 @@ const setting = (name, fallback, min, max) => {
 const REFRESH_SECONDS = setting('refresh', 3, 1, 3600);
 const STALL_SECONDS = setting('stall', 60, 1, 86400);
 const BLOCK_SECONDS = 3;  // Hive's block interval
+const STANDBY_BEHIND_SECONDS = 60;  // conf/monitoring/alerts.yml, WalletApiStandbyBehind
 // The API's own failures; a client's mistakes are not the server's errors.
 const SERVER_FAILURES = new Set(['busy', 'timeout', 'database_error', 'internal_error']);
 
@@ -246,6 +248,29 @@ function showTraffic(samples, now) {
   show('db_retried', String(reruns('retryable_error')));
 }
 
+// The API's databases as the worker that answered /metrics last probed them:
+// role and replay delay only while the database answers.
+function showDatabases(samples) {
+  const body = $('databases-table').tBodies[0];
+  body.replaceChildren();
+  const byName = (name) => new Map(named(samples, name).map((s) => [s.labels.database, s.value]));
+  const standby = byName('wallet_history_database_standby');
+  const delay = byName('wallet_history_database_replay_delay_seconds');
+  const databases = named(samples, 'wallet_history_database_up');
+  for (const db of databases) {
+    const name = db.labels.database;
+    const row = body.insertRow();
+    cell(row, 'Database', name);
+    const isStandby = standby.get(name) === 1;
+    cell(row, 'Role', standby.has(name) ? (isStandby ? 'standby' : 'primary') : '—');
+    cell(row, 'Reachable', db.value === 1 ? 'yes' : 'no', db.value === 1 ? 'good' : 'bad');
+    // Red from the delay the alert WalletApiStandbyBehind fires at.
+    cell(row, 'Replay delay', isStandby && delay.has(name) ? `${delay.get(name).toFixed(1)} s` : '—',
+      isStandby && delay.get(name) > STANDBY_BEHIND_SECONDS ? 'bad' : '');
+  }
+  $('databases-empty').hidden = databases.length > 0;
+}
+
 async function refresh() {
   document.body.dataset.busy = 'true';
   const problems = [];
@@ -257,6 +282,7 @@ async function refresh() {
   if (samples) {
     showNodes(samples);
     showTraffic(samples, now);
+    showDatabases(samples);
   }
   $('problem').hidden = problems.length === 0;
   $('problem').textContent = problems.length ? `Not everything could be read: ${problems.join('; ')}.` : '';
