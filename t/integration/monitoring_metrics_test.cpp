@@ -335,6 +335,13 @@ TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMe
                           "    location / { jsonrpc_router " + (dir.path() / "routes.json").string() + "; }\n}\n";
     options.env = primary.env();
     options.env.erase("DB_PASSWORD");
+    // The API reads the primary and the standby: its probes name both.
+    const std::string on_primary = "127.0.0.1:" + std::to_string(primary.port()) + "/wallet";
+    const std::string on_standby = "127.0.0.1:" + std::to_string(standby.port()) + "/wallet";
+    options.env["API_DATABASE_URL"] = std::string("postgresql://wallet_api_reader:") + kReaderPassword + "@127.0.0.1:" +
+                                      std::to_string(primary.port()) + ",127.0.0.1:" + std::to_string(standby.port()) +
+                                      "/wallet";
+    options.env["WALLET_API_CURSOR_SECRET"] = "monitoring-test-cursor-secret-0001";
     NginxServer nginx(options);
     // A call through each, so the per-method series have values.
     EXPECT_EQ(http_post_json(nginx.url("/api"), R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.get_status","params":{}})").status, 200);
@@ -369,7 +376,16 @@ TEST(MonitoringMetrics, EveryMetricOfTheDashboardsAndRulesIsInTheRunningStacksMe
     // Every stored block was loaded by this build's decoder.
     EXPECT_EQ(from_indexer.value("wallet_store_decoder_version"), wallet::kDecoderVersion);
     EXPECT_EQ(from_indexer.value("wallet_store_decoder_outdated_blocks"), 0);
-    const prometheus_text::Scrape from_nginx = scrape(nginx.url("/metrics"), "nginx-metrics.txt");
+    prometheus_text::Scrape from_nginx;
+    EXPECT_TRUE(wait_until([&] {
+        from_nginx = scrape(nginx.url("/metrics"), "nginx-metrics.txt");
+        return from_nginx.value("wallet_history_database_up", {{"database", on_primary}}) == 1 &&
+               from_nginx.value("wallet_history_database_up", {{"database", on_standby}}) == 1;
+    }));
+    // The probes: the primary, and the standby with its replay delay.
+    EXPECT_EQ(from_nginx.value("wallet_history_database_standby", {{"database", on_primary}}), 0);
+    EXPECT_EQ(from_nginx.value("wallet_history_database_standby", {{"database", on_standby}}), 1);
+    EXPECT_GE(from_nginx.value("wallet_history_database_replay_delay_seconds", {{"database", on_standby}}).value_or(-1), 0);
     // The router's call is answered: nothing in flight to the node, no budget hit.
     EXPECT_EQ(from_nginx.value("jsonrpc_router_upstream_in_flight", {{"target", "hived"}, {"url", node.url()}}), 0);
     EXPECT_EQ(from_nginx.value("jsonrpc_router_upstream_duration_seconds_count", {{"target", "hived"}, {"url", node.url()}}), 1);
