@@ -23,9 +23,9 @@ bool put_signed(std::string& out, BalanceState::Units value) {
     return true;
 }
 
-class Reader {
+class ByteReader {
 public:
-    explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+    explicit ByteReader(std::string_view bytes) : bytes_(bytes) {}
     std::optional<std::uint64_t> varint() {
         std::uint64_t value = 0;
         for (int shift = 0; shift < 64; shift += 7) {
@@ -136,7 +136,7 @@ std::optional<std::string> BalanceState::encode() const {
 
 std::optional<BalanceState> BalanceState::decode(std::string_view bytes) {
     BalanceState state;
-    Reader in(bytes);
+    ByteReader in(bytes);
     const auto components = in.varint();
     if (!components) return std::nullopt;
     for (std::uint64_t i = 0; i < *components; ++i) {

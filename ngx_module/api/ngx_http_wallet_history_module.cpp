@@ -48,7 +48,7 @@
 #include "ngx_wallet_shared.hpp"
 
 namespace api = wallet::api;
-namespace jsonrpc = wallet::jsonrpc;
+namespace rpc = wallet::jsonrpc;
 using wallet::ngx::PgOp;
 using wallet::ngx::PgOutcome;
 using wallet::ngx::PgPool;
@@ -251,11 +251,11 @@ void destroy_request(void* data) { static_cast<WalletHistoryRequest*>(data)->~Wa
 // Error responses: HTTP 200 except the statuses decisions.md section 3 names.
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view id_json, int code,
                      std::string_view message) {
-    return wallet::ngx::send_json(r, status, jsonrpc::error_response(id_json, code, message));
+    return wallet::ngx::send_json(r, status, rpc::error_response(id_json, code, message));
 }
 
 ngx_int_t send_result(ngx_http_request_t* r, std::string_view id_json, const std::string& result) {
-    return wallet::ngx::send_json(r, NGX_HTTP_OK, jsonrpc::result_response(id_json, result));
+    return wallet::ngx::send_json(r, NGX_HTTP_OK, rpc::result_response(id_json, result));
 }
 
 // The request's answer buffer, emptied.
@@ -268,10 +268,10 @@ api::ResponseBuffer& response_buffer(WalletHistoryRequest* ctx) {
 // A result written in the request's answer buffer and sent from there.
 ngx_int_t send_result_unowned(WalletHistoryRequest* ctx, std::string_view result) {
     api::ResponseBuffer& buffer = response_buffer(ctx);
-    buffer.append(jsonrpc::kResultHead);
+    buffer.append(rpc::kResultHead);
     buffer.append(result);
     std::string tail;
-    jsonrpc::append_response_id(tail, ctx->id_json);
+    rpc::append_response_id(tail, ctx->id_json);
     buffer.append(tail);
     return wallet::ngx::send_json_unowned(ctx->r, NGX_HTTP_OK, buffer.view());
 }
@@ -369,7 +369,7 @@ ngx_int_t internal_error(ngx_http_request_t* r) {
         settle(ctx, api::Outcome::InternalError);
     }
     if (r->header_sent) return NGX_ERROR;
-    return send_error(r, NGX_HTTP_OK, ctx != nullptr ? ctx->id_json : "null", jsonrpc::kInternalError, "internal error");
+    return send_error(r, NGX_HTTP_OK, ctx != nullptr ? ctx->id_json : "null", rpc::kInternalError, "internal error");
 }
 
 // The same for a request that waited (a statement, a timer).
@@ -407,13 +407,13 @@ void query_done(PgOp* op, PgOutcome outcome, PGresult* rows) {
     case PgOutcome::Timeout:
         settle(ctx, api::Outcome::Timeout);
         count_pg_error(ctx, api::PgError::Timeout);
-        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout");
+        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, rpc::kInternalError, "request timeout");
         break;
     case PgOutcome::Failed:
     case PgOutcome::Unavailable:
         settle(ctx, api::Outcome::DatabaseError);
         count_pg_error(ctx, outcome == PgOutcome::Failed ? api::PgError::Failed : api::PgError::Unavailable);
-        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
+        rc = send_error(r, NGX_HTTP_OK, ctx->id_json, rpc::kInternalError, "internal error");
         break;
     }
     finish_async(r, rc);
@@ -425,7 +425,7 @@ void deadline_passed(ngx_event_t* ev) {
     if (ctx->rerun.timer_set) ngx_del_timer(&ctx->rerun);
     if (worker_pool) worker_pool->cancel(&ctx->op);
     settle(ctx, api::Outcome::Timeout);
-    finish_async(r, send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "request timeout"));
+    finish_async(r, send_error(r, NGX_HTTP_OK, ctx->id_json, rpc::kInternalError, "request timeout"));
 }
 
 using wallet::ngx::guarded;
@@ -442,7 +442,7 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     if (wallet::ngx::request_body_view(r, static_cast<std::size_t>(rt.config.api.max_body_bytes), scratch, body) ==
         wallet::ngx::BodyRead::TooLarge) {
         settle(ctx, api::Outcome::TooLarge);
-        return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
+        return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", rpc::kInvalidRequest, "request too large");
     }
     api::ParsedRequest parsed = api::parse_request(body, rt.limits, rt.cursors);
     ctx->id_json = std::move(parsed.id_json);
@@ -480,7 +480,7 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
     }
     if (!worker_pool) {
         settle(ctx, api::Outcome::InternalError);
-        return send_error(r, NGX_HTTP_OK, ctx->id_json, jsonrpc::kInternalError, "internal error");
+        return send_error(r, NGX_HTTP_OK, ctx->id_json, rpc::kInternalError, "internal error");
     }
     ctx->op.statement = statement.name;
     ctx->op.params = std::move(statement.params);
@@ -568,12 +568,12 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         wallet::ngx::add_response_header(r, "Allow", "POST");
         count_refused(shared_state(mcf), api::Outcome::InvalidRequest, started_us);
-        return send_error(r, NGX_HTTP_NOT_ALLOWED, "null", jsonrpc::kInvalidRequest, "method not allowed");
+        return send_error(r, NGX_HTTP_NOT_ALLOWED, "null", rpc::kInvalidRequest, "method not allowed");
     }
     if (rate_limited(r, mcf)) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         count_refused(shared_state(mcf), api::Outcome::RateLimited, started_us);
-        return send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, "null", jsonrpc::kInvalidRequest, "rate limit exceeded");
+        return send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, "null", rpc::kInvalidRequest, "rate limit exceeded");
     }
     WalletHistoryShared* shared = shared_state(mcf);
     const std::int64_t max_inflight = rt.config.api.max_inflight;
@@ -585,7 +585,7 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
         if (!counted) {
             if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
             count_refused(shared, api::Outcome::Busy, started_us);
-            return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", jsonrpc::kInternalError, "server busy");
+            return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", rpc::kInternalError, "server busy");
         }
     }
 
@@ -605,7 +605,7 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
     if (r->headers_in.content_length_n > rt.config.api.max_body_bytes) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         settle(ctx, api::Outcome::TooLarge);
-        return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", jsonrpc::kInvalidRequest, "request too large");
+        return send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "null", rpc::kInvalidRequest, "request too large");
     }
     r->request_body_in_single_buf = 1;
     const ngx_int_t rc = ngx_http_read_client_request_body(r, on_body_read);

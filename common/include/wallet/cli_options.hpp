@@ -10,7 +10,7 @@
 
 namespace wallet {
 
-// The version --version prints (WALLET_PACKAGE_VERSION of the build).
+// The version --version prints (WALLET_PACKAGE_VERSION of the build, common/src/version.cpp.in).
 const char* package_version();
 
 // The positive integer of `arg` when it is `prefix` followed by one (for

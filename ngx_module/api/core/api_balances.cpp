@@ -18,7 +18,6 @@ namespace col = balances_column;
 using Units = Decimal::Units;
 using C = BalanceComponent;
 
-bool is_null(PGresult* rows, int row, int column) { return PQgetisnull(rows, row, column) != 0; }
 std::int64_t number(PGresult* rows, int row, int column) { return std::strtoll(PQgetvalue(rows, row, column), nullptr, 10); }
 std::optional<std::int64_t> optional_number(PGresult* rows, int row, int column) {
     if (is_null(rows, row, column)) return std::nullopt;

@@ -27,7 +27,6 @@ using json::append_quoted;
 // Hive produces a block every 3 seconds (HIVE_BLOCK_INTERVAL).
 constexpr std::int64_t kHiveBlockIntervalSeconds = 3;
 
-bool is_null(PGresult* rows, int row, int column) { return PQgetisnull(rows, row, column) != 0; }
 
 std::string_view text_of(PGresult* rows, int row, int column) {
     return {PQgetvalue(rows, row, column), static_cast<std::size_t>(PQgetlength(rows, row, column))};

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <libpq-fe.h>
+
 #include "api_request.hpp"
 
 namespace wallet::api {
@@ -48,6 +50,9 @@ StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::i
 // rather than a page that reads the account's whole history.
 inline constexpr std::int64_t kBalanceHistoryScanFactor = 4;
 inline std::int64_t balance_history_scan(std::int64_t limit) { return limit * kBalanceHistoryScanFactor; }
+
+// Whether a cell of a statement's result is SQL NULL.
+inline bool is_null(PGresult* rows, int row, int column) { return PQgetisnull(rows, row, column) != 0; }
 
 // Column positions of the balances statement's result: a header row (kind
 // 0), the account's last snapshot at or below the block (kind 1, none when it
