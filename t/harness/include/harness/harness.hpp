@@ -148,6 +148,8 @@ public:
     const std::string& superuser_password() const { return password_; }
     std::string url(const std::string& user, const std::string& password, const std::string& database) const;
     std::string superuser_url(const std::string& database = "postgres") const;
+    // libpq keywords for the superuser over the unix socket (trust): what query() uses.
+    std::string superuser_socket_conninfo(const std::string& database = "postgres") const;
     // Environment for load_settings/provisioning that points at this cluster.
     std::map<std::string, std::string> env(const std::string& database = "wallet") const;
     wallet::Settings settings(wallet::Component component, const std::string& database = "wallet") const;
