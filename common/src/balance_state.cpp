@@ -1,59 +1,13 @@
 #include "wallet/balance_state.hpp"
 
-#include <limits>
+#include "wallet/varint.hpp"
 
 namespace wallet {
 
 namespace {
 
 using C = BalanceComponent;
-
-void put_varint(std::string& out, std::uint64_t value) {
-    while (value >= 0x80) {
-        out += static_cast<char>((value & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    out += static_cast<char>(value);
-}
-
-bool put_signed(std::string& out, BalanceState::Units value) {
-    if (value > std::numeric_limits<std::int64_t>::max() || value < std::numeric_limits<std::int64_t>::min()) return false;
-    const auto v = static_cast<std::int64_t>(value);
-    put_varint(out, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));  // zigzag
-    return true;
-}
-
-class ByteReader {
-public:
-    explicit ByteReader(std::string_view bytes) : bytes_(bytes) {}
-    std::optional<std::uint64_t> varint() {
-        std::uint64_t value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (at_ >= bytes_.size()) return std::nullopt;
-            const auto byte = static_cast<unsigned char>(bytes_[at_++]);
-            value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-            if ((byte & 0x80) == 0) return value;
-        }
-        return std::nullopt;
-    }
-    std::optional<std::int64_t> signed_value() {
-        const auto v = varint();
-        if (!v) return std::nullopt;
-        return static_cast<std::int64_t>((*v >> 1) ^ (~(*v & 1) + 1));
-    }
-    std::optional<std::string> text() {
-        const auto size = varint();
-        if (!size || *size > bytes_.size() - at_) return std::nullopt;
-        std::string out(bytes_.substr(at_, *size));
-        at_ += *size;
-        return out;
-    }
-    bool done() const { return at_ == bytes_.size(); }
-
-private:
-    std::string_view bytes_;
-    std::size_t at_ = 0;
-};
+using varint::put_wide;
 
 std::optional<C> component_at(std::uint64_t number) {
     if (number >= kBalanceComponentCount) return std::nullopt;
@@ -112,55 +66,55 @@ std::optional<std::string> BalanceState::encode() const {
     std::string out;
     std::size_t nonzero = 0;
     for (const Units value : values_) nonzero += value != 0 ? 1 : 0;
-    put_varint(out, nonzero);
+    varint::put(out, nonzero);
     for (std::size_t index = 0; index < kBalanceComponentCount; ++index) {
         if (values_[index] == 0) continue;
-        put_varint(out, index);
-        if (!put_signed(out, values_[index])) return std::nullopt;
+        varint::put(out, index);
+        if (!put_wide(out, values_[index])) return std::nullopt;
     }
-    put_varint(out, delegations_.size());
+    varint::put(out, delegations_.size());
     for (const auto& [key, vests] : delegations_) {
-        put_varint(out, key.first ? 1 : 0);
-        put_varint(out, key.second.size());
+        varint::put(out, key.first ? 1 : 0);
+        varint::put(out, key.second.size());
         out += key.second;
-        if (!put_signed(out, vests)) return std::nullopt;
+        if (!put_wide(out, vests)) return std::nullopt;
     }
-    put_varint(out, requests_.size());
+    varint::put(out, requests_.size());
     for (const auto& [id, request] : requests_) {
-        if (!put_signed(out, id)) return std::nullopt;
-        put_varint(out, static_cast<std::uint64_t>(request.first));
-        if (!put_signed(out, request.second)) return std::nullopt;
+        varint::put_signed(out, id);
+        varint::put(out, static_cast<std::uint64_t>(request.first));
+        if (!put_wide(out, request.second)) return std::nullopt;
     }
     return out;
 }
 
 std::optional<BalanceState> BalanceState::decode(std::string_view bytes) {
     BalanceState state;
-    ByteReader in(bytes);
-    const auto components = in.varint();
+    varint::Reader in(bytes);
+    const auto components = in.next();
     if (!components) return std::nullopt;
     for (std::uint64_t i = 0; i < *components; ++i) {
-        const auto index = in.varint();
-        const auto value = in.signed_value();
+        const auto index = in.next();
+        const auto value = in.next_signed();
         const auto component = index ? component_at(*index) : std::nullopt;
         if (!component || !value) return std::nullopt;
         state.at(*component) = *value;
     }
-    const auto delegations = in.varint();
+    const auto delegations = in.next();
     if (!delegations) return std::nullopt;
     for (std::uint64_t i = 0; i < *delegations; ++i) {
-        const auto out = in.varint();
+        const auto out = in.next();
         auto other = in.text();
-        const auto vests = in.signed_value();
+        const auto vests = in.next_signed();
         if (!out || !other || !vests) return std::nullopt;
         state.delegations_[{*out != 0, std::move(*other)}] = *vests;
     }
-    const auto requests = in.varint();
+    const auto requests = in.next();
     if (!requests) return std::nullopt;
     for (std::uint64_t i = 0; i < *requests; ++i) {
-        const auto id = in.signed_value();
-        const auto index = in.varint();
-        const auto amount = in.signed_value();
+        const auto id = in.next_signed();
+        const auto index = in.next();
+        const auto amount = in.next_signed();
         const auto component = index ? component_at(*index) : std::nullopt;
         if (!id || !component || !amount) return std::nullopt;
         state.requests_[*id] = {*component, *amount};
