@@ -161,8 +161,17 @@ constexpr std::array<bool, 256> kNeedsEscape = [] {
     return table;
 }();
 
+// kNeedsEscape, and every byte from 0x80 up (plain_ascii_run).
+constexpr std::array<bool, 256> kNotAscii = [] {
+    std::array<bool, 256> table = kNeedsEscape;
+    for (std::size_t c = 0x80; c < 0x100; ++c) table[c] = true;
+    return table;
+}();
+
 #if defined(__SSE2__)
-// Bit i set where byte i of the block needs escaping.
+// Bit i set where byte i of the block needs escaping (or, with kStopAtHigh,
+// is 0x80 or above).
+template <bool kStopAtHigh>
 int special_bytes(__m128i block) noexcept {
     const __m128i last_control = _mm_set1_epi8(0x1f);
     // Unsigned c <= 0x1f exactly when max(c, 0x1f) == 0x1f.
@@ -170,13 +179,16 @@ int special_bytes(__m128i block) noexcept {
     const __m128i quote_or_backslash =
         _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('"')), _mm_cmpeq_epi8(block, _mm_set1_epi8('\\')));
     const __m128i del = _mm_cmpeq_epi8(block, _mm_set1_epi8(0x7f));
-    return _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(control, quote_or_backslash), del));
+    const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(control, quote_or_backslash), del));
+    if constexpr (kStopAtHigh) return mask | _mm_movemask_epi8(block);
+    return mask;
 }
 #endif
 
-}  // namespace
-
-std::size_t plain_run(std::string_view text) noexcept {
+// plain_run, or with kStopAtHigh plain_ascii_run.
+template <bool kStopAtHigh>
+std::size_t run_of(std::string_view text) noexcept {
+    const std::array<bool, 256>& stops = kStopAtHigh ? kNotAscii : kNeedsEscape;
     const char* const p = text.data();
     const std::size_t n = text.size();
     std::size_t i = 0;
@@ -189,22 +201,22 @@ std::size_t plain_run(std::string_view text) noexcept {
     };
     if (n >= 16) {
         for (; i + 16 <= n; i += 16) {
-            const int mask = special_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+            const int mask = special_bytes<kStopAtHigh>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
             if (mask != 0) return i + first(mask);
         }
         // The tail as the last sixteen bytes: those before it are plain, so
         // the first special byte of that block is the text's first.
         if (i == n) return n;
-        const int mask = special_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16)));
+        const int mask = special_bytes<kStopAtHigh>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16)));
         return mask != 0 ? n - 16 + first(mask) : n;
     }
     // Short texts (most of an answer's fields): the first and the last eight
     // (or four) bytes, overlapping, instead of a byte at a time (the rest of
     // the block is zeros, which the mask leaves out).
     if (n >= 8) {
-        int mask = special_bytes(load8(p)) & 0xff;
+        int mask = special_bytes<kStopAtHigh>(load8(p)) & 0xff;
         if (mask != 0) return first(mask);
-        mask = special_bytes(load8(p + n - 8)) & 0xff;
+        mask = special_bytes<kStopAtHigh>(load8(p + n - 8)) & 0xff;
         return mask != 0 ? n - 8 + first(mask) : n;
     }
     auto load4 = [](const char* at) {
@@ -213,15 +225,21 @@ std::size_t plain_run(std::string_view text) noexcept {
         return _mm_cvtsi32_si128(static_cast<int>(word));
     };
     if (n >= 4) {
-        int mask = special_bytes(load4(p)) & 0xf;
+        int mask = special_bytes<kStopAtHigh>(load4(p)) & 0xf;
         if (mask != 0) return first(mask);
-        mask = special_bytes(load4(p + n - 4)) & 0xf;
+        mask = special_bytes<kStopAtHigh>(load4(p + n - 4)) & 0xf;
         return mask != 0 ? n - 4 + first(mask) : n;
     }
 #endif
-    while (i < n && !kNeedsEscape[static_cast<unsigned char>(p[i])]) ++i;
+    while (i < n && !stops[static_cast<unsigned char>(p[i])]) ++i;
     return i;
 }
+
+}  // namespace
+
+std::size_t plain_run(std::string_view text) noexcept { return run_of<false>(text); }
+
+std::size_t plain_ascii_run(std::string_view text) noexcept { return run_of<true>(text); }
 
 namespace {
 

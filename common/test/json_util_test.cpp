@@ -81,6 +81,28 @@ TEST(JsonQuoted, EscapesAtEveryPositionOfEveryShortLength) {
     }
 }
 
+// plain_ascii_run stops where plain_run does, and at bytes from 0x80 up,
+// which plain_run passes.
+TEST(JsonQuoted, AsciiRunStopsAtHighBytesTooAtEveryPosition) {
+    constexpr std::array<char, 5> kStops = {'"', '\x7f', '\x1f', '\x80', '\xff'};
+    for (std::size_t length = 1; length <= 40; ++length) {
+        for (std::size_t position = 0; position < length; ++position) {
+            for (const char stop : kStops) {
+                std::string text(length, 'a');
+                text[position] = stop;
+                const std::size_t later = length - 1 - (length - 1 - position) / 2;
+                if (later > position) text[later] = '\xc3';
+                ASSERT_EQ(wallet::json::plain_ascii_run(text), position) << length << " at " << position;
+                if (static_cast<unsigned char>(stop) < 0x80) {
+                    ASSERT_EQ(wallet::json::plain_run(text), position) << length << " at " << position;
+                }
+            }
+        }
+        ASSERT_EQ(wallet::json::plain_ascii_run(std::string(length, 'a')), length);
+        ASSERT_EQ(wallet::json::plain_run(std::string(length, '\xe9')), length);
+    }
+}
+
 TEST(JsonQuoted, RandomTextsOfEveryLength) {
     std::mt19937 rng(20261122);
     // Mostly plain text with the occasional byte to escape, as memos are.

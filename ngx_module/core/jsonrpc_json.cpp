@@ -13,13 +13,6 @@ namespace jsonrpc {
 
 namespace {
 
-// Bytes a string holds as they are: printable ASCII but the quote and the backslash.
-constexpr std::array<bool, 256> kPlainStringByte = [] {
-    std::array<bool, 256> plain{};
-    for (int b = 0x20; b < 0x80; ++b) plain[static_cast<std::size_t>(b)] = b != '"' && b != '\\';
-    return plain;
-}();
-
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -244,25 +237,26 @@ bool JsonDocument::parse_value(std::size_t depth) {
 
 bool JsonDocument::parse_string(bool indexed) {
     auto begin = static_cast<std::uint32_t>(pos_);
+    std::uint32_t escaped = 0;
     ++pos_;  // opening quote
     while (pos_ < text_.size()) {
-        // The run of plain printable ASCII (most of any string) in a tight
-        // loop over locals; the loop below looks at what ends it.
-        const char* const data = text_.data();
-        std::size_t at = pos_;
-        const std::size_t size = text_.size();
-        while (at < size && kPlainStringByte[static_cast<unsigned char>(data[at])]) ++at;
-        pos_ = at;
-        if (pos_ >= size) break;
+        // The run of plain printable ASCII (most of any string), sixteen
+        // bytes at a time; the code below looks at what ends it (DEL too,
+        // which it passes).
+        pos_ += wallet::json::plain_ascii_run(text_.substr(pos_));
+        if (pos_ >= text_.size()) break;
         auto u = static_cast<unsigned char>(text_[pos_]);
         if (u == '"') {
             ++pos_;
             auto end = static_cast<std::uint32_t>(pos_);
-            if (indexed) nodes_.push_back({JsonKind::String, begin, end, static_cast<std::uint32_t>(nodes_.size() + 1), 0});
+            if (indexed) {
+                nodes_.push_back({JsonKind::String, begin, end, static_cast<std::uint32_t>(nodes_.size() + 1), escaped});
+            }
             return true;
         }
         if (u < 0x20) return fail("control character in string");
         if (u == '\\') {
+            escaped = 1;
             if (pos_ + 1 >= text_.size()) return fail("unexpected end of input");
             char e = text_[pos_ + 1];
             if (e == 'u') {
@@ -342,7 +336,7 @@ std::optional<std::size_t> JsonDocument::member(std::size_t object, std::string_
         const std::string_view raw = text(child);
         const std::string_view body = raw.substr(1, raw.size() - 2);
         if (plain_key && body == key) return value;
-        if (body.size() > key.size() && body.find('\\') != std::string_view::npos) {
+        if (body.size() > key.size() && nodes_[child].count != 0) {  // escaped: decoded, maybe shorter
             std::string scratch;
             if (string_view_of(child, scratch) == key) return value;
         }
@@ -362,8 +356,7 @@ std::string JsonDocument::string_value(std::size_t index) const {
 std::string_view JsonDocument::string_view_of(std::size_t index, std::string& scratch) const {
     if (nodes_[index].kind != JsonKind::String) return {};
     const std::string_view raw = text(index);
-    const std::string_view body = raw.substr(1, raw.size() - 2);
-    if (body.find('\\') == std::string_view::npos) return body;
+    if (nodes_[index].count == 0) return raw.substr(1, raw.size() - 2);  // no escape
     scratch = string_value(index);
     return scratch;
 }
@@ -394,7 +387,7 @@ bool JsonDocument::has_duplicate_keys(std::size_t value) const {
             std::size_t child = index + 1;
             for (std::uint32_t i = 0; i < n.count && plain; ++i) {
                 raw[i] = text(child);
-                plain = raw[i].find('\\') == std::string_view::npos;
+                plain = nodes_[child].count == 0;  // no escape
                 child = nodes_[nodes_[child].next].next;
             }
             if (plain) {

@@ -23,7 +23,7 @@ struct JsonNode {
     std::uint32_t begin;  // offset of the value's first byte
     std::uint32_t end;    // offset one past its last byte
     std::uint32_t next;   // index of the node after this value's subtree
-    std::uint32_t count;  // elements of an array, members of an object
+    std::uint32_t count;  // elements of an array, members of an object; 1 for a string with an escape, else 0
 };
 
 class JsonDocument {

@@ -39,7 +39,7 @@ class MemoryCache {
 public:
     void configure(std::size_t capacity) { capacity_ = std::max(capacity_, capacity); }
 
-    // The stored value, valid until the next store.
+    // The stored value (always "<expiry> <result>"), valid until the next store.
     const std::string* lookup(const std::string& key, std::int64_t now_ms) {
         auto it = entries_.find(key);
         if (it == entries_.end()) return nullptr;
@@ -172,8 +172,7 @@ RedisClient& ResponseCache::redis(const RouterInstance& instance) {
 }
 
 const std::string& ResponseCache::key_of(const Call& call) {
-    key_.assign(call.instance().cache_prefix);
-    key_ += call.instance().cache_tags[call.plan().route->target];
+    key_.assign(call.instance().cache_key_heads[call.plan().route->target]);
     key_ += call.plan().cache_key;
     return key_;
 }
@@ -184,7 +183,8 @@ void ResponseCache::lookup(Call& call) {
     if (instance.memory_cache_bytes > 0) {
         memory_->configure(instance.memory_cache_bytes);
         if (const std::string* value = memory_->lookup(key, wall_clock_ms())) {
-            call.cache_answered(CacheSource::Memory, *value);
+            // Fresh (checked against the same expiry), and well formed: stored by store() or remember().
+            call.memory_hit(*value, value->find(' '));
             return;
         }
     }

@@ -46,12 +46,6 @@ std::uint64_t ClientRate::wait_ms(const std::string& client, std::uint64_t now_m
     return ((it->second.bytes - burst) * 1000 + rate - 1) / rate;
 }
 
-bool ClientConnections::claim(const std::string& client, std::size_t limit) {
-    if (limit > 0 && open_.of(client) >= limit) return false;
-    open_.add(client, 1);
-    return true;
-}
-
 void WsOutput::leave(OutputQueue& queue) { std::erase(queues_, &queue); }
 
 void WsOutput::add(const std::string& client, std::size_t bytes) {

@@ -45,7 +45,7 @@ private:
 class ClientConnections {
 public:
     // Counts one more for `client` unless it has `limit` already (0 = no limit).
-    bool claim(const std::string& client, std::size_t limit);
+    bool claim(const std::string& client, std::size_t limit) { return open_.claim(client, 1, limit) == 1; }
     void release(const std::string& client) { open_.subtract(client, 1); }
 
 private:

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -76,35 +77,41 @@ void Call::wait_for_redis() {
 }
 
 void Call::cache_answered(CacheSource source, std::string_view stored) {
-    if (done_) return;
-    waiting_cache = false;
-    if (timer_.timer_set) ngx_del_timer(&timer_);
     if (source != CacheSource::None) {
         // "<expiry ms, 0 = none> <result>"; anything else is not ours and is a miss.
         std::int64_t expires = 0;
         const std::size_t space = stored_expiry(stored, expires);
-        if (space != std::string_view::npos) {
-            if (expires == 0 || expires > wall_clock_ms()) {
-                // The identical calls that waited are answered first: this
-                // call's end may end the exchange. `stored` stays valid: they
-                // store nothing (Memory), and this call remembers it after them.
-                for (Call* follower : std::exchange(followers_, {})) follower->cache_answered(CacheSource::Memory, stored);
-                if (source == CacheSource::Redis) Worker::get().cache().remember(*this, stored);
-                cache_status = "HIT";
-                count_cache(exchange_.instance(), *plan().route, router::CacheResult::Hit);
-                const std::string_view result = stored.substr(space + 1);
-                // An answer that cannot fit is not built (a batch of 50 copies
-                // of one large result costs the copies that fit, no more).
-                if (const AnswerRoom room = exchange_.room_for(result.size()); room != AnswerRoom::Fits) {
-                    answer_too_large(room);
-                    return;
-                }
-                finish(router::render_cached(result, plan().id));
-                return;
-            }
+        if (space != std::string_view::npos && (expires == 0 || expires > wall_clock_ms())) {
+            answer_cached(source, stored, space);
+            return;
         }
     }
+    if (done_) return;
+    waiting_cache = false;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
     go_upstream();
+}
+
+void Call::answer_cached(CacheSource source, std::string_view stored, std::size_t space) {
+    if (done_) return;
+    waiting_cache = false;
+    if (timer_.timer_set) ngx_del_timer(&timer_);
+    // The identical calls that waited are answered first: this call's end
+    // may end the exchange. `stored` stays valid: they store nothing, and
+    // this call remembers it after them.
+    for (Call* follower : std::exchange(followers_, {})) follower->answer_cached(CacheSource::Memory, stored, space);
+    if (source == CacheSource::Redis) Worker::get().cache().remember(*this, stored);
+    cache_status = "HIT";
+    count_cache(exchange_.instance(), *plan().route, router::CacheResult::Hit);
+    const std::string_view result = stored.substr(space + 1);
+    // An answer that cannot fit is not built (a batch of 50 copies of one
+    // large result costs the copies that fit, no more): its size is charged first.
+    if (const AnswerRoom room = exchange_.charge_response(router::cached_response_size(result, plan().id));
+        room != AnswerRoom::Fits) {
+        answer_too_large(room);
+        return;
+    }
+    end(router::render_cached(result, plan().id));
 }
 
 void Call::release_followers() {
@@ -404,6 +411,29 @@ void Call::end(std::string text) {
     exchange_.call_finished();  // may destroy this Call: nothing after it
 }
 
+// ---- CallArray ------------------------------------------------------------------------
+
+void CallArray::create(Exchange& exchange, std::size_t count) {
+    if (count == 0) return;
+    if (count == 1) {
+        calls_ = std::construct_at(reinterpret_cast<Call*>(one_), exchange, 0);
+        size_ = 1;
+        return;
+    }
+    calls_ = std::allocator<Call>().allocate(count);
+    capacity_ = count;
+    // A Call's constructor does not throw (no allocation).
+    for (; size_ < count; ++size_) std::construct_at(calls_ + size_, exchange, size_);
+}
+
+void CallArray::clear() {
+    for (std::size_t i = 0; i < size_; ++i) std::destroy_at(calls_ + i);
+    if (capacity_ > 0) std::allocator<Call>().deallocate(calls_, capacity_);
+    calls_ = nullptr;
+    size_ = 0;
+    capacity_ = 0;
+}
+
 // ---- Exchange -------------------------------------------------------------------------
 
 Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
@@ -444,8 +474,7 @@ void Exchange::start(std::string_view body) {
                                             std::to_string(instance_.max_client_calls) + "); retry after the answers"};
     }
     if (refused > 0) count_limited(instance_, router::Limit::ClientCalls, refused);
-    calls_.reserve(plan_.calls.size());
-    for (std::size_t i = 0; i < plan_.calls.size(); ++i) calls_.push_back(std::make_unique<Call>(*this, i));
+    calls_.create(*this, plan_.calls.size());
     pending_ = calls_.size();
     // Identical cacheable calls of one request share one lookup (and one
     // upstream request on a miss): the first looks the key up for the others.
@@ -454,11 +483,11 @@ void Exchange::start(std::string_view body) {
         for (std::size_t i = 0; i < calls_.size(); ++i) {
             const router::CallPlan& p = plan_.calls[i];
             if (p.error || p.cache_key.empty()) continue;
-            auto [it, fresh] = first_of_key.try_emplace(p.cache_key, calls_[i].get());
-            if (!fresh) calls_[i]->follow(*it->second);
+            auto [it, fresh] = first_of_key.try_emplace(p.cache_key, &calls_[i]);
+            if (!fresh) calls_[i].follow(*it->second);
         }
     }
-    for (auto& call : calls_) call->start();
+    for (Call& call : calls_) call.start();
     started_ = true;
     if (pending_ == 0) {
         done_ = true;
@@ -469,10 +498,10 @@ void Exchange::start(std::string_view body) {
 void Exchange::start_poll(std::size_t target, std::size_t url) {
     quiet_ = true;
     plan_.calls.push_back(router::chain_poll_plan(instance_.probe_routes[target]));
-    calls_.push_back(std::make_unique<Call>(*this, 0));
-    calls_[0]->pinned_url = url;
+    calls_.create(*this, 1);
+    calls_[0].pinned_url = url;
     pending_ = 1;
-    calls_[0]->start();  // a transport never answers from inside start()
+    calls_[0].start();  // a transport never answers from inside start()
     started_ = true;
 }
 
@@ -505,18 +534,18 @@ AnswerRoom Exchange::charge_response(std::size_t bytes) {
 
 std::string Exchange::take_response() {
     if (!whole_error_.empty()) return std::move(whole_error_);
-    if (!plan_.batch) return calls_.empty() ? std::string() : std::move(calls_[0]->response);
+    if (!plan_.batch) return calls_.empty() ? std::string() : std::move(calls_[0].response);
     std::vector<std::string> parts;
     parts.reserve(calls_.size());
-    for (const auto& call : calls_) parts.push_back(std::move(call->response));
+    for (Call& call : calls_) parts.push_back(std::move(call.response));
     return router::render_batch(parts);
 }
 
 std::string Exchange::cache_status() const {
     if (calls_.empty()) return "BYPASS";
-    if (!plan_.batch) return calls_[0]->cache_status;
+    if (!plan_.batch) return calls_[0].cache_status;
     std::size_t hits = 0;
-    for (const auto& call : calls_) hits += std::strcmp(call->cache_status, "HIT") == 0 ? 1 : 0;
+    for (const Call& call : calls_) hits += std::strcmp(call.cache_status, "HIT") == 0 ? 1 : 0;
     return "BATCH hits=" + std::to_string(hits) + " calls=" + std::to_string(calls_.size());
 }
 

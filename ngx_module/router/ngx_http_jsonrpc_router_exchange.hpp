@@ -73,6 +73,9 @@ public:
     void busy_later(std::string reason);
     // Cache lookup outcome: the stored value, or a miss (source None).
     void cache_answered(CacheSource source, std::string_view stored);
+    // A fresh entry of the memory layer (its expiry checked there): its
+    // stored value and the offset of the space before the result.
+    void memory_hit(std::string_view stored, std::size_t space) { answer_cached(CacheSource::Memory, stored, space); }
     // The answer of a coalesced miss (the group's upstream reply or failure).
     void deliver(const MissOutcome& outcome);
     // Becomes the one call of its miss group that asks the target.
@@ -107,6 +110,8 @@ public:
     std::shared_ptr<MissGroup> miss_group;
 
 private:
+    // Answers with a fresh stored value (`space`: see stored_expiry).
+    void answer_cached(CacheSource source, std::string_view stored, std::size_t space);
     void go_upstream();
     void send_upstream();
     // The end of this call's upstream request: its answer, or its group's.
@@ -147,6 +152,36 @@ private:
     std::vector<Call*> followers_;        // the calls that wait for this one's lookup
 };
 
+// The Calls of one Exchange, created together and never moved (their
+// timers point at them): a single call is held in place, a batch's calls in
+// one allocation.
+class CallArray {
+public:
+    CallArray() = default;
+    ~CallArray() { clear(); }
+    CallArray(const CallArray&) = delete;
+    CallArray& operator=(const CallArray&) = delete;
+
+    // Creates `count` calls of `exchange`, numbered 0..count-1 (none before).
+    void create(Exchange& exchange, std::size_t count);
+    // Destroys the calls in order (cancelling what they wait for).
+    void clear();
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Call& operator[](std::size_t i) { return calls_[i]; }
+    const Call& operator[](std::size_t i) const { return calls_[i]; }
+    Call* begin() { return calls_; }
+    Call* end() { return calls_ + size_; }
+    const Call* begin() const { return calls_; }
+    const Call* end() const { return calls_ + size_; }
+
+private:
+    Call* calls_ = nullptr;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;  // of the allocation; 0: the call in place
+    alignas(Call) unsigned char one_[sizeof(Call)];
+};
+
 // Whoever waits for an Exchange (an HTTP request, a WebSocket session).
 class ExchangeOwner {
 public:
@@ -175,9 +210,9 @@ public:
     void start_poll(std::size_t target, std::size_t url);
     bool quiet() const { return quiet_; }
     // Whether the first call got a JSON-RPC answer from its target.
-    bool answered_by_target() const { return !calls_.empty() && calls_[0]->answered_by_target; }
+    bool answered_by_target() const { return !calls_.empty() && calls_[0].answered_by_target; }
     // Whether the first call failed because of the router's own budgets (not the URL's fault).
-    bool refused_locally() const { return !calls_.empty() && calls_[0]->refused_locally; }
+    bool refused_locally() const { return !calls_.empty() && calls_[0].refused_locally; }
     bool done() const { return done_; }
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
@@ -213,7 +248,7 @@ private:
     std::size_t response_bytes_ = 0;  // of the answers kept so far (and charged to the client)
     router::RequestPlan plan_;
     std::string whole_error_;  // response when the whole body failed
-    std::vector<std::unique_ptr<Call>> calls_;
+    CallArray calls_;
     std::size_t pending_ = 0;
     bool started_ = false;
     bool done_ = false;

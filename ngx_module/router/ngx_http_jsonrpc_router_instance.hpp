@@ -45,14 +45,13 @@ struct RouterInstance {
     router::RoutingTable table;
     std::vector<std::vector<ngx_addr_t>> target_addrs;  // resolved at configuration time, per target and URL
     std::vector<std::size_t> first_url;     // per target: index of its first URL among all URLs
-    std::vector<std::string> cache_tags;    // per target: router::target_cache_tag
+    std::vector<std::string> cache_key_heads;  // per target: jsonrpc_router_cache_prefix + router::target_cache_tag
     router::RequestLimits limits;
     ngx_addr_t redis_addr{};                 // sockaddr of Redis (TCP or unix)
     std::string redis_name;                  // for logs
     bool redis_enabled = true;
     ngx_msec_t redis_timeout = 100;          // one cache command
     ngx_msec_t redis_retry = 1000;           // back-off after Redis failed
-    std::string cache_prefix = "jsonrpc:";
     std::size_t memory_cache_bytes = 0;      // per-worker layer in front of Redis (0 = off)
     std::size_t keepalive = 32;              // idle upstream connections kept per target
     std::size_t upstream_connections = 64;   // per http(s):// URL and worker; then calls queue

@@ -377,7 +377,6 @@ static char* ngx_http_jsonrpc_router(ngx_conf_t* cf, ngx_command_t* cmd, void* c
             const router::Target& target = instance->table.targets[i];
             instance->probe_routes.push_back(router::Route{router::RoutePattern{}, i, std::nullopt, 0, false, false});
             instance->first_url.push_back(urls);
-            instance->cache_tags.push_back(router::target_cache_tag(target));
             urls += target.urls.size();
             watched = watched || target.chain_node || target.pool();
         }
@@ -543,7 +542,11 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     try {
         RouterInstance& instance = *conf->instance;
         instance.limits.max_batch = conf->max_batch;
-        instance.cache_prefix = std::string(wallet::ngx::to_view(conf->cache_prefix));
+        const std::string cache_prefix(wallet::ngx::to_view(conf->cache_prefix));
+        instance.cache_key_heads.clear();
+        for (const router::Target& target : instance.table.targets) {
+            instance.cache_key_heads.push_back(cache_prefix + router::target_cache_tag(target));
+        }
         instance.memory_cache_bytes = conf->memory_cache;
         instance.keepalive = conf->keepalive;
         instance.keepalive_timeout = conf->keepalive_timeout;

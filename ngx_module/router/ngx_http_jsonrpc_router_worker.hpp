@@ -23,7 +23,9 @@ namespace jsonrpc_router {
 class ClientCalls {
 public:
     // Claims up to `wanted` calls under `limit` (0 = no limit); how many it got.
-    std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit);
+    std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit) {
+        return in_flight_.claim(client, wanted, limit);
+    }
     void release(const std::string& client, std::size_t count) { in_flight_.subtract(client, count); }
     std::size_t in_flight(const std::string& client) const { return in_flight_.of(client); }
     std::size_t clients() const { return in_flight_.clients(); }

@@ -33,6 +33,8 @@ constexpr std::size_t quoted_capacity(std::size_t text_size) noexcept { return t
 // control character, DEL, '"' or '\\'): sixteen bytes at a time where SSE2
 // is there (every x86-64). Shared by the escaper and the scanners.
 std::size_t plain_run(std::string_view text) noexcept;
+// plain_run that stops at bytes from 0x80 up too (whose UTF-8 a parser checks).
+std::size_t plain_ascii_run(std::string_view text) noexcept;
 
 // Appends text as a JSON string literal (see write_quoted).
 void append_quoted(std::string& out, std::string_view text);

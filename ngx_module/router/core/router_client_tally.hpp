@@ -20,6 +20,18 @@ public:
         if (!fresh && it->second == 0) --idle_;
         it->second += n;
     }
+    // Adds up to `wanted` while the count stays within `limit` (0 = no
+    // limit), in one lookup; how many it added.
+    std::size_t claim(const std::string& client, std::size_t wanted, std::size_t limit) {
+        if (wanted == 0) return 0;
+        auto [it, fresh] = counts_.try_emplace(client, 0);
+        const std::size_t held = it->second;
+        const std::size_t granted = limit == 0 ? wanted : std::min(wanted, limit > held ? limit - held : 0);
+        if (granted == 0) return 0;  // held > 0: an existing entry, unchanged
+        if (!fresh && held == 0) --idle_;
+        it->second += granted;
+        return granted;
+    }
     void subtract(const std::string& client, std::size_t n) {
         auto it = counts_.find(client);
         if (it == counts_.end() || it->second == 0) return;

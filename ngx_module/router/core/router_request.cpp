@@ -341,12 +341,21 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
     return reply;
 }
 
+namespace {
+constexpr std::string_view kCachedHead = "{\"jsonrpc\":\"2.0\",\"result\":";
+constexpr std::string_view kIdMember = ",\"id\":";
+}  // namespace
+
+std::size_t cached_response_size(std::string_view result, std::string_view caller_id) {
+    return kCachedHead.size() + result.size() + kIdMember.size() + caller_id.size() + 1;
+}
+
 std::string render_cached(std::string_view result, std::string_view caller_id) {
     std::string out;
-    out.reserve(result.size() + caller_id.size() + 40);
-    out += "{\"jsonrpc\":\"2.0\",\"result\":";
+    out.reserve(cached_response_size(result, caller_id));
+    out += kCachedHead;
     out += result;
-    out += ",\"id\":";
+    out += kIdMember;
     out += caller_id;
     out += '}';
     return out;

@@ -75,6 +75,8 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
 
 // A response built from a cached result, with the caller's id.
 std::string render_cached(std::string_view result, std::string_view caller_id);
+// render_cached(result, caller_id).size(), without building it.
+std::size_t cached_response_size(std::string_view result, std::string_view caller_id);
 
 // The upstream id of a reply (for WebSocket upstreams matching answers to
 // requests); nullopt when absent or not a non-negative integer.

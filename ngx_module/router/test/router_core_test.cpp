@@ -7,6 +7,7 @@
 #include "jsonrpc_error.hpp"
 #include "jsonrpc_json.hpp"
 #include "jsonrpc_writer.hpp"
+#include "router_client_tally.hpp"
 #include "router_config.hpp"
 #include "router_http.hpp"
 #include "router_request.hpp"
@@ -77,6 +78,27 @@ TEST(RouterJson, TopIndexedParseChecksTheWholeText) {
     }
     EXPECT_EQ(doc.parse_top(R"({"result":[[[[]]]]})", 4), jsonrpc::JsonParseStatus::TooDeep);
     EXPECT_EQ(doc.parse_top(R"({"result":[[[[]]]]})", 5), jsonrpc::JsonParseStatus::Ok);
+}
+
+// Strings are read sixteen bytes at a time: escapes, DEL and UTF-8 past
+// the first block are found, and a key that differs from another only by
+// its escapes is still the same key.
+TEST(RouterJson, EscapesAndUtf8PastTheFirstBlock) {
+    jsonrpc::JsonDocument doc;
+    const std::string text = "{\"0123456789abcdefghij\\u0041\":\"0123456789abcdefghij\\n\x7f\xC3\xA9z\",\"k\":\"v\"}";
+    ASSERT_EQ(doc.parse(text, 8), jsonrpc::JsonParseStatus::Ok);
+    ASSERT_TRUE(doc.member(0, "0123456789abcdefghijA"));
+    std::string scratch;
+    EXPECT_EQ(doc.string_view_of(*doc.member(0, "0123456789abcdefghijA"), scratch),
+              "0123456789abcdefghij\n\x7f\xC3\xA9z");
+    EXPECT_EQ(doc.string_view_of(*doc.member(0, "k"), scratch), "v");
+    EXPECT_FALSE(doc.has_duplicate_keys());
+    ASSERT_EQ(doc.parse(R"({"0123456789abcdefghijA":1,"0123456789abcdefghij\u0041":2})", 8), jsonrpc::JsonParseStatus::Ok);
+    EXPECT_TRUE(doc.has_duplicate_keys());
+    for (std::string bad : {"\"0123456789abcdefghij\x01\"", "\"0123456789abcdefghij\xC0\xAF\"",
+                            "\"0123456789abcdefghij\\x\"", "\"0123456789abcdefghij"}) {
+        EXPECT_EQ(doc.parse(bad, 8), jsonrpc::JsonParseStatus::Syntax) << bad;
+    }
 }
 
 TEST(RouterJson, CanonicalFormSortsKeysRecursively) {
@@ -493,6 +515,7 @@ TEST(RouterRequest, UpstreamRepliesAreCheckedAndCachedOnlyWithResult) {
     EXPECT_FALSE(rewrite_upstream_reply("[1]", "1", limits).valid);
     EXPECT_FALSE(rewrite_upstream_reply(R"({"id":1})", "1", limits).valid);
     EXPECT_EQ(render_cached("[1,2]", "\"me\""), R"({"jsonrpc":"2.0","result":[1,2],"id":"me"})");
+    EXPECT_EQ(cached_response_size("[1,2]", "\"me\""), render_cached("[1,2]", "\"me\"").size());
     EXPECT_EQ(reply_upstream_id(R"({"jsonrpc":"2.0","result":1,"id":77})"), 77u);
     EXPECT_FALSE(reply_upstream_id(R"({"jsonrpc":"2.0","result":1,"id":"77"})"));
 }
@@ -617,4 +640,22 @@ TEST(RouterWebSocket, RefusesUnmaskedOversizedAndInvalidUtf8) {
     c.feed(ws::encode_frame(ws::Opcode::Text, "\xff", true));
     EXPECT_EQ(c.next(e), ws::Decoder::Status::Error);
     EXPECT_EQ(c.error_code(), ws::close_code::invalid_payload);
+}
+
+// A claim takes what fits under the limit, in one step, and a count back at
+// zero may be claimed again.
+TEST(RouterClientTally, ClaimsUpToTheLimit) {
+    router::ClientTally tally;
+    EXPECT_EQ(tally.claim("a", 3, 5), 3u);
+    EXPECT_EQ(tally.claim("a", 3, 5), 2u);
+    EXPECT_EQ(tally.claim("a", 1, 5), 0u);
+    EXPECT_EQ(tally.of("a"), 5u);
+    EXPECT_EQ(tally.claim("b", 7, 0), 7u);  // no limit
+    EXPECT_EQ(tally.claim("b", 0, 0), 0u);
+    EXPECT_EQ(tally.clients(), 2u);
+    tally.subtract("a", 5);
+    EXPECT_EQ(tally.clients(), 1u);
+    EXPECT_EQ(tally.claim("a", 9, 4), 4u);
+    EXPECT_EQ(tally.clients(), 2u);
+    EXPECT_EQ(tally.of("a"), 4u);
 }
