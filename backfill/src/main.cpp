@@ -155,13 +155,13 @@ int build_bulk_load(const Settings& settings, const Arguments& args, std::stop_t
     return stop.stop_requested() ? kExitStopped : kExitIncomplete;
 }
 
-// The balance snapshot pass over what is stored, up to `limit` (the range's
-// end, irreversible): the store's fully loaded prefix gets its snapshots
-// before the indexer runs. Its exit status.
+// The balance pass over what is stored, up to `limit` (the range's end,
+// irreversible): the store's fully loaded prefix gets its change runs before
+// the indexer runs. Its exit status.
 int run_snapshot_pass(PGconn* conn, const Settings& settings, const store::BalanceRules& rules, std::int64_t limit,
                       std::stop_token stop) {
     store::AccountIds ids;
-    std::int64_t periods = 0, events = 0, snapshots = 0, through = 0;
+    std::int64_t periods = 0, events = 0, runs = 0, through = 0;
     while (!stop.stop_requested()) {
         auto step = store::advance_balance_snapshots(conn, ids, rules, settings.chain.balance_snapshot_blocks, limit);
         if (!step) {
@@ -172,10 +172,10 @@ int run_snapshot_pass(PGconn* conn, const Settings& settings, const store::Balan
         if (!step->advanced) break;
         ++periods;
         events += step->events;
-        snapshots += step->snapshots;
+        runs += step->runs;
     }
     log_info("summary: balance snapshots through block " + std::to_string(through) + ": " + std::to_string(periods) +
-             " periods, " + with_thousands(events) + " events replayed, " + with_thousands(snapshots) + " snapshots");
+             " periods, " + with_thousands(events) + " events replayed, " + with_thousands(runs) + " change runs");
     return stop.stop_requested() ? kExitStopped : kExitComplete;
 }
 

@@ -138,4 +138,16 @@ Result<std::vector<RunEvent>> decode_run(std::string_view bytes, std::int64_t af
     return events;
 }
 
+Result<BalanceState> run_state_at(std::string_view state, std::string_view changes, std::int64_t after, std::int64_t block) {
+    auto start = BalanceState::decode(state);
+    if (!start) return make_error("runs: the state after block " + std::to_string(after) + " is unreadable");
+    auto events = decode_run(changes, after);
+    if (!events) return make_error(events.error());
+    for (const RunEvent& event : *events) {
+        if (event.block_num > block) break;
+        for (const RunChange& change : event.changes) start->apply(change.to_change(std::string()));
+    }
+    return std::move(*start);
+}
+
 }  // namespace wallet

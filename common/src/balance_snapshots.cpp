@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "wallet/balance_runs.hpp"
 #include "wallet/balance_state.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_scan.hpp"
@@ -32,7 +33,9 @@ std::string integer_array(const std::vector<std::int32_t>& items) {
 }
 
 // The states of the accounts the period touches, each loaded once from its
-// last snapshot at or below the checkpoint (none: all zero).
+// last run at or below the checkpoint (none: all zero), and their runs: the
+// account's events that change its balances since the run's start, cut at
+// the end of a block where a run reaches kRunEvents and at the period's end.
 class States {
 public:
     States(PGconn* conn, AccountIds& ids, std::int64_t through) : conn_(conn), ids_(ids), through_(through) {}
@@ -48,88 +51,111 @@ public:
         for (auto& name : names) {
             const auto id = ids_.find(name);
             if (!id) return make_error("account " + name + " has no id");
+            if (!name_of.emplace(*id, name).second) continue;
             wanted.push_back(*id);
-            name_of[*id] = name;
-            states_.emplace(std::move(name), Entry{*id, BalanceState{}, false, 0});
+            states_.emplace(std::move(name), Entry{*id, BalanceState{}, through_, {}, {}, false});
         }
+        // The account's last run (one index probe each): its state with every change applied.
         auto rows = pg::exec_params(conn_,
-                                    "SELECT DISTINCT ON (s.account_id) s.account_id, encode(s.state, 'hex')"
-                                    " FROM wallet_balance_snapshots s"
-                                    " WHERE s.account_id = ANY($1::integer[]) AND s.block_num <= $2::integer"
-                                    " ORDER BY s.account_id, s.block_num DESC",
+                                    "SELECT r.account_id, r.after_block, encode(r.state, 'hex'), encode(r.changes, 'hex')"
+                                    " FROM unnest($1::integer[]) AS a(id) CROSS JOIN LATERAL"
+                                    " (SELECT * FROM wallet_balance_runs r WHERE r.account_id = a.id AND r.after_block <= $2::integer"
+                                    "   ORDER BY r.after_block DESC LIMIT 1) r",
                                     {integer_array(wanted), std::to_string(through_)});
-        if (!rows) return make_error("snapshots: " + rows.error());
+        if (!rows) return make_error("runs: " + rows.error());
         for (int row = 0; row < PQntuples(rows->get()); ++row) {
             const auto id = static_cast<std::int32_t>(number_at(rows->get(), row, 0));
-            const auto bytes = bytes_of_hex(PQgetvalue(rows->get(), row, 1));
-            auto state = bytes ? BalanceState::decode(*bytes) : std::nullopt;
-            if (!state) return make_error("snapshots: the state of account id " + std::to_string(id) + " is unreadable");
-            states_.at(name_of.at(id)).state = std::move(*state);
+            const std::int64_t after = number_at(rows->get(), row, 1);
+            const auto state = bytes_of_hex(PQgetvalue(rows->get(), row, 2));
+            const auto changes = bytes_of_hex(PQgetvalue(rows->get(), row, 3));
+            auto loaded = state && changes ? run_state_at(*state, *changes, after, through_)
+                                           : Result<BalanceState>(make_error("not hex"));
+            if (!loaded) {
+                return make_error("runs: the run of account id " + std::to_string(id) + " after " + std::to_string(after) +
+                                  " is unreadable: " + loaded.error());
+            }
+            Entry& entry = states_.at(name_of.at(id));
+            entry.state = std::move(loaded).value();
+            // A run starting at the checkpoint (a genesis state at block 0) is replaced by the period's.
+            entry.replaces = after == through_;
         }
         return true;
     }
 
-    void apply(const BalanceChange& change) {
-        Entry& entry = states_.at(change.account);
-        entry.state.apply(change);
-        entry.changed = true;
-    }
+    std::int32_t id_of(const std::string& account) const { return states_.at(account).id; }
 
-    // An event that a read of `account`'s balances replays after its last
-    // snapshot: one of its own, or one carrying a change of it.
-    void count_replayed(const std::string& account) {
+    // An event of `account`'s run, before its changes are applied (they are
+    // applied here): starts the account's run at its current state.
+    Result<bool> add(const std::string& account, RunEvent event) {
         auto& entry = *states_.find(account);
-        ++entry.second.replayed;
-        touched_.push_back(&entry);
-    }
-
-    // After every event of `block`: a snapshot there of each account with
-    // kSnapshotEvents or more events since its last one, so that a read
-    // replays fewer than that whatever the account's traffic.
-    Result<bool> end_block(std::int64_t block) {
-        for (auto* entry : touched_) {
-            if (entry->second.replayed < kSnapshotEvents) continue;
-            if (auto kept = keep(*entry, block); !kept) return kept;
+        Entry& value = entry.second;
+        if (value.events.empty()) {
+            const auto bytes = value.state.encode();
+            if (!bytes) return make_error("runs: a balance of " + account + " is out of range");
+            value.start = *bytes;
         }
-        touched_.clear();
+        for (const RunChange& change : event.changes) value.state.apply(change.to_change(account));
+        value.events.push_back(std::move(event));
+        if (static_cast<std::int64_t>(value.events.size()) == kRunEvents) full_.push_back(&entry);
         return true;
     }
 
-    // The states changed or replayed since their last snapshot, at `block`
-    // (the period's end), and the snapshots kept within the period; returns
-    // how many.
+    // After every event of `block`: the runs that reached kRunEvents end there.
+    Result<bool> end_block(std::int64_t block) {
+        for (auto* entry : full_) {
+            if (auto closed = close(*entry, block); !closed) return closed;
+        }
+        full_.clear();
+        return true;
+    }
+
+    // Ends every run at `block` (the period's end) and writes the period's
+    // runs (binary COPY); returns how many.
     Result<std::int64_t> write(std::int64_t block) {
         for (auto& entry : states_) {
-            if (!entry.second.changed && entry.second.replayed == 0) continue;
-            if (auto kept = keep(entry, block); !kept) return make_error(kept.error());
+            if (entry.second.events.empty()) continue;
+            if (auto closed = close(entry, block); !closed) return make_error(closed.error());
         }
-        if (accounts_.empty()) return 0;
-        auto written = pg::exec_params(conn_,
-                                       "INSERT INTO wallet_balance_snapshots (account_id, block_num, state)"
-                                       " SELECT a, b, decode(s, 'hex') FROM unnest($1::integer[], $2::integer[], $3::text[]) AS t(a, b, s)"
-                                       " ON CONFLICT (account_id, block_num) DO UPDATE SET state = EXCLUDED.state",
-                                       {integer_array(accounts_), integer_array(blocks_), states_text_ + "}"});
-        if (!written) return make_error("snapshots: " + written.error());
-        return static_cast<std::int64_t>(accounts_.size());
+        if (!replaced_.empty()) {
+            auto deleted = pg::exec_params(conn_,
+                                           "DELETE FROM wallet_balance_runs WHERE account_id = ANY($1::integer[])"
+                                           " AND after_block = $2::integer",
+                                           {integer_array(replaced_), std::to_string(through_)});
+            if (!deleted) return make_error("runs: " + deleted.error());
+        }
+        const auto count = static_cast<std::int64_t>(rows_.count());
+        if (count == 0) return 0;
+        auto written = pg::copy_binary(conn_, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
+                                       std::move(rows_));
+        if (!written) return make_error("runs: " + written.error());
+        return count;
     }
 
 private:
     struct Entry {
         std::int32_t id = 0;
-        BalanceState state;
-        bool changed = false;   // since its last snapshot
-        std::int64_t replayed = 0;  // events a read replays after its last snapshot
+        BalanceState state;      // after every event replayed
+        std::int64_t after = 0;  // the block of the run's start
+        std::string start;       // the state there (BalanceState::encode)
+        std::vector<RunEvent> events;
+        bool replaces = false;   // its stored last run starts at the checkpoint
     };
 
-    // The account's state as a snapshot at `block`, written with the period's.
-    Result<bool> keep(std::pair<const std::string, Entry>& entry, std::int64_t block) {
-        const auto bytes = entry.second.state.encode();
-        if (!bytes) return make_error("snapshots: a balance of " + entry.first + " is out of range");
-        accounts_.push_back(entry.second.id);
-        blocks_.push_back(static_cast<std::int32_t>(block));
-        states_text_ += (states_text_.size() > 1 ? "," : "") + hex_of(*bytes);
-        entry.second.changed = false;
-        entry.second.replayed = 0;
+    // The account's run, up to `block`, as a row; the next starts there.
+    Result<bool> close(std::pair<const std::string, Entry>& entry, std::int64_t block) {
+        Entry& value = entry.second;
+        auto changes = encode_run(value.events, value.after);
+        if (!changes) return make_error(changes.error());
+        rows_.row(5);
+        rows_.int4(value.id);
+        rows_.int4(static_cast<std::int32_t>(value.after));
+        rows_.int4(static_cast<std::int32_t>(block));
+        rows_.bytes(value.start);
+        rows_.bytes(*changes);
+        if (value.replaces) replaced_.push_back(value.id);
+        value.after = block;
+        value.events.clear();
+        value.replaces = false;
         return true;
     }
 
@@ -137,11 +163,9 @@ private:
     AccountIds& ids_;
     std::int64_t through_;
     std::map<std::string, Entry> states_;
-    std::vector<std::pair<const std::string, Entry>*> touched_;  // replayed in the current block (repeats)
-    // The snapshots to write: accounts, blocks, states as a text[] literal.
-    std::vector<std::int32_t> accounts_;
-    std::vector<std::int32_t> blocks_;
-    std::string states_text_ = "{";
+    std::vector<std::pair<const std::string, Entry>*> full_;  // runs that reached kRunEvents in the current block
+    pg::BinaryRows rows_;  // the runs to write
+    std::vector<std::int32_t> replaced_;  // accounts whose stored run at the checkpoint the period's first replaces
 };
 
 // The stored operations of the period's blocks (wallet_blocks.ops), read in
@@ -248,7 +272,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     auto declared = pg::exec_params(
         conn,
         "DECLARE wallet_snapshot_events NO SCROLL CURSOR FOR"
-        " SELECT a.name, e.role, wallet_op_type_name(e.op_type), e.block_num, e.block_seq"
+        " SELECT a.name, e.role, wallet_op_type_name(e.op_type), e.block_num, e.block_seq, e.op_type"
         " FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
         " WHERE e.block_num > $1::integer AND e.block_num <= $2::integer ORDER BY e.block_num, e.block_seq, e.role",
         {std::to_string(through), std::to_string(next)});
@@ -266,7 +290,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
         PGresult* result = rows->get();
         const int count = PQntuples(result);
         if (count == 0) break;
-        std::vector<std::vector<BalanceChange>> changes;
+        std::vector<std::optional<std::vector<BalanceChange>>> changes;  // nullopt: undecodable
         std::vector<std::string> names;
         for (int row = 0; row < count; ++row) names.emplace_back(PQgetvalue(result, row, 0));
         for (int row = 0; row < count; ++row) {
@@ -290,13 +314,14 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
                 }
             }
             // An undecodable event is listed by the writers (wallet_balance_undecodable):
-            // its account's balances are refused from its block on.
+            // its account's balances are refused from its block on; its run marks it.
             auto& event_changes = changes.emplace_back();
             if (!operation_changes) continue;
+            event_changes.emplace();
             for (const auto& [carrier, change] : *operation_changes) {
                 if (carrier != event.role) continue;
                 names.push_back(change.account);
-                event_changes.push_back(change);
+                event_changes->push_back(change);
             }
         }
         auto loaded_states = states.load(std::move(names));
@@ -308,16 +333,31 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
             }
             open_block = block;
             const std::string account = PQgetvalue(result, row, 0);
-            states.count_replayed(account);
+            RunEvent key;
+            key.block_num = block;
+            key.block_seq = number_at(result, row, 4);
+            key.role = role_of_code(static_cast<int>(number_at(result, row, 1))).value_or(Role::Sender);
+            key.op_type = static_cast<int>(number_at(result, row, 5));
             const auto& event_changes = changes[static_cast<std::size_t>(row)];
-            for (const auto& change : event_changes) states.apply(change);
-            // The other accounts it carries changes of read it too (wallet_balance_carried), once each.
-            for (std::size_t i = 0; i < event_changes.size(); ++i) {
-                const std::string& other = event_changes[i].account;
-                if (other == account) continue;
-                const auto first = std::find_if(event_changes.begin(), event_changes.end(),
-                                                [&](const BalanceChange& c) { return c.account == other; });
-                if (first == event_changes.begin() + static_cast<std::ptrdiff_t>(i)) states.count_replayed(other);
+            if (!event_changes) {
+                RunEvent marked = key;
+                marked.undecodable = true;
+                if (auto added = states.add(account, std::move(marked)); !added) return make_error(added.error());
+                continue;
+            }
+            // The event in the run of each account it changes (its own, and the
+            // carried changes of others), in the order of their first change.
+            std::vector<std::string> changed;
+            for (const auto& change : *event_changes) {
+                if (std::find(changed.begin(), changed.end(), change.account) == changed.end()) changed.push_back(change.account);
+            }
+            for (const auto& other : changed) {
+                RunEvent run_event = key;
+                if (other != account) run_event.carried_by = states.id_of(account);
+                for (const auto& change : *event_changes) {
+                    if (change.account == other) run_event.changes.push_back(RunChange::of(change));
+                }
+                if (auto added = states.add(other, std::move(run_event)); !added) return make_error(added.error());
             }
         }
         step.events += count;
@@ -329,7 +369,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     }
     auto written = states.write(next);
     if (!written) return make_error(written.error());
-    step.snapshots = *written;
+    step.runs = *written;
     auto moved = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block = $1::integer",
                                  {std::to_string(next)});
     if (!moved) return make_error("snapshots: " + moved.error());
@@ -338,6 +378,46 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     step.advanced = true;
     step.through = next;
     return step;
+}
+
+}  // namespace wallet::store
+
+namespace wallet::store {
+
+Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through) {
+    const std::string at = std::to_string(through);
+    auto across = pg::exec_params(conn,
+                                  "DELETE FROM wallet_balance_runs WHERE after_block <= $1::integer AND through_block > $1::integer"
+                                  " RETURNING account_id, after_block, encode(state, 'hex'), encode(changes, 'hex')",
+                                  {at});
+    if (!across) return make_error("runs: " + across.error());
+    pg::BinaryRows cut;
+    for (int row = 0; row < PQntuples(across->get()); ++row) {
+        const std::int64_t after = number_at(across->get(), row, 1);
+        const auto state = bytes_of_hex(PQgetvalue(across->get(), row, 2));
+        const auto changes = bytes_of_hex(PQgetvalue(across->get(), row, 3));
+        auto events = changes ? decode_run(*changes, after) : Result<std::vector<RunEvent>>(make_error("not hex"));
+        if (!state || !events) return make_error("runs: a run after block " + std::to_string(after) + " is unreadable");
+        std::erase_if(events.value(), [&](const RunEvent& event) { return event.block_num > through; });
+        auto kept = encode_run(*events, after);
+        if (!kept) return make_error(kept.error());
+        cut.row(5);
+        cut.int4(static_cast<std::int32_t>(number_at(across->get(), row, 0)));
+        cut.int4(static_cast<std::int32_t>(after));
+        cut.int4(static_cast<std::int32_t>(through));
+        cut.bytes(*state);
+        cut.bytes(*kept);
+    }
+    auto deleted = pg::exec_params(conn, "DELETE FROM wallet_balance_runs WHERE after_block > $1::integer", {at});
+    if (!deleted) return make_error("runs: " + deleted.error());
+    if (cut.count() > 0) {
+        auto written = pg::copy_binary(conn, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
+                                       std::move(cut));
+        if (!written) return make_error("runs: " + written.error());
+    }
+    auto moved = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block = $1::integer", {at});
+    if (!moved) return make_error("runs: " + moved.error());
+    return true;
 }
 
 }  // namespace wallet::store

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "wallet/balance_snapshots.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/decoder_version.hpp"
 #include "wallet/json_scan.hpp"
@@ -895,17 +896,14 @@ Result<std::string> stored_entry_operation(std::string_view stored, std::string_
 
 Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
     const std::string above = std::to_string(block_num);
-    // The snapshot pass stays below forks (it advances over irreversible
-    // blocks only); were it above, its snapshots above go and it redoes them.
+    // The balance pass stays below forks (it advances over irreversible
+    // blocks only); were it above, its runs are cut there and it redoes them.
     auto through = pg::exec_params(conn, "SELECT through_block FROM wallet_balance_snapshot_state WHERE through_block > $1::integer",
                                    {above});
     if (!through) return make_error("delete: " + through.error());
     if (PQntuples(through->get()) > 0) {
-        auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {above});
-        if (!snapshots) return make_error("delete: " + snapshots.error());
-        auto reset = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block ="
-                                           " coalesce((SELECT max(block_num) FROM wallet_balance_snapshots), 0)", {});
-        if (!reset) return make_error("delete: " + reset.error());
+        auto cut = cut_balance_runs(conn, block_num);
+        if (!cut) return make_error("delete: " + cut.error());
     }
     auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_carried WHERE block_num > $1::integer", {above});
     if (!pending) return make_error("delete: " + pending.error());

@@ -1,5 +1,7 @@
 #include "wallet/pg.hpp"
 
+#include <algorithm>
+
 namespace wallet::pg {
 
 namespace {
@@ -74,6 +76,56 @@ std::string quote_literal(PGconn* conn, std::string_view text) {
 std::string quote_identifier(PGconn* conn, std::string_view text) {
     MallocPtr<char> quoted(PQescapeIdentifier(conn, text.data(), text.size()));
     return quoted ? std::string(quoted.get()) : std::string();
+}
+
+namespace {
+
+void put_be(std::string& out, std::uint32_t value, int bytes) {
+    for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) out += static_cast<char>((value >> shift) & 0xff);
+}
+
+}  // namespace
+
+BinaryRows::BinaryRows() : data_(std::string("PGCOPY\n\xff\r\n\0", 11)) {
+    put_be(data_, 0, 4);  // flags
+    put_be(data_, 0, 4);  // header extension
+}
+
+void BinaryRows::row(int fields) {
+    put_be(data_, static_cast<std::uint32_t>(fields), 2);
+    ++count_;
+}
+
+void BinaryRows::int4(std::int32_t value) {
+    put_be(data_, 4, 4);
+    put_be(data_, static_cast<std::uint32_t>(value), 4);
+}
+
+void BinaryRows::bytes(std::string_view value) {
+    put_be(data_, static_cast<std::uint32_t>(value.size()), 4);
+    data_ += value;
+}
+
+Result<bool> copy_binary(PGconn* conn, const std::string& table, std::string_view columns, BinaryRows rows) {
+    auto started = exec(conn, "COPY " + table + " (" + std::string(columns) + ") FROM STDIN (FORMAT binary)");
+    if (!started) return make_error("COPY: " + started.error());
+    std::string data = std::move(rows).data();
+    put_be(data, 0xffff, 2);  // the trailer
+    constexpr std::size_t kChunk = 1 << 20;
+    bool sent = true;
+    for (std::size_t at = 0; sent && at < data.size(); at += kChunk) {
+        const std::size_t size = std::min(kChunk, data.size() - at);
+        sent = PQputCopyData(conn, data.data() + at, static_cast<int>(size)) == 1;
+    }
+    const bool ended = PQputCopyEnd(conn, sent ? nullptr : "client could not send COPY data") == 1;
+    std::optional<std::string> failure;
+    while (PGresult* raw = PQgetResult(conn)) {
+        PgResultPtr result(raw);
+        if (PQresultStatus(raw) != PGRES_COMMAND_OK && !failure) failure = "COPY: " + trimmed(PQresultErrorMessage(raw));
+    }
+    if (!failure && (!sent || !ended)) failure = "COPY: " + last_error(conn);
+    if (failure) return make_error(*failure);
+    return true;
 }
 
 }  // namespace wallet::pg

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
     options.accounts = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 10));
     options.ledger = true;
     const sim::SyntheticChain chain(options);
-    std::fputs(balances_test::genesis_snapshots_sql(chain).c_str(), stdout);
+    std::fputs(balances_test::genesis_runs_sql(chain).c_str(), stdout);
     std::fputs(";\n", stdout);
     return 0;
 }

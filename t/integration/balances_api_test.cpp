@@ -492,7 +492,7 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     EXPECT_EQ(at_time(std::string(chain().account(1)), "2016-03-24T16:05:00Z").error, "nothing is indexed yet");
     // The chain's genesis balances, which no operation carries, as the
     // operator of such a chain stores them: snapshots at block 0 (mainnet has none).
-    stack.pg().query(balances_test::genesis_snapshots_sql(chain()));
+    stack.pg().query(balances_test::genesis_runs_sql(chain()));
     load();
     if (HasFatalFailure()) return;
 

@@ -1,23 +1,26 @@
-// The balance snapshots (migration 0017; docs/store-layout.md, "Balances
-// from the history"): the writers keep, in the transaction of the rows, the
-// events that carry a change of another account and those whose changes the
-// decoder cannot read; the snapshot pass replays the stored events in block
-// order over the fully loaded, irreversible prefix and stores each changed
-// account's state at the end of each period. Shown on the simulator's
+// The balances' storage (migrations 0017, 0024; docs/store-layout.md,
+// "Balances from the history"): the writers keep, in the transaction of the
+// rows, the events that carry a change of another account and those whose
+// changes the decoder cannot read; the balance pass replays the stored events
+// in block order over the fully loaded, irreversible prefix and appends each
+// changed account's change runs (its state and its events' changes). Shown on the simulator's
 // synthetic chain with its ledger, written through the writers' own paths
 // (the backfill loader's insert_events, the indexer's batches):
 //   - shards out of order, a re-run of a range, then indexer batches with a
 //     fork stored and rewound, the pass run only at the end (and held below
-//     the fork by its limit), give the same snapshots as one in-order load
+//     the fork by its limit), give the same runs as one in-order load
 //     with the pass run after every batch;
-//   - every account's snapshot state equals the ledger's balances at two
-//     period ends, every component the node shows;
+//   - every account's state from its runs equals the ledger's balances at
+//     period ends and between, every component the node shows; runs stay
+//     within periods and busy accounts' are cut at kRunEvents;
+//   - a rewind below the pass cuts the runs and the pass redoes them;
 //   - the carried rows name exactly the events with another account's change;
 //   - a batch killed mid-way (rolled back) adds nothing.
 //
 // Sizes: 300 accounts, 2,000 blocks, one PostgreSQL server with two stores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -26,6 +29,7 @@
 #include "harness/harness.hpp"
 #include "ledger.hpp"
 #include "support/balances_support.hpp"
+#include "wallet/balance_runs.hpp"
 #include "wallet/balance_snapshots.hpp"
 #include "served_ops.hpp"
 #include "synthetic_chain.hpp"
@@ -144,11 +148,48 @@ void commit(EventStore& store, const EventStore::Batch& batch) {
     ASSERT_TRUE(committed) << committed.error();
 }
 
-// The snapshots and carried rows by account name.
-std::vector<std::string> snapshots(const std::string& database) {
-    return stores().pg.query("SELECT a.name || ' ' || s.block_num || ' ' || encode(s.state, 'hex')"
-                             " FROM wallet_balance_snapshots s JOIN wallet_accounts a ON a.id = s.account_id ORDER BY 1",
-                             database);
+// The change runs by account name, their carrying accounts named (the two
+// stores give accounts their ids in different orders).
+std::vector<std::string> runs(const std::string& database) {
+    std::map<std::int32_t, std::string> names;
+    for (const auto& row : stores().pg.query("SELECT id || ' ' || name FROM wallet_accounts", database)) {
+        names[std::stoi(row.substr(0, row.find(' ')))] = row.substr(row.find(' ') + 1);
+    }
+    std::vector<std::string> out;
+    for (const auto& row : stores().pg.query("SELECT a.name, r.after_block, r.through_block, encode(r.state, 'hex'),"
+                                             " encode(r.changes, 'hex') FROM wallet_balance_runs r"
+                                             " JOIN wallet_accounts a ON a.id = r.account_id",
+                                             database)) {
+        std::vector<std::string> cells;
+        for (std::size_t at = 0;;) {
+            const auto tab = row.find('\t', at);
+            cells.push_back(row.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
+            if (tab == std::string::npos) break;
+            at = tab + 1;
+        }
+        std::string text = cells.at(0) + " " + cells.at(1) + " " + cells.at(2) + " " + cells.at(3);
+        const auto bytes = wallet::bytes_of_hex(cells.at(4));
+        auto events = bytes ? wallet::decode_run(*bytes, std::stoll(cells.at(1)))
+                            : wallet::Result<std::vector<wallet::RunEvent>>(wallet::make_error("not hex"));
+        if (!events) {
+            ADD_FAILURE() << row << ": " << events.error();
+            continue;
+        }
+        for (const auto& event : *events) {
+            text += " | " + std::to_string(event.block_num) + "." + std::to_string(event.block_seq) + "." +
+                    std::to_string(wallet::role_code(event.role)) + " op " + std::to_string(event.op_type) +
+                    (event.carried_by ? " by " + names[*event.carried_by] : std::string()) +
+                    (event.undecodable ? " undecodable" : "");
+            for (const auto& change : event.changes) {
+                text += " " + std::string(wallet::component_name(change.component)) + " " +
+                        std::string(wallet::change_kind_name(change.kind)) + " " + std::to_string(static_cast<std::int64_t>(change.amount)) +
+                        " " + change.other.value_or("-") + " " + std::to_string(change.request_id.value_or(-1));
+            }
+        }
+        out.push_back(std::move(text));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 std::vector<std::string> carried(const std::string& database) {
     return stores().pg.query("SELECT a.name || ' ' || c.block_num || ' ' || c.block_seq || ' ' || c.role"
@@ -170,13 +211,13 @@ void pass(const wallet::Settings& settings, std::int64_t limit) {
     }
 }
 
-// Loads both stores, each with the chain's genesis snapshots: in order by
+// Loads both stores, each with the chain's genesis states (runs without events): in order by
 // indexer batches with the pass after each; out of order by shards, a
 // re-run, and indexer batches that first store a fork's blocks (the pass
 // held below them) and then rewind them, the pass at the end.
 void load() {
-    stores().pg.query(balances_test::genesis_snapshots_sql(chain()), "in_order");
-    stores().pg.query(balances_test::genesis_snapshots_sql(chain()), "shuffled");
+    stores().pg.query(balances_test::genesis_runs_sql(chain()), "in_order");
+    stores().pg.query(balances_test::genesis_runs_sql(chain()), "shuffled");
     {
         auto connected = EventStore::connect(stores().in_order.db.indexer_url);
         ASSERT_TRUE(connected) << connected.error();
@@ -212,10 +253,10 @@ void load() {
     pass(stores().shuffled, kHead);
 }
 
-void expect_the_in_order_snapshots() {
-    const auto expected = snapshots("in_order");
+void expect_the_in_order_runs() {
+    const auto expected = runs("in_order");
     EXPECT_GT(expected.size(), 1000u);
-    EXPECT_EQ(snapshots("shuffled"), expected);
+    EXPECT_EQ(runs("shuffled"), expected);
     EXPECT_EQ(through("shuffled"), std::to_string(kHead));
     EXPECT_EQ(through("in_order"), std::to_string(kHead));
     EXPECT_EQ(carried("shuffled"), carried("in_order"));
@@ -223,40 +264,38 @@ void expect_the_in_order_snapshots() {
               stores().pg.query("SELECT count(*) FROM wallet_events", "in_order"));
 }
 
-// Every account's last snapshot at or below a period end is the ledger's
-// state there (only_snapshots_there: the accounts with a snapshot at `block`,
-// which need not be a period's end).
-void expect_the_ledger_at(std::uint32_t block, bool only_snapshots_there = false) {
+// Every account's state at `block` (any block up to the pass's checkpoint)
+// from its change runs, as a read takes it (its last run starting at or
+// below the block, the run's changes up to it), is the ledger's there.
+void expect_the_ledger_at(std::uint32_t block, const std::string& database = "shuffled") {
     const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
     const auto ledger = chain().ledger()->balances_at(chain(), block, no_fork);
     std::map<std::string, wallet::BalanceState> stored;
-    for (const auto& row : stores().pg.query("SELECT DISTINCT ON (s.account_id) a.name, encode(s.state, 'hex')"
-                                             " FROM wallet_balance_snapshots s JOIN wallet_accounts a ON a.id = s.account_id"
-                                             " WHERE s.block_num <= " + std::to_string(block) +
-                                                 (only_snapshots_there ? " AND EXISTS (SELECT FROM wallet_balance_snapshots t"
-                                                                         " WHERE t.account_id = s.account_id AND t.block_num = " +
-                                                                             std::to_string(block) + ")"
-                                                                       : std::string()) +
-                                                 " ORDER BY s.account_id, s.block_num DESC",
-                                             "shuffled")) {
-        const auto tab = row.find('\t');
-        const auto bytes = wallet::bytes_of_hex(row.substr(tab + 1));
-        auto state = bytes ? wallet::BalanceState::decode(*bytes) : std::nullopt;
-        ASSERT_TRUE(state) << row;
-        stored.emplace(row.substr(0, tab), std::move(*state));
+    for (const auto& row : stores().pg.query("SELECT DISTINCT ON (r.account_id) a.name, r.after_block, encode(r.state, 'hex'),"
+                                             " encode(r.changes, 'hex')"
+                                             " FROM wallet_balance_runs r JOIN wallet_accounts a ON a.id = r.account_id"
+                                             " WHERE r.after_block <= " + std::to_string(block) +
+                                                 " ORDER BY r.account_id, r.after_block DESC",
+                                             database)) {
+        const auto first = row.find('\t'), second = row.find('\t', first + 1), third = row.find('\t', second + 1);
+        const auto state = wallet::bytes_of_hex(row.substr(second + 1, third - second - 1));
+        const auto changes = wallet::bytes_of_hex(row.substr(third + 1));
+        ASSERT_TRUE(state && changes) << row;
+        auto at = wallet::run_state_at(*state, *changes, std::stoll(row.substr(first + 1, second - first - 1)), block);
+        ASSERT_TRUE(at) << row << ": " << at.error();
+        stored.emplace(row.substr(0, first), std::move(at).value());
     }
     int compared = 0, differences = 0;
     for (std::uint32_t index = 0; index < chain().account_count(); ++index) {
         const std::string name(chain().account(index));
         const auto found = stored.find(name);
-        if (only_snapshots_there && found == stored.end()) continue;
         ASSERT_NE(found, stored.end()) << name;
         for (const auto& [component, expected] : balances_test::components_of(ledger[index])) {
             ++compared;
             const auto got = found->second.value(component);
             if (got != expected && ++differences <= 10) {
                 ADD_FAILURE() << name << " " << wallet::component_name(component) << " at " << block << ": ledger "
-                              << expected << ", snapshot " << static_cast<std::int64_t>(got);
+                              << expected << ", runs " << static_cast<std::int64_t>(got);
             }
         }
     }
@@ -330,29 +369,63 @@ void expect_an_undecodable_event_stored_and_listed() {
     EXPECT_EQ(carried("shuffled"), carried_before);
 }
 
-// Below the pass a read replays fewer than kSnapshotEvents events after the
-// account's last snapshot (its own and the carried ones), busy accounts
-// included: the snapshots kept within periods (at their blocks, the ledger).
-void expect_reads_bounded_by_snapshots() {
-    const auto replayed = stores().pg.query(
-        "WITH r AS (SELECT account_id, block_num FROM wallet_events UNION ALL"
-        "           SELECT account_id, block_num FROM wallet_balance_carried)"
-        " SELECT max(n) FROM (SELECT count(*) AS n FROM r"
-        "   WHERE NOT EXISTS (SELECT FROM wallet_balance_snapshots s WHERE s.account_id = r.account_id AND s.block_num = r.block_num)"
-        "   GROUP BY r.account_id, (SELECT max(s.block_num) FROM wallet_balance_snapshots s"
-        "                            WHERE s.account_id = r.account_id AND s.block_num < r.block_num)) g",
-        "shuffled");
-    EXPECT_LT(std::stoll(replayed.at(0)), wallet::store::kSnapshotEvents);
-    // The busiest account had many more in a period.
+// Runs are appended, never across a period's end, and cut at the end of
+// the block where they reach kRunEvents events: every run after block A
+// through block T has T within A's period, at most kRunEvents events plus
+// its last block's, and the runs of an account follow each other (each
+// starts where the previous ended, or at a later period's start).
+void expect_runs_bounded_and_contiguous() {
+    const std::string period = std::to_string(kPeriod);
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE through_block > after_block"
+                                " AND (through_block - 1) / " + period + " <> after_block / " + period,
+                                "shuffled"),
+              std::vector<std::string>{"0"});
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM (SELECT after_block, lag(through_block) OVER"
+                                " (PARTITION BY account_id ORDER BY after_block) AS previous FROM wallet_balance_runs) r"
+                                " WHERE r.after_block < r.previous",
+                                "shuffled"),
+              std::vector<std::string>{"0"});
+    // Busy accounts' runs are cut within periods (the busiest has many more events in one).
     const auto busiest = stores().pg.query("SELECT max(n) FROM (SELECT count(*) AS n FROM wallet_events"
-                                           " GROUP BY account_id, (block_num - 1) / " + std::to_string(kPeriod) + ") g",
+                                           " GROUP BY account_id, (block_num - 1) / " + period + ") g",
                                            "shuffled");
-    EXPECT_GT(std::stoll(busiest.at(0)), 4 * wallet::store::kSnapshotEvents);
-    const auto within = stores().pg.query("SELECT block_num FROM wallet_balance_snapshots WHERE block_num % " +
-                                              std::to_string(kPeriod) + " <> 0 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
-                                          "shuffled");
-    ASSERT_EQ(within.size(), 1u);
-    expect_the_ledger_at(static_cast<std::uint32_t>(std::stoul(within.at(0))), true);
+    EXPECT_GT(std::stoll(busiest.at(0)), 2 * wallet::store::kRunEvents);
+    const auto cut = stores().pg.query("SELECT through_block FROM wallet_balance_runs WHERE through_block % " + period +
+                                           " <> 0 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+                                       "shuffled");
+    ASSERT_EQ(cut.size(), 1u);
+    std::size_t longest = 0;
+    for (const auto& run : runs("shuffled")) {
+        longest = std::max<std::size_t>(longest, static_cast<std::size_t>(std::count(run.begin(), run.end(), '|')));
+    }
+    EXPECT_GE(longest, static_cast<std::size_t>(wallet::store::kRunEvents));
+    EXPECT_LT(longest, static_cast<std::size_t>(wallet::store::kRunEvents + 16));
+    // Any block below the checkpoint reads from one run per account: the cut's and one between.
+    expect_the_ledger_at(static_cast<std::uint32_t>(std::stoul(cut.at(0))));
+    expect_the_ledger_at(1333);
+}
+
+// A rewind below the pass's checkpoint (not done by the indexer, whose pass
+// stays below forks, but kept consistent): the runs are cut at the block,
+// the checkpoint goes down to it, and the pass redoing the blocks after it
+// gives the ledger again. On the in-order store, last.
+void expect_a_rewind_below_the_pass_cuts_the_runs() {
+    constexpr std::uint32_t kRewind = 1610;
+    auto connected = EventStore::connect(stores().in_order.db.indexer_url);
+    ASSERT_TRUE(connected) << connected.error();
+    EventStore store = std::move(connected).value();
+    store.set_balance_rules(rules());
+    // The indexer's batch rewinding to the block (wallet::store::delete_events_above) and storing the blocks again.
+    commit(store, indexer_batch(kRewind + 1, kHead, 0, kRewind));
+    EXPECT_EQ(through("in_order"), std::to_string(kRewind));
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE through_block > " + std::to_string(kRewind),
+                                "in_order"),
+              std::vector<std::string>{"0"});
+    expect_the_ledger_at(kRewind, "in_order");
+    pass(stores().in_order, kHead);
+    EXPECT_EQ(through("in_order"), std::to_string(kHead));
+    expect_the_ledger_at(1777, "in_order");
+    expect_the_ledger_at(kHead, "in_order");
 }
 
 // The snapshot pass reads each operation from its block's stored text
@@ -417,16 +490,16 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
     if (HasFatalFailure()) return;
     {
         SCOPED_TRACE("shards out of order, re-runs, a fork rewound, one late pass = one load in order");
-        expect_the_in_order_snapshots();
+        expect_the_in_order_runs();
     }
     {
-        SCOPED_TRACE("the snapshots = the ledger");
+        SCOPED_TRACE("the runs = the ledger");
         expect_the_ledger_at(1000);
         expect_the_ledger_at(kHead);
     }
     {
-        SCOPED_TRACE("busy accounts: snapshots within periods bound a read's replay");
-        expect_reads_bounded_by_snapshots();
+        SCOPED_TRACE("runs appended within periods, busy accounts' cut at kRunEvents");
+        expect_runs_bounded_and_contiguous();
     }
     {
         SCOPED_TRACE("the pass reads the stored operations as wallet_operation_payload gives them");
@@ -443,6 +516,10 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
     {
         SCOPED_TRACE("an event the decoder cannot read the changes of");
         expect_an_undecodable_event_stored_and_listed();
+    }
+    {
+        SCOPED_TRACE("a rewind below the pass");
+        expect_a_rewind_below_the_pass_cuts_the_runs();
     }
 }
 

@@ -244,7 +244,7 @@ public:
         const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
         pg_.provision();
         pg_.provision("ledger");
-        pg_.query(balances_test::genesis_snapshots_sql(ledger_chain()), "ledger");
+        pg_.query(balances_test::genesis_runs_sql(ledger_chain()), "ledger");
         index();
         std::cout << "indexed blocks " << kFirstBlock << ".." << kLastBlock << " of the real-data chain and 1.."
                   << kLedgerIndexed << " of the synthetic one after " << seconds() << " s" << std::endl;

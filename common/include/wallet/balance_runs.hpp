@@ -60,4 +60,11 @@ Result<std::string> encode_run(const std::vector<RunEvent>& events, std::int64_t
 // give an error, never undefined behaviour.
 Result<std::vector<RunEvent>> decode_run(std::string_view bytes, std::int64_t after);
 
+// The account's state after block `block` from one of its runs
+// (wallet_balance_runs: the state after `after`, BalanceState::encode, and
+// the run's bytes): the state with the changes of the run's events up to
+// `block` applied (an undecodable event has none: the readers refuse from
+// its block on by wallet_balance_undecodable). Errors: malformed bytes.
+Result<BalanceState> run_state_at(std::string_view state, std::string_view changes, std::int64_t after, std::int64_t block);
+
 }  // namespace wallet

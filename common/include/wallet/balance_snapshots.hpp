@@ -1,14 +1,15 @@
-// The balance snapshot pass (issue 28; docs/store-layout.md, "Balances from
-// the history"): in block order over the contiguous fully loaded prefix of
-// the store, and never above the limit its caller gives (the last
-// irreversible block: forks never reach it), one period of
-// CHAIN_BALANCE_SNAPSHOT_BLOCKS at a time, it applies every stored event's
-// balance changes to the states of their accounts and stores, at the period's
-// end, the state of each account whose balances changed in it, or that had
-// events, since its last snapshot (wallet_balance_snapshots), and within the
-// period that of a busy account every kSnapshotEvents of its events. Each period is one transaction with the pass's
-// checkpoint: idempotent and restartable; passes run beside each other wait
-// for each other (the checkpoint row is locked).
+// The balance pass (issue 28; docs/store-layout.md, "Balances from the
+// history"): in block order over the contiguous fully loaded prefix of the
+// store, and never above the limit its caller gives (the last irreversible
+// block: forks never reach it), one period of CHAIN_BALANCE_SNAPSHOT_BLOCKS at
+// a time, it applies every stored event's balance changes to the states of
+// their accounts and stores each account's events that change its balances
+// in change runs (wallet_balance_runs, wallet/balance_runs.hpp): a run is the
+// account's state after its start block and its events after it, up to
+// kRunEvents of them (cut at the end of a block) and never across the
+// period's end, so that runs are only ever appended. Each period is one
+// transaction with the pass's checkpoint: idempotent and restartable; passes
+// run beside each other wait for each other (the checkpoint row is locked).
 #pragma once
 
 #include <cstdint>
@@ -21,22 +22,27 @@
 namespace wallet::store {
 
 inline constexpr std::int64_t kDefaultSnapshotBlocks = 28'800;  // a day of 3-second blocks
-// Within a period, an account also gets a snapshot at the end of each block
-// where kSnapshotEvents events that a read of its balances replays (its own,
-// and those carrying a change of it) have passed since its last one: below
-// the pass a read replays fewer, however busy the account.
-inline constexpr std::int64_t kSnapshotEvents = 16;
+// A run ends at the end of the block where it reaches kRunEvents events
+// (about 600 bytes, under the TOAST threshold) and at the period's end; the
+// account's next run starts there with its state.
+inline constexpr std::int64_t kRunEvents = 64;
 
 struct SnapshotStep {
     bool advanced = false;        // a period was done
     std::int64_t through = 0;     // the checkpoint after the step
     std::int64_t events = 0;      // events replayed
-    std::int64_t snapshots = 0;   // snapshots written
+    std::int64_t runs = 0;        // runs written
 };
 
 // Does the next period if every block of it is stored and at or below
 // limit_block; else nothing (advanced false).
 Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, const BalanceRules& rules,
                                                std::int64_t period_blocks, std::int64_t limit_block);
+
+// A rewind below the pass's checkpoint (delete_events_above): the runs keep
+// their events up to `through` (a run across it is cut there, later ones
+// deleted) and the checkpoint goes down to it, so that the pass redoes the
+// blocks after it.
+Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through);
 
 }  // namespace wallet::store

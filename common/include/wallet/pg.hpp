@@ -2,6 +2,7 @@
 // nginx, whose database access is asynchronous).
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -45,5 +46,24 @@ private:
 
 // The error text of the last failed call, without a trailing newline.
 std::string last_error(PGconn* conn);
+
+// Rows in COPY's binary format (no hex or escaped text): integer and bytea
+// fields, sent by copy_binary.
+class BinaryRows {
+public:
+    BinaryRows();
+    void row(int fields);
+    void int4(std::int32_t value);
+    void bytes(std::string_view value);
+    std::size_t count() const { return count_; }
+    const std::string& data() const { return data_; }
+
+private:
+    std::string data_;
+    std::size_t count_ = 0;
+};
+
+// COPY table (columns) FROM STDIN in the binary format.
+Result<bool> copy_binary(PGconn* conn, const std::string& table, std::string_view columns, BinaryRows rows);
 
 }  // namespace wallet::pg

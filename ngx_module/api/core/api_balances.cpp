@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "jsonrpc_writer.hpp"
+#include "wallet/balance_runs.hpp"
 #include "wallet/balance_state.hpp"
 #include "wallet/decimal.hpp"
 #include "wallet/decoder.hpp"
@@ -84,9 +85,12 @@ BalanceRows read_balance_rows(PGresult* rows) {
     return out;
 }
 
-std::optional<BalanceState> snapshot_state(PGresult* rows, int row) {
-    const auto bytes = bytes_of_hex(PQgetvalue(rows, row, col::kT1));
-    return bytes ? BalanceState::decode(*bytes) : std::nullopt;
+std::optional<BalanceState> run_row_state(PGresult* rows, int row) {
+    const auto state = bytes_of_hex(PQgetvalue(rows, row, col::kT1));
+    const auto changes = bytes_of_hex(PQgetvalue(rows, row, col::kT2));
+    if (!state || !changes) return std::nullopt;
+    auto at = run_state_at(*state, *changes, number(rows, row, col::kN3), number(rows, row, col::kN1));
+    return at ? std::optional<BalanceState>(std::move(at).value()) : std::nullopt;
 }
 
 std::optional<RpcError> apply_step(BalanceState& state, std::string_view account, PGresult* rows, const BalanceStep& step,
@@ -229,7 +233,7 @@ BalancesAnswer state_answer(const BalanceQuery& query, PGresult* result, const s
     }
     BalanceState state;
     if (!rows.snapshots.empty()) {
-        auto decoded = snapshot_state(result, rows.snapshots.front());
+        auto decoded = run_row_state(result, rows.snapshots.front());
         if (!decoded) {
             answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
             return answer;
@@ -345,7 +349,7 @@ BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult
     }
     const auto& steps = replay.rows.steps;
     if (!replay.rows.snapshots.empty()) {
-        auto decoded = snapshot_state(result, replay.rows.snapshots.front());
+        auto decoded = run_row_state(result, replay.rows.snapshots.front());
         if (!decoded) {
             answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
             return answer;
@@ -435,7 +439,7 @@ BalancesAnswer balance_aggregation_answer(const BalanceHistoryQuery& query, PGre
     auto step = replay.rows.steps.begin();
     for (Boundary& boundary : boundaries) {
         if (boundary.snapshot >= 0) {
-            auto decoded = snapshot_state(result, boundary.snapshot);
+            auto decoded = run_row_state(result, boundary.snapshot);
             if (!decoded) {
                 answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
                 return answer;

@@ -72,8 +72,9 @@ BalanceRows read_balance_rows(PGresult* rows);
 // The readiness checks of the header row (docs/wallet-history-api.md,
 // get_balances): an error when the store cannot answer at its block.
 std::optional<RpcError> check_readiness(const BalanceQuery& query, PGresult* rows, int header);
-// A snapshot row's state; nullopt when it cannot be decoded.
-std::optional<BalanceState> snapshot_state(PGresult* rows, int row);
+// A run row's state at its block (kind 1: the state at the run's start with
+// its changes up to the block); nullopt when it cannot be decoded.
+std::optional<BalanceState> run_row_state(PGresult* rows, int row);
 // Applies the changes of the step's event to `account` (its state); an
 // error when this decoder cannot read them.
 std::optional<RpcError> apply_step(BalanceState& state, std::string_view account, PGresult* rows, const BalanceStep& step,

@@ -55,24 +55,25 @@ inline std::int64_t balance_history_scan(std::int64_t limit) { return limit * kB
 inline bool is_null(PGresult* rows, int row, int column) { return PQgetisnull(rows, row, column) != 0; }
 
 // Column positions of the balances statement's result: a header row (kind
-// 0), the account's last snapshot at or below the block (kind 1, none when it
-// has none) and the events after it up to the block (kind 2), in no order.
+// 0), the account's state at a block from its last change run starting at or
+// below it (kind 1, none when it has none; migration 0024) and the events
+// after that block up to the asked one (kind 2), in no order.
 namespace balances_column {
 inline constexpr int kKind = 0;
-inline constexpr int kN1 = 1;  // header: indexed_block; snapshot and events: block_num
+inline constexpr int kN1 = 1;  // header: indexed_block; run: the state's block; events: block_num
 inline constexpr int kN2 = 2;  // header: the block; events: block_seq
-inline constexpr int kN3 = 3;  // header: account id (NULL: unknown)
+inline constexpr int kN3 = 3;  // header: account id (NULL: unknown); run: its start (after_block)
 inline constexpr int kN4 = 4;  // header: the configured range's first block
 inline constexpr int kN5 = 5;  // header: the first block still loading
 inline constexpr int kN6 = 6;  // header: NULL (the snapshot pass's checkpoint until migration 0021; unused)
-inline constexpr int kT1 = 7;  // header: outdated from; snapshot: its state (hex); events: account
-inline constexpr int kT2 = 8;  // header: outdated to; events: role
+inline constexpr int kT1 = 7;  // header: outdated from; run: the state at its start (hex); events: account
+inline constexpr int kT2 = 8;  // header: outdated to; run: its changes (hex, wallet/balance_runs.hpp); events: role
 inline constexpr int kT3 = 9;  // header: the account's first undecodable block; events: op type
 inline constexpr int kT4 = 10; // header: its op type; events: payload
 // The balance history and period statements (migration 0020) add: the
 // events' epoch in kN3, and rows of kind 3: the history page's lowest block
 // (kN1), or a period boundary (kN1 its index, kN2 its block, kN3 its epoch);
-// a period statement's snapshots carry their boundary's index in kN2.
+// a period statement's runs carry their boundary's index in kN2.
 // get_balances at a time (migration 0022) adds one row of kind 3: the last
 // stored block at or before the time (kN1, NULL: none) and its epoch (kN2),
 // indexed_block's epoch as get_status answers it (kN3), the first stored

@@ -34,9 +34,10 @@ inline std::map<C, std::int64_t> components_of(const sim::AccountBalances& b) {
             {C::withdrawn, b.withdrawn}};
 }
 
-// SQL that stores every account of the chain and its genesis snapshot at
-// block 0 (before anything is loaded: the snapshot pass starts from them).
-inline std::string genesis_snapshots_sql(const sim::SyntheticChain& chain) {
+// SQL that stores every account of the chain and its genesis state at block
+// 0, a change run without events (before anything is loaded: the balance
+// pass starts from them).
+inline std::string genesis_runs_sql(const sim::SyntheticChain& chain) {
     std::string names, rows;
     for (std::uint32_t index = 0; index < chain.account_count(); ++index) {
         const std::string name(chain.account(index));
@@ -48,8 +49,8 @@ inline std::string genesis_snapshots_sql(const sim::SyntheticChain& chain) {
         rows += comma + ("('" + name + "','" + wallet::hex_of(bytes.value_or("")) + "')");
     }
     return "INSERT INTO wallet_accounts (name) VALUES " + names +
-           " ON CONFLICT DO NOTHING; INSERT INTO wallet_balance_snapshots (account_id, block_num, state)"
-           " SELECT a.id, 0, decode(g.state, 'hex') FROM (VALUES " + rows +
+           " ON CONFLICT DO NOTHING; INSERT INTO wallet_balance_runs (account_id, after_block, through_block, state, changes)"
+           " SELECT a.id, 0, 0, decode(g.state, 'hex'), '\\x00'::bytea FROM (VALUES " + rows +
            ") AS g(name, state) JOIN wallet_accounts a ON a.name = g.name";
 }
 
