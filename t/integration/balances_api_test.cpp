@@ -3,17 +3,17 @@
 // wallet-backfill (parallel shards, stored out of order) and then the live
 // indexer; for every account of the store, every component the node's
 // database_api.find_accounts shows equals get_balances at the head (the
-// chain's genesis balances, which no operation carries, stored as snapshots
-// at block 0: mainnet has none), and at a middle block equals the
+// chain's genesis balances, which no operation carries, stored as change
+// runs without events at block 0: mainnet has none), and at a middle block equals the
 // ledger at that block. Also: the completeness errors (a history not from
 // block 1, a range of an older decoder: read from the row the writers keep,
 // so these also show that the row follows the shards), the bad-input errors, and an event whose
 // balance changes the decoder cannot read makes that account's balances an
 // error naming the block.
 //
-// Sizes: 2,000 blocks of 1,000 accounts, snapshots every 500 blocks (the
-// backfill's pass to 1,000, the indexer's to 2,000; reads at the head and at
-// 1,600 replay the events after a snapshot); one PostgreSQL, one simulator,
+// Sizes: 2,000 blocks of 1,000 accounts, the balance pass's period 500 blocks
+// (the backfill's pass to 1,000, the indexer's to 2,000; reads at 1,600 take
+// one change run, at the head the events after the last run replayed); one PostgreSQL, one simulator,
 // one nginx. Also prints the cost of a get_balances call beside get_status's
 // and the balance tables' bytes per event (measurements, not asserted).
 #include <gtest/gtest.h>
@@ -32,6 +32,7 @@
 #include "support/balances_support.hpp"
 #include "synthetic_chain.hpp"
 #include "wallet/balance_change.hpp"
+#include "wallet/balance_runs.hpp"
 
 using namespace backfill_test;
 using namespace std::chrono_literals;
@@ -43,7 +44,7 @@ constexpr std::uint32_t kHead = 2001;
 constexpr std::uint32_t kAccounts = 1000;
 constexpr std::uint32_t kBackfillEnd = 1250;
 constexpr std::uint32_t kMiddle = 1600;
-constexpr std::uint32_t kPeriod = 500;  // CHAIN_BALANCE_SNAPSHOT_BLOCKS: snapshots at 500, 1000, ... 2000
+constexpr std::uint32_t kPeriod = 500;  // CHAIN_BALANCE_SNAPSHOT_BLOCKS: runs end at 500, 1000, ... 2000
 constexpr std::uint64_t kSeed = 28;
 
 const sim::SyntheticChain& chain() {
@@ -491,7 +492,7 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     EXPECT_EQ(error_of(std::string(chain().account(1))), "nothing is indexed yet");
     EXPECT_EQ(at_time(std::string(chain().account(1)), "2016-03-24T16:05:00Z").error, "nothing is indexed yet");
     // The chain's genesis balances, which no operation carries, as the
-    // operator of such a chain stores them: snapshots at block 0 (mainnet has none).
+    // operator of such a chain stores them: runs without events at block 0 (mainnet has none).
     stack.pg().query(balances_test::genesis_runs_sql(chain()));
     load();
     if (HasFatalFailure()) return;
@@ -612,10 +613,10 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     }
     const auto bytes = stack.pg().query(
         "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN"
-        " ('wallet_balance_snapshots', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state'))::numeric"
-        " / (SELECT count(*) FROM wallet_events), (SELECT count(*) FROM wallet_balance_snapshots), (SELECT count(*) FROM wallet_events)");
+        " ('wallet_balance_runs', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state'))::numeric"
+        " / (SELECT count(*) FROM wallet_events), (SELECT count(*) FROM wallet_balance_runs), (SELECT count(*) FROM wallet_events)");
     std::printf("measured: get_status %.0f us/call, get_balances at head %.0f us/call, at %u %.0f us/call; balance tables %s"
-                " (bytes per event, snapshots, events)\n",
+                " (bytes per event, change runs, events)\n",
                 status_us, balances_us, kMiddle, middle_us, bytes.at(0).c_str());
 
     // Bad input and what the store cannot answer: errors, never a number.
@@ -672,15 +673,29 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
 
     // Last (it changes the store): blocks without events, which the store
     // keeps no time of. Blocks 1701..1703 made so (their events, and the
-    // snapshots and carried rows they would have, removed), with the block
+    // changes in runs and carried rows they would have, removed), with the block
     // times check_aggregation spread 30 minutes apart: a time between 1700's
     // and 1704's is answered at 1700, with the balances of every block up to
     // 1703, and only where the store holds every block up to 1703.
     stack.pg().query("UPDATE indexer_checkpoint SET block_time = (SELECT ts FROM wallet_blocks WHERE block_num = " +
                      std::to_string(kHead) + ")");
-    for (const char* table : {"wallet_balance_snapshots", "wallet_balance_carried", "wallet_balance_undecodable", "wallet_events",
-                              "wallet_blocks"}) {
+    for (const char* table : {"wallet_balance_carried", "wallet_balance_undecodable", "wallet_events", "wallet_blocks"}) {
         stack.pg().query(std::string("DELETE FROM ") + table + " WHERE block_num BETWEEN 1701 AND 1703");
+    }
+    // The change runs across them without those blocks' events.
+    for (const auto& row : stack.pg().query("SELECT account_id || ' ' || after_block || ' ' || encode(changes, 'hex')"
+                                            " FROM wallet_balance_runs WHERE after_block < 1703 AND through_block > 1700")) {
+        const auto first = row.find(' '), second = row.find(' ', first + 1);
+        const std::string after = row.substr(first + 1, second - first - 1);
+        const auto changes = wallet::bytes_of_hex(row.substr(second + 1));
+        ASSERT_TRUE(changes) << row;
+        auto events = wallet::decode_run(*changes, std::stoll(after));
+        ASSERT_TRUE(events) << row << ": " << events.error();
+        std::erase_if(events.value(), [](const wallet::RunEvent& event) { return event.block_num >= 1701 && event.block_num <= 1703; });
+        const auto kept = wallet::encode_run(*events, std::stoll(after));
+        ASSERT_TRUE(kept) << kept.error();
+        stack.pg().query("UPDATE wallet_balance_runs SET changes = decode('" + wallet::hex_of(*kept) + "', 'hex') WHERE account_id = " +
+                         row.substr(0, first) + " AND after_block = " + after);
     }
     const std::string in_the_gap = block_time(1700, 45 * 60), at_1700 = block_time(1700);
     for (std::size_t a = 0; a < accounts.size(); a += 211) {
@@ -703,8 +718,8 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     ASSERT_FALSE(late.empty());
     const std::string late_name = late.at(0).substr(0, late.at(0).find(' '));
     const auto late_first = static_cast<std::uint32_t>(std::stoul(late.at(0).substr(late.at(0).find(' ') + 1)));
-    stack.pg().query("DELETE FROM wallet_balance_snapshots s USING wallet_accounts a WHERE s.account_id = a.id AND"
-                     " s.block_num < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
+    stack.pg().query("DELETE FROM wallet_balance_runs r USING wallet_accounts a WHERE r.account_id = a.id AND"
+                     " r.after_block < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
     for (const char* table : {"wallet_events", "wallet_balance_carried"}) {
         stack.pg().query(std::string("DELETE FROM ") + table + " e USING wallet_accounts a WHERE e.account_id = a.id AND"
                          " e.block_num < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
