@@ -69,8 +69,9 @@ const std::vector<SettingDoc> kDocs = {
      "Blocks where the balance rules changed (docs/operations.md, \"Balance changes\"): mainnet (hived's hardfork "
      "blocks), or genesis (every rule from block 1: testnets and the simulator's synthetic chain)."},
     {"CHAIN_BALANCE_SNAPSHOT_BLOCKS", "28800",
-     "Blocks per period of the balance snapshot pass (docs/store-layout.md, \"Balances from the history\"): a "
-     "get_balances read replays at most one period of one account's events. 1 to 10,000,000."},
+     "Blocks per period of the balance pass (docs/store-layout.md, \"Balances from the history\"): each period "
+     "appends the change runs of the accounts it changes; a get_balances read below the pass takes one run. "
+     "1 to 10,000,000."},
     {"INDEXER_START_BLOCK", "0", "First block to index on a fresh database; 0 means genesis."},
     {"INDEXER_TRAIL_BLOCKS", "2", "Blocks to stay behind the target."},
     {"INDEXER_TARGET_IRREVERSIBLE", "true", "Index only up to the last irreversible block."},

@@ -4,9 +4,9 @@
 # The synthetic chain with its ledger (the simulator's --ledger: mainnet op
 # shares, payable operations, find_accounts at the head) is loaded from
 # block 1 by wallet-backfill (parallel shards, row by row: the path that runs
-# the snapshot pass, at the shipped CHAIN_BALANCE_SNAPSHOT_BLOCKS unless
+# the balance pass, at the shipped CHAIN_BALANCE_SNAPSHOT_BLOCKS unless
 # BENCH_SNAPSHOT_BLOCKS says otherwise) after the chain's genesis balances
-# (snapshots at block 0, as the balances tests store them); wallet-indexer
+# (change runs without events at block 0, as the balances tests store them); wallet-indexer
 # then tails it to the head. Then, in the same run:
 #   (a) latency: one keep-alive client through nginx (the API's shipped
 #       settings), BENCH_REQUESTS sequential requests per scenario:
@@ -24,7 +24,7 @@
 #       the balance-history pages (the first, and the page below the middle
 #       of the account's events) and get_wallet_history's first page: mean
 #       and largest;
-#   (c) the balance tables' bytes (snapshots, carried, undecodable, the
+#   (c) the balance tables' bytes (change runs, carried, undecodable, the
 #       pass's checkpoint, with their indexes and TOAST) per stored event,
 #       and over the events' own bytes (wallet_events with its indexes);
 #   (d) reconciliation: every component of every stored account's
@@ -41,7 +41,7 @@
 # 20000), BENCH_ACCOUNTS (the chain's accounts, default 20000),
 # BENCH_SNAPSHOT_BLOCKS (default: the shipped period, 28,800: longer than the
 # default chain, so no period is passed and every read replays the account
-# from its genesis snapshot, as a read above the pass's checkpoint does on a
+# from its genesis state, as a read above the pass's checkpoint does on a
 # live store; BENCH_SNAPSHOT_BLOCKS=2000 measures reads below it), BENCH_REQUESTS (100),
 # BENCH_SAMPLE (10), BENCH_WORKERS (4, backfill), BENCH_HOLD_SECONDS (keeps
 # the store up after the RESULT line).
@@ -119,7 +119,7 @@ head=$(q -c "SELECT indexed_block FROM wallet_store_state")
 [ "$head" -ge $((blocks + 1)) ] || { echo "the indexer did not reach the head:" >&2; tail -50 "$work/indexer.log" >&2; exit 1; }
 q -c "VACUUM ANALYZE" >/dev/null
 events=$(q -c "SELECT count(*) FROM wallet_events")
-log "loaded $events events in $(( $(date +%s) - started )) s; indexed block $head, snapshots through $(q -c "SELECT through_block FROM wallet_balance_snapshot_state"), $(q -c "SELECT count(*) FROM wallet_balance_snapshots") snapshots"
+log "loaded $events events in $(( $(date +%s) - started )) s; indexed block $head, balance pass through $(q -c "SELECT through_block FROM wallet_balance_snapshot_state"), $(q -c "SELECT count(*) FROM wallet_balance_runs") change runs"
 
 read -r busy busy_events < <(q -F ' ' -c "SELECT a.name, e.n FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT 1) e JOIN wallet_accounts a ON a.id = e.account_id")
 read -r normal normal_events < <(q -F ' ' -c "SELECT a.name, e.n FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 OFFSET (SELECT count(DISTINCT account_id) / 2 FROM wallet_events) LIMIT 1) e JOIN wallet_accounts a ON a.id = e.account_id")
@@ -277,7 +277,7 @@ done <"$work/buffers"
 # ---- (c) the balance tables' bytes per event -------------------------------------------------
 read -r balance_bytes event_bytes < <(q -F ' ' -c "SELECT
     (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN
-      ('wallet_balance_snapshots', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state')),
+      ('wallet_balance_runs', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state')),
     pg_total_relation_size('wallet_events')")
 added_bytes_per_event=$(calc "round($balance_bytes / $events, 2)")
 event_bytes_per_event=$(calc "round($event_bytes / $events, 2)")
