@@ -111,5 +111,29 @@ TEST(BalanceRuns, ChangesConvertBothWays) {
     EXPECT_EQ(RunChange::of(original).to_change("alice"), original);
 }
 
+// A run's state at a block: the state at its start with the changes of its
+// events up to the block (an undecodable event has none); malformed bytes an
+// error.
+TEST(BalanceRuns, StateAtABlock) {
+    BalanceState start;
+    start.set(C::hive_balance, 5000);
+    const auto state = start.encode();
+    ASSERT_TRUE(state);
+    std::vector<RunEvent> events;
+    events.push_back({11, 0, Role::Receiver, 2, {}, false, {change(C::hive_balance, ChangeKind::add, 700)}});
+    events.push_back({12, 4, Role::Sender, 2, {}, true, {}});
+    events.push_back({15, 1, Role::Sender, 2, {}, false, {change(C::hive_balance, ChangeKind::add, -200)}});
+    const auto changes = encode_run(events, 10);
+    ASSERT_TRUE(changes);
+    const auto value_at = [&](std::int64_t block) { return run_state_at(*state, *changes, 10, block).value().value(C::hive_balance); };
+    EXPECT_EQ(value_at(10), 5000);
+    EXPECT_EQ(value_at(11), 5700);
+    EXPECT_EQ(value_at(14), 5700);
+    EXPECT_EQ(value_at(15), 5500);
+    EXPECT_EQ(value_at(1'000), 5500);
+    EXPECT_FALSE(run_state_at(*state, changes->substr(1), 10, 15));
+    EXPECT_FALSE(run_state_at("\xff", *changes, 10, 15));
+}
+
 }  // namespace
 }  // namespace wallet
