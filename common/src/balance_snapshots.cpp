@@ -415,6 +415,9 @@ Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through) {
                                        std::move(cut));
         if (!written) return make_error("runs: " + written.error());
     }
+    // The snapshots of before 0024, which the previous release's module reads until nginx reloads.
+    auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {at});
+    if (!snapshots) return make_error("runs: " + snapshots.error());
     auto moved = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block = $1::integer", {at});
     if (!moved) return make_error("runs: " + moved.error());
     return true;

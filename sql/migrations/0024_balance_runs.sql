@@ -1,5 +1,5 @@
--- 0024: the balances stored as change runs, replacing the snapshots (issue
--- 28; docs/store-layout.md, "Change runs"). The balance pass
+-- 0024: the balances stored as change runs, in place of the snapshots (issue
+-- 28; docs/store-layout.md, "Change runs"), which are no longer written. The balance pass
 -- (wallet/balance_snapshots.hpp) writes, per account, its events that change
 -- its balances (its own, and other accounts' events carrying a change of it;
 -- its undecodable ones marked) in runs: each row the account's whole balance
@@ -31,20 +31,25 @@ ALTER TABLE wallet_balance_runs ALTER COLUMN state SET STORAGE MAIN, ALTER COLUM
 -- A store upgraded from the snapshots: each becomes a run without events
 -- (the state at its block; the events after it are replayed from the events
 -- as before), and the pass goes on from its checkpoint with runs.
+-- wallet_balance_snapshots and 0021's functions stay, no longer written: the
+-- previous release's module reads them until nginx reloads (docs/deploy.md,
+-- "Upgrade"), and they still answer right (the snapshots up to the pass's
+-- checkpoint and the events after them; a rewind below the checkpoint still
+-- deletes the snapshots above it). A later release drops them.
 INSERT INTO wallet_balance_runs (account_id, after_block, through_block, state, changes)
 SELECT account_id, block_num, block_num, state, '\x00'::bytea FROM wallet_balance_snapshots;
-DROP TABLE wallet_balance_snapshots;
 
 GRANT SELECT ON wallet_balance_runs TO wallet_api_reader;
 
--- The three balance reads of 0021 on the runs, with the same rows but the
+-- The three balance reads of 0021 on the runs, new functions (this
+-- release's module calls them) with the same rows but the
 -- state's (kind 1): n1 the block the state is at (the run's end or the asked
 -- block, whichever is lower), n3 the run's start, t1 the state at its start,
 -- t2 the run's changes (hex); the worker applies them up to n1
 -- (wallet::run_state_at). The events are read after n1 as after a snapshot;
 -- get_balances reads none when n1 is the asked block (below the pass's
 -- checkpoint, one index probe and one row).
-CREATE OR REPLACE FUNCTION wallet_balance_rows(account text, at_block integer, current_version smallint)
+CREATE FUNCTION wallet_balance_run_rows(account text, at_block integer, current_version smallint)
 RETURNS TABLE (kind integer, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, n6 bigint,
                t1 text, t2 text, t3 text, t4 text)
 LANGUAGE sql STABLE AS $$
@@ -82,7 +87,7 @@ WITH st AS (SELECT s.indexed_block, coalesce($2, s.indexed_block) AS at_block, (
               AND c.block_num <= (SELECT at_block FROM st) AND (SELECT block_num FROM since) < (SELECT at_block FROM st)) e
 $$;
 
-CREATE OR REPLACE FUNCTION wallet_balance_history_rows(account text, before_block integer, before_key integer,
+CREATE FUNCTION wallet_balance_history_run_rows(account text, before_block integer, before_key integer,
     from_time timestamptz, to_time timestamptz, scan integer, current_version smallint)
 RETURNS TABLE (kind integer, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, n6 bigint,
                t1 text, t2 text, t3 text, t4 text)
@@ -145,7 +150,7 @@ WITH bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_accounts WHERE na
               AND (c.block_num, c.block_seq * 100 + c.role) < ((SELECT ub FROM pos), (SELECT uk FROM pos))) e
 $$;
 
-CREATE OR REPLACE FUNCTION wallet_balance_period_rows(account text, granularity text, from_time timestamptz, to_time timestamptz,
+CREATE FUNCTION wallet_balance_period_run_rows(account text, granularity text, from_time timestamptz, to_time timestamptz,
     max_periods integer, current_version smallint)
 RETURNS TABLE (kind integer, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, n6 bigint,
                t1 text, t2 text, t3 text, t4 text)
@@ -207,3 +212,28 @@ WITH st AS (SELECT s.indexed_block, (SELECT id FROM wallet_accounts WHERE name =
              WHERE c.account_id = (SELECT account_id FROM st) AND c.block_num > g.lo AND c.block_num <= g.hi) e
     WHERE g.hi > g.lo
 $$;
+GRANT EXECUTE ON FUNCTION wallet_balance_run_rows(text, integer, smallint) TO wallet_api_reader;
+GRANT EXECUTE ON FUNCTION wallet_balance_history_run_rows(text, integer, integer, timestamptz, timestamptz, integer, smallint)
+    TO wallet_api_reader;
+GRANT EXECUTE ON FUNCTION wallet_balance_period_run_rows(text, text, timestamptz, timestamptz, integer, smallint)
+    TO wallet_api_reader;
+
+-- get_balances at a time (0022's wallet_balance_rows_at_time) on the runs.
+CREATE FUNCTION wallet_balance_run_rows_at_time(account text, at_time timestamptz, current_version smallint)
+RETURNS TABLE (kind integer, n1 bigint, n2 bigint, n3 bigint, n4 bigint, n5 bigint, n6 bigint,
+               t1 text, t2 text, t3 text, t4 text)
+LANGUAGE sql STABLE AS $$
+WITH st AS (SELECT s.indexed_block,
+                   coalesce((SELECT c.block_time FROM indexer_checkpoint c WHERE c.block_num = s.indexed_block),
+                            (SELECT b.ts FROM wallet_blocks b WHERE b.block_num <= s.indexed_block
+                              ORDER BY b.block_num DESC LIMIT 1)) AS indexed_time
+              FROM wallet_store_state s),
+   at_or_before AS (SELECT b.block_num, b.ts FROM wallet_blocks b WHERE b.ts <= $2 ORDER BY b.ts DESC, b.block_num DESC LIMIT 1),
+   after AS (SELECT b.block_num, b.ts FROM wallet_blocks b WHERE b.ts > $2 ORDER BY b.ts, b.block_num LIMIT 1),
+   target AS (SELECT least(st.indexed_block, (SELECT block_num FROM after) - 1) AS at_block FROM st)
+   SELECT r.* FROM target CROSS JOIN LATERAL wallet_balance_run_rows($1, target.at_block, $3) r
+   UNION ALL SELECT 3, a.block_num::bigint, extract(epoch FROM a.ts)::bigint, extract(epoch FROM st.indexed_time)::bigint,
+          n.block_num::bigint, extract(epoch FROM n.ts)::bigint, NULL, NULL, NULL, NULL, NULL
+     FROM st LEFT JOIN at_or_before a ON true LEFT JOIN after n ON true
+$$;
+GRANT EXECUTE ON FUNCTION wallet_balance_run_rows_at_time(text, timestamptz, smallint) TO wallet_api_reader;

@@ -602,7 +602,7 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
         },
         300);
     if (std::getenv("BALANCES_PROFILE")) {
-        std::string body = stack.pg().query("SELECT prosrc FROM pg_proc WHERE proname = 'wallet_balance_rows'").at(0);
+        std::string body = stack.pg().query("SELECT prosrc FROM pg_proc WHERE proname = 'wallet_balance_run_rows'").at(0);
         const auto replace = [&](const std::string& from, const std::string& to) {
             for (auto at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size())) body.replace(at, from.size(), to);
         };
@@ -659,9 +659,9 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     // plan (a function planned again on every call spent most of a read's
     // time and half its buffers in the planner), and the API's role never
     // JIT-compiles those plans.
-    for (const std::string& call : {"wallet_balance_rows('" + someone + "', NULL, 2::smallint)",
-                                   "wallet_balance_history_rows('" + someone + "', 2147483647, 0, NULL, NULL, 100, 2::smallint)",
-                                   "wallet_balance_period_rows('" + someone + "', 'month', NULL, NULL, 12, 2::smallint)"}) {
+    for (const std::string& call : {"wallet_balance_run_rows('" + someone + "', NULL, 2::smallint)",
+                                   "wallet_balance_history_run_rows('" + someone + "', 2147483647, 0, NULL, NULL, 100, 2::smallint)",
+                                   "wallet_balance_period_run_rows('" + someone + "', 'month', NULL, NULL, 12, 2::smallint)"}) {
         const std::string scanned = "Function Scan on " + call.substr(0, call.find('(')) + " ";
         for (const auto& line : stack.pg().query("EXPLAIN SELECT * FROM " + call)) {
             EXPECT_EQ(line.find(scanned), std::string::npos) << call << ": " << line;

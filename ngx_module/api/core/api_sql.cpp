@@ -141,8 +141,8 @@ std::string totals_sql(bool with_partial_days) {
     return sql;
 }
 
-// get_balances (api_balances.hpp): the rows of wallet_balance_rows
-// (migration 0018), which says what they are.
+// get_balances (api_balances.hpp): the rows of wallet_balance_run_rows
+// (migration 0024; 0018 says what they are).
 // How far a database's replay is behind, in seconds (numeric): now() minus
 // the commit time of the last transaction a standby replayed; 0 on a primary
 // and on a standby that replayed all the WAL it received (an idle primary
@@ -151,18 +151,18 @@ constexpr const char* kReplayDelaySeconds =
     "CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
     " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())) ELSE 0 END";
 
-constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_rows($1, $2, $3)";
-// get_balances at a time: the same rows and where the time falls (migration 0022).
+constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_run_rows($1, $2, $3)";
+// get_balances at a time: the same rows and where the time falls (migrations 0022, 0024).
 constexpr const char* kBalancesAtTimeSql =
-    "(text, timestamptz, smallint) AS SELECT * FROM wallet_balance_rows_at_time($1, $2, $3)";
+    "(text, timestamptz, smallint) AS SELECT * FROM wallet_balance_run_rows_at_time($1, $2, $3)";
 // get_balance_history and get_balance_aggregation (api_balance_history.hpp):
-// the rows of migration 0020's functions, which say what they are.
+// the rows of migration 0024's functions (0020 says what they are).
 constexpr const char* kBalanceHistorySql =
     "(text, integer, integer, timestamptz, timestamptz, integer, smallint) AS"
-    " SELECT * FROM wallet_balance_history_rows($1, $2, $3, $4, $5, $6, $7)";
+    " SELECT * FROM wallet_balance_history_run_rows($1, $2, $3, $4, $5, $6, $7)";
 constexpr const char* kBalancePeriodsSql =
     "(text, text, timestamptz, timestamptz, integer, smallint) AS"
-    " SELECT * FROM wallet_balance_period_rows($1, $2, $3, $4, $5, $6)";
+    " SELECT * FROM wallet_balance_period_run_rows($1, $2, $3, $4, $5, $6)";
 
 const std::map<std::string, std::string>& statements() {
     static const std::map<std::string, std::string> all = [] {
