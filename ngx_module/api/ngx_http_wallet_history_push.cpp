@@ -32,6 +32,9 @@ constexpr int kCatchUpRows = 500;
 constexpr ngx_msec_t kRetryMinMs = 100;
 constexpr ngx_msec_t kRetryMaxMs = 5000;
 
+// A position above every event of its block (block_seq * 100 + role is below it).
+constexpr std::int64_t kAfterBlock = 2147483647;
+
 // A row's place in the order of delivery: the store's keyset, then the
 // account's name (rows of one op for several accounts share the keyset).
 struct Key {
@@ -196,10 +199,8 @@ public:
             return;
         }
         if (!sub.has_start) {
-            // The head: the newest event of its accounts, or none at all.
-            if (PQntuples(rows) > 0) {
-                sub.last = Key{std::stoll(PQgetvalue(rows, 0, 0)), std::stoll(PQgetvalue(rows, 0, 1)), PQgetvalue(rows, 0, 2)};
-            }
+            // After every event of the highest block stored.
+            if (PQntuples(rows) > 0) sub.last = Key{std::stoll(PQgetvalue(rows, 0, 0)), kAfterBlock, ""};
             sub.has_start = true;
             go_live(sub);
             return;
@@ -287,7 +288,7 @@ private:
         sub.op.retried = false;
         if (!sub.has_start) {
             sub.op.statement = "wh_push_head";
-            sub.op.params = {array_literal(sub.accounts)};
+            sub.op.params = {};
         } else {
             sub.op.statement = "wh_push";
             sub.op.params = {array_literal(sub.accounts), std::to_string(sub.last.block_num),

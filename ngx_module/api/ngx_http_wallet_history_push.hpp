@@ -10,7 +10,7 @@
 // its accounts and filter above its own position, so every event reaches a
 // subscription once and in the store's keyset order. A subscription with a
 // cursor first reads the stored events after it in pages of its own, then
-// joins the live ones; without one it starts at its accounts' newest event.
+// joins the live ones; without one it starts after the highest stored block.
 // docs/wallet-history-api.md, "Push", has the client's side.
 #pragma once
 

@@ -204,15 +204,11 @@ const std::map<std::string, std::string>& statements() {
             " WHERE a.name = ANY($1) AND (x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\")"
             " > ($2, $3, $4 COLLATE \"C\")"
             " ORDER BY x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\" LIMIT $5";
-        // The newest event of the accounts ($1): where a subscription
-        // without a cursor starts (block_num, block_seq * 100 + role, name;
-        // no row: none of them has an event).
-        s["wh_push_head"] =
-            "(text[]) AS SELECT x.block_num, x.position, a.name FROM wallet_accounts a"
-            " CROSS JOIN (VALUES (false), (true)) AS w(wide) CROSS JOIN LATERAL (SELECT e.block_num,"
-            " e.block_seq * 100 + e.role AS position FROM wallet_events e WHERE e.account_id = a.id AND e.wide = w.wide"
-            " ORDER BY e.block_num DESC, e.block_seq * 100 + e.role DESC LIMIT 1) x WHERE a.name = ANY($1)"
-            " ORDER BY x.block_num DESC, x.position DESC, a.name COLLATE \"C\" DESC LIMIT 1";
+        // Where a subscription without a cursor starts: after every event
+        // of the highest block stored (a block's rows commit together, and
+        // the checkpoint's block may have none).
+        s["wh_push_head"] = "AS SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
+                            " (SELECT max(block_num) FROM wallet_blocks), 0)";
         // The push listener's connection (migration 0025).
         s["wh_push_listen"] = "AS SELECT wallet_listen_events()";
         s["wh_balances"] = kBalancesSql;
