@@ -5,7 +5,10 @@
 // arrive exactly once, in the store's order, each exactly as
 // get_wallet_history prints it, with a cursor get_wallet_history takes; a
 // subscription with a cursor gets the stored events after it, then the live
-// ones, with no gap and no repeat; every bad parameter and limit is
+// ones, with no gap and no repeat, also for a client on the `ws` npm package
+// that loses its connection and resumes with its last cursor (without
+// node/npm or the registry that case is skipped, and fails under CI=true);
+// every bad parameter and limit is
 // answered; a client that does not read its notifications is closed with
 // 1008. One stack for all cases: ctest runs the binary as one test.
 //
@@ -17,6 +20,7 @@
 #include "indexer_support.hpp"
 #include "router_support.hpp"
 #include "support/api_support.hpp"
+#include "support/npm_packages.hpp"
 
 using namespace std::chrono_literals;
 using router_test::WsClient;
@@ -274,4 +278,31 @@ TEST_F(PushWebSocket, AClientNotReadingItsNotificationsIsClosedWith1008) {
     }
     ASSERT_TRUE(close_code);
     EXPECT_EQ(*close_code, ws::close_code::policy_violation);
+}
+
+TEST_F(PushWebSocket, AWsClientResumingAfterALostConnectionMissesNothingAndGetsNothingTwice) {
+    const harness::fs::path clients_dir = harness::binary_dir() / "t" / "clients";
+    if (std::string why = npm_test::install_packages("clients", {"push_client.js"}, clients_dir); !why.empty()) {
+        if (npm_test::missing_tools_fail()) FAIL() << why << " (CI=true: a skip would hide it)";
+        GTEST_SKIP() << why;
+    }
+    const harness::fs::path out = dir->path() / "push_client.json";
+    auto client = harness::run_command({"node", (clients_dir / "push_client.js").string(), std::to_string(port()), "/ws",
+                                        kAccount, "5", "15", out.string()},
+                                       {}, 120s);
+    ASSERT_EQ(client.exit_code, 0) << client.output;
+    JsonPtr result = router_test::parse_json(harness::read_file(out));
+    ASSERT_TRUE(result) << client.output;
+    json_t* list = json_object_get(result.get(), "events");
+    ASSERT_EQ(json_array_size(list), 20u);
+    std::vector<Notification> got;
+    for (std::size_t i = 0; i < json_array_size(list); ++i) {
+        Notification n;
+        n.event = wallet::json_ref(json_object_get(json_array_get(list, i), "event"));
+        got.push_back(std::move(n));
+    }
+    // The two connections' subscriptions are two; their events one run.
+    EXPECT_NE(router_test::text_at(result.get(), "answers.0.result.subscription"),
+              router_test::text_at(result.get(), "answers.1.result.subscription"));
+    expect_run_of(got, stored_events());
 }
