@@ -84,6 +84,20 @@ struct Params {
     }
 };
 
+// Refuses a parameter `accepts` does not name.
+template <class Accepts>
+std::optional<RpcError> refuse_unknown(const Params& params, Accepts accepts) {
+    if (!params.object) return std::nullopt;
+    const JsonDocument& doc = params.doc;
+    std::string scratch;
+    std::size_t key = *params.object + 1;  // key, value, key, value ...
+    for (std::uint32_t i = 0; i < doc.node(*params.object).count; ++i) {
+        if (!accepts(doc.string_view_of(key, scratch))) return invalid_params("unknown parameter");
+        key = doc.node(doc.node(key).next).next;
+    }
+    return std::nullopt;
+}
+
 std::optional<RpcError> read_timestamp(const Params& params, const char* key, std::optional<Timestamp>& out) {
     const JsonDocument& doc = params.doc;
     const auto value = params.member(key);
@@ -209,13 +223,8 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
                                     const CursorCodec& cursors, Call& call) {
     PageQuery& query = call.page;
     const JsonDocument& doc = params.doc;
-    if (params.object) {
-        std::string scratch;
-        std::size_t key = *params.object + 1;  // key, value, key, value ...
-        for (std::uint32_t i = 0; i < doc.node(*params.object).count; ++i) {
-            if (!accepts_param(method, doc.string_view_of(key, scratch))) return invalid_params("unknown parameter");
-            key = doc.node(doc.node(key).next).next;
-        }
+    if (auto error = refuse_unknown(params, [method](std::string_view key) { return accepts_param(method, key); })) {
+        return error;
     }
     if (method == Method::GetStatus || method == Method::GetMethods) return std::nullopt;
     if (method == Method::GetBalances || method == Method::GetDelegations) return read_balance_params(params, call.balances);
@@ -315,17 +324,11 @@ namespace {
 std::optional<RpcError> read_subscribe_params(const Params& params, const RequestLimits& limits,
                                               std::int64_t max_accounts, const CursorCodec& cursors, PushRequest& out) {
     const JsonDocument& doc = params.doc;
-    if (params.object) {
-        std::string scratch;
-        std::size_t key = *params.object + 1;  // key, value, key, value ...
-        for (std::uint32_t i = 0; i < doc.node(*params.object).count; ++i) {
-            const std::string_view name = doc.string_view_of(key, scratch);
-            if (name != "accounts" && name != "op_types" && name != "scope" && name != "irreversible_only" &&
-                name != "cursor") {
-                return invalid_params("unknown parameter");
-            }
-            key = doc.node(doc.node(key).next).next;
-        }
+    if (auto error = refuse_unknown(params, [](std::string_view name) {
+            return name == "accounts" || name == "op_types" || name == "scope" || name == "irreversible_only" ||
+                   name == "cursor";
+        })) {
+        return error;
     }
     const auto accounts = params.member("accounts");
     if (!accounts) return invalid_params("missing accounts");
