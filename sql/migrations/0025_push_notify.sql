@@ -17,11 +17,15 @@ RETURNS void LANGUAGE sql VOLATILE AS $$
     SELECT pg_notify('wallet_events', json_build_object('first', first_block, 'last', last_block,
                                                         'rewound_above', rewound_above)::text)
 $$;
+-- The writers (wallet_writer owns the schema) only: a NOTIFY of anyone
+-- else's costs the listeners a fetch for nothing.
+REVOKE ALL ON FUNCTION wallet_events_committed(integer, integer, integer) FROM PUBLIC;
 
 -- wallet_listen_events: LISTEN on that channel, as a function so that a
 -- client that runs only prepared statements (the API's pool) can start
 -- listening. LISTEN is allowed in a read-only transaction; not on a standby,
 -- which receives no notifications (the listener connects to the primary).
+-- Any role may call it (the API's reader does).
 CREATE FUNCTION wallet_listen_events() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     LISTEN wallet_events;
