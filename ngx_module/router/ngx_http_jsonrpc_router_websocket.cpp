@@ -142,6 +142,8 @@ public:
             drop_unbegun();
             close_with(ws::close_code::policy_violation, "notifications not read fast enough");
         }
+        Worker::get().ws_output().enforce(conf_->ws_worker_output);  // the worker's budget, as for answers
+        jsonrpc_router::note_ws_output_peak(*conf_->instance);
         post_event(&write_posted_);
     }
 
