@@ -8,9 +8,10 @@
 // ones, with no gap and no repeat, also for a client on the `ws` npm package
 // that loses its connection and resumes with its last cursor (without
 // node/npm or the registry that case is skipped, and fails under CI=true);
-// every bad parameter and limit is
-// answered; a client that does not read its notifications is closed with
-// 1008. One stack for all cases: ctest runs the binary as one test.
+// every bad parameter and limit is answered; a client that does not read
+// its notifications is closed with 1008; a subscription outlives a
+// PostgreSQL restart. One stack for all cases: ctest runs the binary as one
+// test.
 //
 // The account: mefomu533, the synthetic chain's busiest with seed 7 (about
 // 0.76 wallet events a block; see api_live_paging_test.cpp).
@@ -304,5 +305,21 @@ TEST_F(PushWebSocket, AWsClientResumingAfterALostConnectionMissesNothingAndGetsN
     // The two connections' subscriptions are two; their events one run.
     EXPECT_NE(router_test::text_at(result.get(), "answers.0.result.subscription"),
               router_test::text_at(result.get(), "answers.1.result.subscription"));
+    expect_run_of(got, stored_events());
+}
+
+// Last: it restarts the stack's PostgreSQL. The subscription outlives it (the
+// worker's listener connects again and fetches what was committed meanwhile).
+TEST_F(PushWebSocket, ASubscriptionOutlivesAPostgresRestartWithoutGapOrRepeat) {
+    WsClient c(port(), "/ws");
+    c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})"));
+    auto got = events(c, 3);
+    ASSERT_EQ(got.size(), 3u);
+    stack->pg().stop();
+    std::this_thread::sleep_for(1s);  // the indexer and the worker find it gone meanwhile
+    stack->pg().start();
+    auto after = events(c, 12);
+    ASSERT_EQ(after.size(), 12u) << harness::read_file(stack->nginx().error_log()) << indexer->log();
+    for (auto& n : after) got.push_back(std::move(n));
     expect_run_of(got, stored_events());
 }
