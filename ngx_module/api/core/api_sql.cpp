@@ -188,7 +188,7 @@ const std::map<std::string, std::string>& statements() {
             with_page_header(std::string("SELECT x.* FROM unnest($10) AS t(code) CROSS JOIN LATERAL (SELECT ") +
                              kEventColumns + " FROM wallet_events e WHERE" + kAccount +
                              " AND e.op_type = t.code AND" + kWindowAndKeyset + kMergedOrder);
-        // Push (api_push.hpp): the events of the accounts ($1) after a
+        // Push (ngx_http_wallet_history_push.hpp): the events of the accounts ($1) after a
         // position ($2 block_num, $3 block_seq * 100 + role, $4 the
         // account's name: the key orders rows of one block and op of
         // several accounts too), oldest first, at most $5; each account's
