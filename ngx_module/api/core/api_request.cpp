@@ -189,6 +189,26 @@ std::optional<RpcError> read_balance_history_params(Method method, const Params&
     return std::nullopt;
 }
 
+// A list of names: a non-empty array of at most `max` strings (else
+// `invalid_list` / `too_many`), each one `valid` (else `invalid_item`),
+// sorted and without repeats.
+template <class Valid>
+std::optional<RpcError> read_names(const JsonDocument& doc, std::size_t list, std::size_t max, const char* invalid_list,
+                                   const std::string& too_many, Valid valid, const char* invalid_item,
+                                   std::vector<std::string>& out) {
+    if (doc.kind(list) != JsonKind::Array || doc.node(list).count == 0) return invalid_params(invalid_list);
+    if (doc.node(list).count > max) return invalid_params(too_many);
+    for (const std::size_t item : doc.children(list)) {
+        if (doc.kind(item) != JsonKind::String) return invalid_params(invalid_list);
+        std::string name = doc.string_value(item);
+        if (!valid(name)) return invalid_params(invalid_item);
+        out.push_back(std::move(name));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return std::nullopt;
+}
+
 // "wallet" (the default): spec 000's types; "all": every stored type.
 std::optional<RpcError> read_scope(const Params& params, PageQuery& query) {
     const JsonDocument& doc = params.doc;
@@ -203,18 +223,8 @@ std::optional<RpcError> read_scope(const Params& params, PageQuery& query) {
 std::optional<RpcError> read_op_types(const Params& params, const RequestLimits& limits, PageQuery& query) {
     const JsonDocument& doc = params.doc;
     if (const auto types = params.member("op_types")) {
-        if (doc.kind(*types) != JsonKind::Array || doc.node(*types).count == 0) return invalid_params("invalid op_types");
-        if (doc.node(*types).count > static_cast<std::size_t>(limits.max_op_types)) {
-            return invalid_params("too many op_types");
-        }
-        for (const std::size_t type : doc.children(*types)) {
-            if (doc.kind(type) != JsonKind::String) return invalid_params("invalid op_types");
-            std::string name = doc.string_value(type);
-            if (!is_known_op_type(name)) return invalid_params("unknown op_type");
-            query.op_types.push_back(std::move(name));
-        }
-        std::sort(query.op_types.begin(), query.op_types.end());
-        query.op_types.erase(std::unique(query.op_types.begin(), query.op_types.end()), query.op_types.end());
+        return read_names(doc, *types, static_cast<std::size_t>(limits.max_op_types), "invalid op_types",
+                          "too many op_types", is_known_op_type, "unknown op_type", query.op_types);
     }
     return std::nullopt;
 }
@@ -332,18 +342,12 @@ std::optional<RpcError> read_subscribe_params(const Params& params, const Reques
     }
     const auto accounts = params.member("accounts");
     if (!accounts) return invalid_params("missing accounts");
-    if (doc.kind(*accounts) != JsonKind::Array || doc.node(*accounts).count == 0) return invalid_params("invalid accounts");
-    if (doc.node(*accounts).count > static_cast<std::size_t>(max_accounts)) {
-        return invalid_params("too many accounts (at most " + std::to_string(max_accounts) + ")");
+    if (auto error = read_names(doc, *accounts, static_cast<std::size_t>(max_accounts), "invalid accounts",
+                                "too many accounts (at most " + std::to_string(max_accounts) + ")",
+                                [](std::string_view name) { return is_valid_account_name(name); }, "invalid account",
+                                out.accounts)) {
+        return error;
     }
-    for (const std::size_t account : doc.children(*accounts)) {
-        if (doc.kind(account) != JsonKind::String) return invalid_params("invalid accounts");
-        std::string name = doc.string_value(account);
-        if (!is_valid_account_name(name)) return invalid_params("invalid account");
-        out.accounts.push_back(std::move(name));
-    }
-    std::sort(out.accounts.begin(), out.accounts.end());
-    out.accounts.erase(std::unique(out.accounts.begin(), out.accounts.end()), out.accounts.end());
     if (auto error = read_scope(params, out.filter)) return error;
     if (auto error = read_op_types(params, limits, out.filter)) return error;
     if (const auto irreversible = params.member("irreversible_only")) {
