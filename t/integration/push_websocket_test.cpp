@@ -9,9 +9,9 @@
 // that loses its connection and resumes with its last cursor (without
 // node/npm or the registry that case is skipped, and fails under CI=true);
 // every bad parameter and limit is answered; a client that does not read
-// its notifications is closed with 1008; a subscription outlives a
-// PostgreSQL restart. One stack for all cases: ctest runs the binary as one
-// test.
+// its notifications is closed with 1008; `nginx -t` refuses bad push
+// settings; a subscription outlives a PostgreSQL restart. One stack for all
+// cases: ctest runs the binary as one test.
 //
 // The account: mefomu533, the synthetic chain's busiest with seed 7 (about
 // 0.76 wallet events a block; see api_live_paging_test.cpp).
@@ -306,6 +306,20 @@ TEST_F(PushWebSocket, AWsClientResumingAfterALostConnectionMissesNothingAndGetsN
     EXPECT_NE(router_test::text_at(result.get(), "answers.0.result.subscription"),
               router_test::text_at(result.get(), "answers.1.result.subscription"));
     expect_run_of(got, stored_events());
+}
+
+TEST_F(PushWebSocket, NginxTestRefusesBadPushSettings) {
+    for (const auto& [directive, message] : std::vector<std::pair<std::string, std::string>>{
+             {"jsonrpc_router_push_subscriptions 0;", "jsonrpc_router_push_subscriptions must be from 1 to 1000"},
+             {"jsonrpc_router_push_accounts 10001;", "jsonrpc_router_push_accounts must be from 1 to 10000"},
+             {"jsonrpc_router_push_max_output 8k;", "jsonrpc_router_push_max_output must be at least 16k"},
+             {"jsonrpc_router_push_accounts x;", "invalid number"}}) {
+        harness::NginxServer::Options options = router_test::nginx_options(
+            router_test::router_http_config(dir->path() / "routes.json", "    jsonrpc_router_redis off;\n    " + directive + "\n"));
+        auto r = harness::NginxServer::test_config(options);
+        EXPECT_NE(r.exit_code, 0) << directive;
+        EXPECT_NE(r.output.find(message), std::string::npos) << directive << ": " << r.output;
+    }
 }
 
 // Last: it restarts the stack's PostgreSQL. The subscription outlives it (the
