@@ -274,6 +274,17 @@ Result<store::WriteCounts> Loader::write_batch(PGconn* conn, store::AccountIds& 
     auto counts = store::insert_events(conn, account_ids, events, options_.write_method,
                                        store::BalanceRules{options_.assets, options_.forks});
     if (!counts) return make_error(counts.error());
+    // Push subscribers hear of the rows at commit (migration 0025); they
+    // fetch only rows above what they delivered, so history far below the
+    // head reaches none of them.
+    if (!events.empty()) {
+        const auto [low, high] = std::minmax_element(events.begin(), events.end(), [](const auto& a, const auto& b) {
+            return a.block_num < b.block_num;
+        });
+        auto notified = pg::exec_params(conn, "SELECT wallet_events_committed($1::integer, $2::integer, NULL)",
+                                        {std::to_string(low->block_num), std::to_string(high->block_num)});
+        if (!notified) return make_error(notified.error());
+    }
     // Last, so that the shard row is locked only for the commit.
     auto kept = record_progress(conn, shard, owner, next_block, counts->inserted);
     if (!kept) return make_error(kept.error());

@@ -1043,9 +1043,14 @@ Result<store::WriteCounts> EventStore::commit_batch(const Batch& batch, store::W
     const std::int64_t first_stored = batch.rewind_above  ? *batch.rewind_above + 1
                                       : batch.blocks.empty() ? batch.checkpoint.num + 1
                                                              : batch.blocks.front().num;
-    auto ranges = pg::exec_params(conn, "SELECT wallet_indexer_stored($1::integer, $2::integer, $3::smallint)",
+    // And, delivered at commit, the news for push subscribers (migration 0025).
+    std::optional<std::string> rewound;
+    if (batch.rewind_above) rewound = std::to_string(*batch.rewind_above);
+    auto ranges = pg::exec_params(conn,
+                                  "SELECT wallet_indexer_stored($1::integer, $2::integer, $3::smallint),"
+                                  " wallet_events_committed($1::integer, $2::integer, $4::integer)",
                                   {std::to_string(first_stored), std::to_string(batch.checkpoint.num),
-                                   std::to_string(kDecoderVersion)});
+                                   std::to_string(kDecoderVersion), rewound});
     if (!ranges) return make_error("indexer ranges: " + ranges.error());
     auto committed = tx.value().commit();
     if (!committed) return make_error("commit: " + committed.error());

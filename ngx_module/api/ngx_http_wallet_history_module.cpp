@@ -41,6 +41,7 @@
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_wallet_history_pg.hpp"
 #include "ngx_http_wallet_history_probe.hpp"
+#include "ngx_http_wallet_history_push.hpp"
 #include "ngx_wallet_client.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "ngx_wallet_metrics.hpp"
@@ -853,9 +854,19 @@ static void ngx_http_wallet_history_exit_process(ngx_cycle_t* cycle) {
         ngx_shmtx_unlock(&shpool->mutex);
     }
     worker_inflight = {};
+    wallet::push::shutdown();  // before the pool its statements are in
     worker_probes.reset();  // before the pool its statements are in
     worker_pool.reset();
     worker_accounts.reset();
+}
+
+std::optional<wallet::push::ApiContext> wallet::push::api_context() {
+    auto* cycle = const_cast<ngx_cycle_t*>(ngx_cycle);
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr || !worker_pool) return std::nullopt;
+    auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
+    if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return std::nullopt;
+    return ApiContext{worker_pool.get(), &mcf->runtime->pool_settings, &mcf->runtime->cursors, &mcf->runtime->limits};
 }
 
 void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {

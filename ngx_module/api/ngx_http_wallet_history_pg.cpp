@@ -216,7 +216,13 @@ void drive_query(PgConnection* conn, ngx_event_t* ev) {
         conn->pool->on_broken(conn, false);
         return;
     }
-    while (PGnotify* notify = PQnotifies(pg)) PQfreemem(notify);
+    bool notified = false;
+    while (PGnotify* notify = PQnotifies(pg)) {
+        PQfreemem(notify);
+        notified = true;
+    }
+    const PgPoolSettings& settings = conn->pool->settings();
+    if (notified && settings.notified != nullptr) settings.notified(settings.listener);
     if (conn->state == PgConnection::State::Idle) {
         // Input on an idle connection: the server is closing it, or it sent
         // a notice. A broken connection is dropped now, not at its next use.
@@ -530,6 +536,7 @@ void PgPool::on_broken(PgConnection* conn, bool during_connect) {
     server_failed(server);
     if (op != nullptr) requeue_or_fail(op);
     post_kick();
+    if (settings_.lost != nullptr) settings_.lost(settings_.listener);
 }
 
 // Runs from the event loop: completes failed ops, fails waiting ones when no

@@ -75,6 +75,12 @@ struct PgPoolSettings {
     ngx_msec_t connect_timeout_ms = 5000;
     ngx_msec_t backoff_min_ms = 100;                // after a database's first failure
     ngx_msec_t backoff_max_ms = 5000;               // doubling up to this
+    // A pool that LISTENs (the push listener, ngx_http_wallet_history_push.hpp):
+    // `notified` runs once per read that brought notifications, `lost` when
+    // a connection broke (a new one listens to nothing until told to again).
+    void (*notified)(void* data) = nullptr;
+    void (*lost)(void* data) = nullptr;
+    void* listener = nullptr;
 };
 
 // One database of the pool and its connection failures.

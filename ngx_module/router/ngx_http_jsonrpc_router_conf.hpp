@@ -35,6 +35,9 @@ struct ngx_http_jsonrpc_router_loc_conf_t {
     size_t ws_client_output;   // queued WebSocket answers per client address and worker (reading pauses past it)
     size_t ws_worker_output;   // queued WebSocket answers per worker (the largest queue is closed past it)
     ngx_uint_t max_client_connections;  // router requests holding a connection, per client address and worker
+    ngx_int_t push_subscriptions;  // wallet_history.subscribe: subscriptions per WebSocket connection
+    ngx_int_t push_accounts;       // accounts per subscription
+    size_t push_max_output;        // notifications queued per connection past which it is closed (1008)
     ngx_flag_t ssl_verify;
     ngx_str_t ssl_trusted_certificate;
 };

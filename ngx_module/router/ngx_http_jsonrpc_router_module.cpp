@@ -93,6 +93,12 @@ static ngx_command_t ngx_http_jsonrpc_router_commands[] = {
                    offsetof(LocConf, client_rate)),
     location_field(ngx_string("jsonrpc_router_ws_max_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
                    offsetof(LocConf, ws_max_output)),
+    location_field(ngx_string("jsonrpc_router_push_subscriptions"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, push_subscriptions)),
+    location_field(ngx_string("jsonrpc_router_push_accounts"), NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+                   offsetof(LocConf, push_accounts)),
+    location_field(ngx_string("jsonrpc_router_push_max_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+                   offsetof(LocConf, push_max_output)),
     location_field(ngx_string("jsonrpc_router_ws_send_timeout"), NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
                    offsetof(LocConf, ws_send_timeout)),
     location_field(ngx_string("jsonrpc_router_ws_client_output"), NGX_CONF_TAKE1, ngx_conf_set_size_slot,
@@ -258,6 +264,9 @@ static void* ngx_http_jsonrpc_router_create_loc_conf(ngx_conf_t* cf) {
     conf->upstream_queue = NGX_CONF_UNSET_UINT;
     conf->upstream_client_share = NGX_CONF_UNSET_UINT;
     conf->ws_max_output = NGX_CONF_UNSET_SIZE;
+    conf->push_subscriptions = NGX_CONF_UNSET;
+    conf->push_accounts = NGX_CONF_UNSET;
+    conf->push_max_output = NGX_CONF_UNSET_SIZE;
     conf->ws_send_timeout = NGX_CONF_UNSET_MSEC;
     conf->ws_client_output = NGX_CONF_UNSET_SIZE;
     conf->ws_worker_output = NGX_CONF_UNSET_SIZE;
@@ -488,6 +497,22 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_size_value(conf->ws_client_output, prev->ws_client_output, 32 * 1024 * 1024);
     ngx_conf_merge_size_value(conf->ws_worker_output, prev->ws_worker_output, 128 * 1024 * 1024);
     ngx_conf_merge_uint_value(conf->max_client_connections, prev->max_client_connections, 64);
+    ngx_conf_merge_value(conf->push_subscriptions, prev->push_subscriptions, 16);
+    ngx_conf_merge_value(conf->push_accounts, prev->push_accounts, 100);
+    ngx_conf_merge_size_value(conf->push_max_output, prev->push_max_output, 4 * 1024 * 1024);
+    if (conf->push_subscriptions < 1 || conf->push_subscriptions > 1000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_push_subscriptions must be from 1 to 1000");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->push_accounts < 1 || conf->push_accounts > 10000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_push_accounts must be from 1 to 10000");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    if (conf->push_max_output < 16 * 1024 || conf->push_max_output > conf->ws_max_output) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jsonrpc_router_push_max_output must be at least 16k and at most jsonrpc_router_ws_max_output");
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
     ngx_conf_merge_uint_value(conf->upstream_connections, prev->upstream_connections, 64);
     ngx_conf_merge_uint_value(conf->upstream_queue, prev->upstream_queue, 1024);
     ngx_conf_merge_uint_value(conf->upstream_client_share, prev->upstream_client_share, 50);

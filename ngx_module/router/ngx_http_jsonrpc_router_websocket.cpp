@@ -15,6 +15,7 @@
 #include "ngx_http_jsonrpc_router_exchange.hpp"
 #include "ngx_http_jsonrpc_router_metrics.hpp"
 #include "ngx_http_jsonrpc_router_worker.hpp"
+#include "ngx_http_wallet_history_push.hpp"
 #include "ngx_wallet_client.hpp"
 #include "ngx_wallet_connection.hpp"
 #include "ngx_wallet_guard.hpp"
@@ -52,7 +53,7 @@ constexpr std::size_t kCoalescedBytes = 64 * 1024;
 // whole worker, the connection with the most queued is closed with 1013.
 constexpr std::uint16_t kCloseTryAgainLater = 1013;
 
-class Session final : public ExchangeOwner, public OutputQueue {
+class Session final : public ExchangeOwner, public OutputQueue, public wallet::push::Client {
 public:
     Session(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf)
         : r_(r), c_(r->connection), conf_(conf), client_(wallet::ngx::client_address(r)),
@@ -70,6 +71,7 @@ public:
     }
 
     ~Session() {
+        wallet::push::forget(*this);
         drop_output(false);
         Worker::get().ws_output().leave(*this);
         if (idle_timer_.timer_set) ngx_del_timer(&idle_timer_);
@@ -127,6 +129,24 @@ public:
 
     std::size_t queued_bytes() const override { return out_bytes_; }
 
+    // A notification of a push subscription. Past jsonrpc_router_push_max_output
+    // queued the client does not keep up: what is not begun is dropped and
+    // a Close (1008) follows; its subscriptions end with the connection.
+    void send_text(std::string text) override {
+        if (closing_) return;
+        enqueue(ws::encode_frame(ws::Opcode::Text, text));
+        if (out_bytes_ > conf_->push_max_output) {
+            ngx_log_error(NGX_LOG_INFO, c_->log, 0,
+                          "jsonrpc_router: WebSocket subscriber not reading: %uz bytes queued, closed with 1008",
+                          out_bytes_);
+            drop_unbegun();
+            close_with(ws::close_code::policy_violation, "notifications not read fast enough");
+        }
+        Worker::get().ws_output().enforce(conf_->ws_worker_output);  // the worker's budget, as for answers
+        jsonrpc_router::note_ws_output_peak(*conf_->instance);
+        post_event(&write_posted_);
+    }
+
     // The worker holds too much output and this connection the most: the
     // answers not begun are dropped, the one begun is finished and a Close
     // (1013) follows; a connection shed before (or closing) drops everything.
@@ -138,10 +158,7 @@ public:
                           "jsonrpc_router: WebSocket output of the worker over jsonrpc_router_ws_worker_output (%uz): "
                           "closing the client with the most queued (%uz bytes), 1013",
                           conf_->ws_worker_output, out_bytes_);
-            while (out_.size() > (out_sent_ > 0 ? 1u : 0u)) {
-                release(out_.back().size());
-                out_.pop_back();
-            }
+            drop_unbegun();
             close_with(kCloseTryAgainLater, "too many answers waiting to be read");
         }
         post_event(&write_posted_);
@@ -292,11 +309,20 @@ private:
                         close_with(ws::close_code::unsupported_data, "JSON-RPC needs text messages");
                         return false;
                     }
-                    start_exchange(std::move(event.payload));
+                    // wallet_history.subscribe and .unsubscribe are answered here (push).
+                    if (auto answer = wallet::push::handle(*this, event.payload, push_limits())) {
+                        enqueue(ws::encode_frame(ws::Opcode::Text, *answer));
+                    } else {
+                        start_exchange(std::move(event.payload));
+                    }
                     break;
             }
             post_event(&write_posted_);
         }
+    }
+
+    wallet::push::Limits push_limits() const {
+        return {static_cast<std::size_t>(conf_->push_subscriptions), static_cast<std::int64_t>(conf_->push_accounts)};
     }
 
     void start_exchange(std::string message) {
@@ -338,6 +364,14 @@ private:
         out_bytes_ -= n;
         Worker::get().ws_output().remove(client_, n);
         jsonrpc_router::count_ws_output(*conf_->instance, -static_cast<std::int64_t>(n));
+    }
+
+    // Drops the queued buffers not begun (the one being sent is finished).
+    void drop_unbegun() {
+        while (out_.size() > (out_sent_ > 0 ? 1u : 0u)) {
+            release(out_.back().size());
+            out_.pop_back();
+        }
     }
 
     // Forgets everything queued; `terminate`: the session ends from its posted write.

@@ -84,6 +84,20 @@ struct Params {
     }
 };
 
+// Refuses a parameter `accepts` does not name.
+template <class Accepts>
+std::optional<RpcError> refuse_unknown(const Params& params, Accepts accepts) {
+    if (!params.object) return std::nullopt;
+    const JsonDocument& doc = params.doc;
+    std::string scratch;
+    std::size_t key = *params.object + 1;  // key, value, key, value ...
+    for (std::uint32_t i = 0; i < doc.node(*params.object).count; ++i) {
+        if (!accepts(doc.string_view_of(key, scratch))) return invalid_params("unknown parameter");
+        key = doc.node(doc.node(key).next).next;
+    }
+    return std::nullopt;
+}
+
 std::optional<RpcError> read_timestamp(const Params& params, const char* key, std::optional<Timestamp>& out) {
     const JsonDocument& doc = params.doc;
     const auto value = params.member(key);
@@ -175,17 +189,52 @@ std::optional<RpcError> read_balance_history_params(Method method, const Params&
     return std::nullopt;
 }
 
+// A list of names: a non-empty array of at most `max` strings (else
+// `invalid_list` / `too_many`), each one `valid` (else `invalid_item`),
+// sorted and without repeats.
+template <class Valid>
+std::optional<RpcError> read_names(const JsonDocument& doc, std::size_t list, std::size_t max, const char* invalid_list,
+                                   const std::string& too_many, Valid valid, const char* invalid_item,
+                                   std::vector<std::string>& out) {
+    if (doc.kind(list) != JsonKind::Array || doc.node(list).count == 0) return invalid_params(invalid_list);
+    if (doc.node(list).count > max) return invalid_params(too_many);
+    for (const std::size_t item : doc.children(list)) {
+        if (doc.kind(item) != JsonKind::String) return invalid_params(invalid_list);
+        std::string name = doc.string_value(item);
+        if (!valid(name)) return invalid_params(invalid_item);
+        out.push_back(std::move(name));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return std::nullopt;
+}
+
+// "wallet" (the default): spec 000's types; "all": every stored type.
+std::optional<RpcError> read_scope(const Params& params, PageQuery& query) {
+    const JsonDocument& doc = params.doc;
+    if (const auto scope = params.member("scope")) {
+        const std::string value = doc.kind(*scope) == JsonKind::String ? doc.string_value(*scope) : std::string();
+        if (value != "wallet" && value != "all") return invalid_params("invalid scope");
+        query.all_types = value == "all";
+    }
+    return std::nullopt;
+}
+
+std::optional<RpcError> read_op_types(const Params& params, const RequestLimits& limits, PageQuery& query) {
+    const JsonDocument& doc = params.doc;
+    if (const auto types = params.member("op_types")) {
+        return read_names(doc, *types, static_cast<std::size_t>(limits.max_op_types), "invalid op_types",
+                          "too many op_types", is_known_op_type, "unknown op_type", query.op_types);
+    }
+    return std::nullopt;
+}
+
 std::optional<RpcError> read_params(Method method, const Params& params, const RequestLimits& limits,
                                     const CursorCodec& cursors, Call& call) {
     PageQuery& query = call.page;
     const JsonDocument& doc = params.doc;
-    if (params.object) {
-        std::string scratch;
-        std::size_t key = *params.object + 1;  // key, value, key, value ...
-        for (std::uint32_t i = 0; i < doc.node(*params.object).count; ++i) {
-            if (!accepts_param(method, doc.string_view_of(key, scratch))) return invalid_params("unknown parameter");
-            key = doc.node(doc.node(key).next).next;
-        }
+    if (auto error = refuse_unknown(params, [method](std::string_view key) { return accepts_param(method, key); })) {
+        return error;
     }
     if (method == Method::GetStatus || method == Method::GetMethods) return std::nullopt;
     if (method == Method::GetBalances || method == Method::GetDelegations) return read_balance_params(params, call.balances);
@@ -199,12 +248,7 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
     if (query.from && query.to && query.to->seconds() - query.from->seconds() > limits.max_range_days * 86400) {
         return invalid_params("date range too long");
     }
-    // "wallet" (the default): spec 000's types; "all": every stored type.
-    if (const auto scope = params.member("scope")) {
-        const std::string value = doc.kind(*scope) == JsonKind::String ? doc.string_value(*scope) : std::string();
-        if (value != "wallet" && value != "all") return invalid_params("invalid scope");
-        query.all_types = value == "all";
-    }
+    if (auto error = read_scope(params, query)) return error;
     if (!is_paged(method)) return std::nullopt;
 
     query.limit = limits.default_limit;
@@ -215,20 +259,7 @@ std::optional<RpcError> read_params(Method method, const Params& params, const R
         query.limit = static_cast<std::int64_t>(std::min<std::uint64_t>(*n, static_cast<std::uint64_t>(limits.max_limit)));
     }
 
-    if (const auto types = params.member("op_types")) {
-        if (doc.kind(*types) != JsonKind::Array || doc.node(*types).count == 0) return invalid_params("invalid op_types");
-        if (doc.node(*types).count > static_cast<std::size_t>(limits.max_op_types)) {
-            return invalid_params("too many op_types");
-        }
-        for (const std::size_t type : doc.children(*types)) {
-            if (doc.kind(type) != JsonKind::String) return invalid_params("invalid op_types");
-            std::string name = doc.string_value(type);
-            if (!is_known_op_type(name)) return invalid_params("unknown op_type");
-            query.op_types.push_back(std::move(name));
-        }
-        std::sort(query.op_types.begin(), query.op_types.end());
-        query.op_types.erase(std::unique(query.op_types.begin(), query.op_types.end()), query.op_types.end());
-    }
+    if (auto error = read_op_types(params, limits, query)) return error;
     if (method == Method::GetAuthorRewards) query.op_types = {"author_reward"};
     if (method == Method::GetCurationRewards) query.op_types = {"curation_reward"};
 
@@ -294,6 +325,117 @@ std::string balance_history_fingerprint(const BalanceHistoryQuery& query) {
     out += query.from ? std::to_string(query.from->seconds()) : "-";
     out += '|';
     out += query.to ? std::to_string(query.to->seconds()) : "-";
+    return out;
+}
+
+namespace {
+
+// Every parameter of wallet_history.subscribe, in the order they are read.
+std::optional<RpcError> read_subscribe_params(const Params& params, const RequestLimits& limits,
+                                              std::int64_t max_accounts, const CursorCodec& cursors, PushRequest& out) {
+    const JsonDocument& doc = params.doc;
+    if (auto error = refuse_unknown(params, [](std::string_view name) {
+            return name == "accounts" || name == "op_types" || name == "scope" || name == "irreversible_only" ||
+                   name == "cursor";
+        })) {
+        return error;
+    }
+    const auto accounts = params.member("accounts");
+    if (!accounts) return invalid_params("missing accounts");
+    if (auto error = read_names(doc, *accounts, static_cast<std::size_t>(max_accounts), "invalid accounts",
+                                "too many accounts (at most " + std::to_string(max_accounts) + ")",
+                                [](std::string_view name) { return is_valid_account_name(name); }, "invalid account",
+                                out.accounts)) {
+        return error;
+    }
+    if (auto error = read_scope(params, out.filter)) return error;
+    if (auto error = read_op_types(params, limits, out.filter)) return error;
+    if (const auto irreversible = params.member("irreversible_only")) {
+        const JsonKind kind = doc.kind(*irreversible);
+        if (kind != JsonKind::True && kind != JsonKind::False) return invalid_params("invalid irreversible_only");
+        if (kind == JsonKind::True) return invalid_params("irreversible_only true is not supported yet");
+    }
+    // A cursor of get_wallet_history (with the same op_types and scope) or
+    // of a notification, made for one of the accounts: checked last, as
+    // its signature covers the filter above.
+    if (const auto cursor = params.member("cursor")) {
+        if (doc.kind(*cursor) != JsonKind::String) return invalid_params("invalid cursor");
+        const std::string text = doc.string_value(*cursor);
+        const std::string fingerprint = query_fingerprint(Method::GetWalletHistory, out.filter);
+        for (const auto& account : out.accounts) {
+            auto position = cursors.decode(text, account, fingerprint);
+            if (position) {
+                out.after = std::move(position).value();
+                out.after_account = account;
+                break;
+            }
+        }
+        if (!out.after) return invalid_params("invalid cursor");
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+bool names_push_method(std::string_view message) {
+    return message.find("wallet_history.subscribe") != std::string_view::npos ||
+           message.find("wallet_history.unsubscribe") != std::string_view::npos;
+}
+
+std::optional<PushRequest> parse_push_request(std::string_view body, const RequestLimits& limits,
+                                              std::int64_t max_accounts, const CursorCodec& cursors) {
+    JsonDocument doc;
+    if (doc.parse(body, kMaxRequestDepth) != ::jsonrpc::JsonParseStatus::Ok || doc.has_duplicate_keys()) return std::nullopt;
+    const std::size_t root = doc.root();
+    if (doc.kind(root) != JsonKind::Object) return std::nullopt;  // batches are routed (and refused) as before
+    const auto method = doc.member(root, "method");
+    if (!method || doc.kind(*method) != JsonKind::String) return std::nullopt;
+    const std::string name = doc.string_value(*method);
+    PushRequest out;
+    if (name == "wallet_history.subscribe") {
+        out.kind = PushRequest::Kind::Subscribe;
+    } else if (name == "wallet_history.unsubscribe") {
+        out.kind = PushRequest::Kind::Unsubscribe;
+    } else {
+        return std::nullopt;
+    }
+    if (const auto id = doc.member(root, "id")) {
+        const JsonKind kind = doc.kind(*id);
+        if (kind != JsonKind::String && kind != JsonKind::Number && kind != JsonKind::Null) {
+            out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
+            return out;
+        }
+        out.id_json = std::string(doc.text(*id));
+    }
+    const auto version = doc.member(root, "jsonrpc");
+    std::string scratch;
+    if (!version || doc.kind(*version) != JsonKind::String || doc.string_view_of(*version, scratch) != "2.0") {
+        out.error = RpcError{jsonrpc::kInvalidRequest, "invalid request"};
+        return out;
+    }
+    auto params = doc.member(root, "params");
+    if (params && doc.kind(*params) == JsonKind::Null) params.reset();
+    if (params && doc.kind(*params) != JsonKind::Object) {
+        out.error = invalid_params("invalid params");
+        return out;
+    }
+    const Params p{doc, params};
+    if (out.kind == PushRequest::Kind::Subscribe) {
+        out.error = read_subscribe_params(p, limits, max_accounts, cursors, out);
+        return out;
+    }
+    const auto subscription = p.member("subscription");
+    if (params) {
+        if (doc.node(*params).count != (subscription ? 1u : 0u)) {
+            out.error = invalid_params("unknown parameter");
+            return out;
+        }
+    }
+    if (!subscription || doc.kind(*subscription) != JsonKind::String) {
+        out.error = invalid_params(subscription ? "invalid subscription" : "missing subscription");
+        return out;
+    }
+    out.subscription = doc.string_value(*subscription);
     return out;
 }
 

@@ -111,4 +111,25 @@ struct ParsedRequest {
 
 ParsedRequest parse_request(std::string_view body, const RequestLimits& limits, const CursorCodec& cursors);
 
+// wallet_history.subscribe and wallet_history.unsubscribe, the push methods of
+// the router's WebSocket endpoint (issue 29), already validated.
+struct PushRequest {
+    enum class Kind { Subscribe, Unsubscribe };
+    Kind kind = Kind::Subscribe;
+    std::string id_json = "null";
+    std::vector<std::string> accounts;    // subscribe: sorted, unique
+    PageQuery filter;                     // subscribe: op_types and all_types only
+    std::optional<CursorPosition> after;  // subscribe: the cursor's position
+    std::string after_account;            // the account the cursor was made for
+    std::string subscription;             // unsubscribe
+    std::optional<RpcError> error;
+};
+
+// Whether a message may be a push call (a cheap look before parsing).
+bool names_push_method(std::string_view message);
+// None when the message is not one JSON-RPC call of a push method (it is
+// routed as any other message).
+std::optional<PushRequest> parse_push_request(std::string_view body, const RequestLimits& limits,
+                                              std::int64_t max_accounts, const CursorCodec& cursors);
+
 }  // namespace wallet::api

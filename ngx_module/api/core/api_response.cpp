@@ -657,6 +657,31 @@ std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id
     return buffer.view();
 }
 
+PushedEvent read_pushed_event(PGresult* rows, int row) {
+    namespace c = page_column;
+    PushedEvent out;
+    PageMemo memo;
+    const EventRow event(rows, row, memo);
+    out.account = PQgetvalue(rows, row, push_column::kAccount);
+    out.op_type = std::string(event.op_type());
+    out.wide = text_of(rows, row, push_column::kWide) == "t";
+    const std::int64_t kind = integer_in(PQgetvalue(rows, row, c::kKind));
+    out.block_num = integer_in(event.text(c::kBlockNum));
+    const std::int64_t block_seq = integer_in(event.text(c::kBlockSeq));
+    out.position = block_seq * 100 + kind % 100;
+    if (auto ts = Timestamp::from_seconds(epoch_in(event.text(c::kEpoch)))) out.cursor.timestamp = *ts;
+    out.cursor.block_num = out.block_num;
+    out.cursor.block_seq = static_cast<std::int32_t>(block_seq);
+    out.cursor.role = std::string(event.role());
+    const std::string quoted_account = json::quoted(out.account);
+    ResponseBuffer buffer;
+    RowWriter w(buffer.reserve(event_bound(event) + quoted_account.size()));
+    write_event(w, event, quoted_account, memo);
+    buffer.commit(w.end());
+    out.json = std::string(buffer.view());
+    return out;
+}
+
 std::optional<RememberedAccount> totals_account(PGresult* rows) {
     for (int row = PQntuples(rows) - 1; row >= 0; --row) {
         if (integer_of(rows, row, 0) != 2) continue;

@@ -64,6 +64,19 @@ PageHeader read_page_header(PGresult* rows);
 
 std::string_view write_page_response(ResponseBuffer& buffer, std::string_view id_json, Method method,
                                      const PageQuery& query, PGresult* rows, const CursorCodec& cursors);
+// One row of the push statement (api_sql.hpp, wh_push): the event exactly as
+// a page of get_wallet_history prints it, and what a subscription matches
+// and orders it by.
+struct PushedEvent {
+    std::string account;
+    std::string op_type;
+    bool wide = false;           // outside spec 000's types (scope "all" only)
+    std::int64_t block_num = 0;
+    std::int64_t position = 0;   // block_seq * 100 + role code, the store's keyset
+    CursorPosition cursor;       // as get_wallet_history's cursors hold it
+    std::string json;
+};
+PushedEvent read_pushed_event(PGresult* rows, int row);
 std::string totals_result(const PageQuery& query, PGresult* rows);
 // The account id and generation a totals statement used (none: no such account).
 std::optional<RememberedAccount> totals_account(PGresult* rows);

@@ -188,6 +188,29 @@ const std::map<std::string, std::string>& statements() {
             with_page_header(std::string("SELECT x.* FROM unnest($10) AS t(code) CROSS JOIN LATERAL (SELECT ") +
                              kEventColumns + " FROM wallet_events e WHERE" + kAccount +
                              " AND e.op_type = t.code AND" + kWindowAndKeyset + kMergedOrder);
+        // Push (ngx_http_wallet_history_push.hpp): the events of the accounts ($1) after a
+        // position ($2 block_num, $3 block_seq * 100 + role, $4 the
+        // account's name: the key orders rows of one block and op of
+        // several accounts too), oldest first, at most $5; each account's
+        // two ranges of the keyset index read at most a page. Columns:
+        // page_column's, then push_column's.
+        s["wh_push"] =
+            std::string("(text[], integer, integer, text, integer) AS SELECT x.* FROM wallet_accounts a"
+                        " CROSS JOIN (VALUES (false), (true)) AS w(wide) CROSS JOIN LATERAL (SELECT ") +
+            kEventColumns +
+            ", a.name AS account, e.wide FROM wallet_events e WHERE e.account_id = a.id AND e.wide = w.wide"
+            " AND (e.block_num, e.block_seq * 100 + e.role) >= ($2, $3)"
+            " ORDER BY e.block_num, e.block_seq * 100 + e.role LIMIT $5 + 1) x"
+            " WHERE a.name = ANY($1) AND (x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\")"
+            " > ($2, $3, $4 COLLATE \"C\")"
+            " ORDER BY x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\" LIMIT $5";
+        // Where a subscription without a cursor starts: after every event
+        // of the highest block stored (a block's rows commit together, and
+        // the checkpoint's block may have none).
+        s["wh_push_head"] = "AS SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
+                            " (SELECT max(block_num) FROM wallet_blocks), 0)";
+        // The push listener's connection (migration 0025).
+        s["wh_push_listen"] = "AS SELECT wallet_listen_events()";
         s["wh_balances"] = kBalancesSql;
         s["wh_balances_at_time"] = kBalancesAtTimeSql;
         s["wh_balance_history"] = kBalanceHistorySql;

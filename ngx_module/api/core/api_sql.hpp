@@ -101,6 +101,13 @@ inline constexpr int kAssets = 14;
 inline constexpr int kCount = 15;
 }  // namespace page_column
 
+// The push statement's (wh_push) columns after page_column's.
+namespace push_column {
+inline constexpr int kAccount = page_column::kCount;  // the event's account
+inline constexpr int kWide = page_column::kCount + 1; // outside spec 000's types ("t"/"f")
+inline constexpr int kCount = page_column::kCount + 2;
+}  // namespace push_column
+
 // The header row's values, in the event columns.
 namespace page_header {
 inline constexpr int kIndexedBlock = page_column::kBlockNum;

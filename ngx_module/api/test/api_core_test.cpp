@@ -486,3 +486,50 @@ TEST(ApiCore, EverySettingTheModuleReadsIsListed) {
     EXPECT_NE(help.find("WALLET_API_ACCOUNT_CACHE"), std::string::npos) << help;
     EXPECT_NE(help.find("API_BIND_PORT"), std::string::npos) << help;
 }
+
+TEST(ApiCore, PushRequestsAreRecognisedAndValidated) {
+    auto push = [](const std::string& body) { return parse_push_request(body, RequestLimits{}, 2, kCodec); };
+    EXPECT_TRUE(names_push_method(R"({"method":"wallet_history.subscribe"})"));
+    EXPECT_FALSE(names_push_method(R"({"method":"wallet_history.get_status"})"));
+    // Not one push call: routed as before (a batch, another method, bad JSON).
+    EXPECT_FALSE(push(R"([{"jsonrpc":"2.0","id":1,"method":"wallet_history.subscribe","params":{"accounts":["a1"]}}])"));
+    EXPECT_FALSE(push(R"({"jsonrpc":"2.0","id":1,"method":"x","params":{"note":"wallet_history.subscribe"}})"));
+    EXPECT_FALSE(push(R"({"jsonrpc":"2.0","method":"wallet_history.subscribe",)"));
+
+    auto ok = push(R"({"jsonrpc":"2.0","id":"s","method":"wallet_history.subscribe",)"
+                   R"("params":{"accounts":["bob","alice"],"op_types":["transfer"]}})");
+    ASSERT_TRUE(ok);
+    EXPECT_FALSE(ok->error);
+    EXPECT_EQ(ok->id_json, "\"s\"");
+    EXPECT_EQ(ok->accounts, (std::vector<std::string>{"alice", "bob"}));
+    EXPECT_EQ(ok->filter.op_types, (std::vector<std::string>{"transfer"}));
+
+    // A cursor made for one of the accounts, with the same filter.
+    PageQuery filter;
+    filter.op_types = {"transfer"};
+    wallet::CursorPosition position;
+    position.block_num = 7;
+    position.block_seq = 2;
+    position.role = "sender";
+    const std::string cursor = kCodec.encode(position, "bob", query_fingerprint(Method::GetWalletHistory, filter));
+    auto resumed = push(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.subscribe","params":{"accounts":["alice","bob"],)"
+                        R"("op_types":["transfer"],"cursor":")" + cursor + R"("}})");
+    ASSERT_TRUE(resumed && !resumed->error);
+    EXPECT_EQ(resumed->after_account, "bob");
+    EXPECT_EQ(resumed->after->block_num, 7);
+    auto other_filter = push(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.subscribe","params":{"accounts":["bob"],)"
+                             R"("cursor":")" + cursor + R"("}})");
+    ASSERT_TRUE(other_filter && other_filter->error);
+    EXPECT_EQ(other_filter->error->message, "invalid cursor");
+
+    auto too_many = push(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.subscribe","params":{"accounts":["a1","a2","a3"]}})");
+    ASSERT_TRUE(too_many && too_many->error);
+    EXPECT_EQ(too_many->error->message, "too many accounts (at most 2)");
+    auto unsubscribe = push(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.unsubscribe","params":{"subscription":"9"}})");
+    ASSERT_TRUE(unsubscribe && !unsubscribe->error);
+    EXPECT_EQ(unsubscribe->kind, PushRequest::Kind::Unsubscribe);
+    EXPECT_EQ(unsubscribe->subscription, "9");
+    auto extra = push(R"({"jsonrpc":"2.0","id":1,"method":"wallet_history.unsubscribe","params":{"subscription":"9","x":1}})");
+    ASSERT_TRUE(extra && extra->error);
+    EXPECT_EQ(extra->error->message, "unknown parameter");
+}

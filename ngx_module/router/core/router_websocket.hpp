@@ -19,6 +19,7 @@ inline constexpr std::uint16_t going_away = 1001;
 inline constexpr std::uint16_t protocol_error = 1002;
 inline constexpr std::uint16_t unsupported_data = 1003;
 inline constexpr std::uint16_t invalid_payload = 1007;
+inline constexpr std::uint16_t policy_violation = 1008;
 inline constexpr std::uint16_t too_big = 1009;
 inline constexpr std::uint16_t internal_error = 1011;
 }  // namespace close_code

@@ -165,11 +165,13 @@ public:
     // The schema of the given version (an older store, upgrade tests) or the latest.
     explicit ApiStack(std::optional<int> schema_version = std::nullopt) { settings_ = pg_.provision("wallet", schema_version); }
 
-    // Starts (or restarts) nginx; `env` adds to / overrides the database env.
-    void start_nginx(const std::map<std::string, std::string>& env = {}, int workers = 1) {
+    // Starts (or restarts) nginx; `env` adds to / overrides the database env;
+    // `http_config` replaces the API's own server (nginx_http_config()).
+    void start_nginx(const std::map<std::string, std::string>& env = {}, int workers = 1,
+                     const std::string& http_config = nginx_http_config()) {
         nginx_.reset();
         harness::NginxServer::Options options;
-        options.http_config = nginx_http_config();
+        options.http_config = http_config;
         options.workers = workers;
         options.env = pg_.env();
         options.env.erase("DB_PASSWORD");
