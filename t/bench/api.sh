@@ -371,7 +371,7 @@ run_scenario() {  # name paged(0/1) statement pgbench-vars...
   results+=" ${name}_p99_ms=${p99} ${name}_worker_us=${worker_us}"
   results+=" ${name}_floor_rps=${floor_rps} ${name}_floor_worker_us=${floor_us} ${name}_floor_ratio=${floor_ratio}"
   local cpu_ratio
-  cpu_ratio=$(awk -v w="$worker_us" -v f="$floor_us" 'BEGIN { printf "%.2f", f > 0 ? w / f : 0 }')
+  cpu_ratio=$(awk -v w="$worker_us" -v f="$floor_us" 'BEGIN { printf "%.2f", (f > 0 ? w / f : 0) }')
   results+=" ${name}_worker_floor_ratio=${cpu_ratio}"
   if [ -z "$worker_floor_ratio" ] || awk -v a="$cpu_ratio" -v b="$worker_floor_ratio" 'BEGIN { exit !(a > b) }'; then
     worker_floor_ratio=$cpu_ratio
