@@ -5,57 +5,69 @@
 
 namespace jsonrpc_router {
 
-void ClientRate::pay_back(Owed& owed, std::uint64_t now_ms, std::size_t rate) {
-    if (now_ms <= owed.at_ms) return;
-    const std::uint64_t elapsed = now_ms - owed.at_ms;
-    owed.at_ms = now_ms;
-    // elapsed * rate / 1000 without overflow: a long pause pays everything.
-    if (elapsed >= owed.bytes / rate * 1000 + 1000) {
-        owed.bytes = 0;
+void ClientRecord::pay_back(std::uint64_t now_ms, std::size_t rate) {
+    if (rate == 0) {  // no limit: nothing is owed
+        owed_bytes = 0;
         return;
     }
-    owed.bytes -= std::min(owed.bytes, elapsed * rate / 1000);
-}
-
-void ClientRate::forget_paid(std::uint64_t now_ms, std::size_t rate) {
-    for (auto it = owed_.begin(); it != owed_.end();) {
-        pay_back(it->second, now_ms, rate);
-        it = it->second.bytes == 0 ? owed_.erase(it) : std::next(it);
+    if (now_ms <= owed_at_ms) return;
+    const std::uint64_t elapsed = now_ms - owed_at_ms;
+    owed_at_ms = now_ms;
+    // elapsed * rate / 1000 without overflow: a long pause pays everything.
+    if (elapsed >= owed_bytes / rate * 1000 + 1000) {
+        owed_bytes = 0;
+        return;
     }
-    sweep_at_ = std::max<std::size_t>(1024, owed_.size() * 2);
+    owed_bytes -= std::min(owed_bytes, elapsed * rate / 1000);
 }
 
-void ClientRate::charge(const std::string& client, std::size_t bytes, std::uint64_t now_ms, std::size_t rate) {
+void ClientRecord::charge_rate(std::size_t bytes, std::uint64_t now_ms, std::size_t rate) {
     if (rate == 0 || bytes == 0) return;
-    auto [it, fresh] = owed_.try_emplace(client, Owed{0, now_ms});
-    if (!fresh) pay_back(it->second, now_ms, rate);
-    it->second.bytes += bytes;
-    if (owed_.size() > sweep_at_) forget_paid(now_ms, rate);
+    if (owed_bytes == 0) {
+        owed_at_ms = now_ms;  // nothing owed: the bucket starts full now
+    } else {
+        pay_back(now_ms, rate);
+    }
+    owed_bytes += bytes;
 }
 
-std::uint64_t ClientRate::wait_ms(const std::string& client, std::uint64_t now_ms, std::size_t rate, std::size_t burst) {
-    if (rate == 0) return 0;
-    auto it = owed_.find(client);
-    if (it == owed_.end()) return 0;
-    pay_back(it->second, now_ms, rate);
-    if (it->second.bytes == 0) {
-        owed_.erase(it);
-        return 0;
+std::uint64_t ClientRecord::rate_wait_ms(std::uint64_t now_ms, std::size_t rate, std::size_t burst) {
+    if (rate == 0 || owed_bytes == 0) return 0;
+    pay_back(now_ms, rate);
+    if (owed_bytes <= burst) return 0;
+    return ((owed_bytes - burst) * 1000 + rate - 1) / rate;
+}
+
+ClientRecord& ClientRecords::hold(std::string_view address, std::uint64_t now_ms, std::size_t rate) {
+    auto it = records_.find(address);
+    if (it == records_.end()) {
+        if (records_.size() >= sweep_at_) sweep(now_ms, rate);
+        it = records_.emplace(std::string(address), ClientRecord{}).first;
+        it->second.address = &it->first;
     }
-    if (it->second.bytes <= burst) return 0;
-    return ((it->second.bytes - burst) * 1000 + rate - 1) / rate;
+    ++it->second.holders;
+    return it->second;
+}
+
+void ClientRecords::sweep(std::uint64_t now_ms, std::size_t rate) {
+    for (auto it = records_.begin(); it != records_.end();) {
+        ClientRecord& record = it->second;
+        if (record.holders == 0) record.pay_back(now_ms, rate);
+        it = record.idle() ? records_.erase(it) : std::next(it);
+    }
+    sweep_at_ = std::max<std::size_t>(1024, records_.size() * 2);
 }
 
 void WsOutput::leave(OutputQueue& queue) { std::erase(queues_, &queue); }
 
-void WsOutput::add(const std::string& client, std::size_t bytes) {
-    by_client_.add(client, bytes);
+void WsOutput::add(ClientRecord* client, std::size_t bytes) {
+    if (client != nullptr) client->ws_output += bytes;
     total_ += bytes;
 }
 
-void WsOutput::remove(const std::string& client, std::size_t bytes) {
+void WsOutput::remove(ClientRecord* client, std::size_t bytes) {
     total_ -= std::min(total_, bytes);
-    by_client_.subtract(client, bytes);
+    if (client != nullptr) ClientRecord::subtract(client->ws_output, bytes);
 }
 
 void WsOutput::enforce(std::size_t budget) {

@@ -4,6 +4,7 @@
 // it is still starting its calls.
 #include "ngx_http_jsonrpc_router_exchange.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -30,7 +31,46 @@ std::string loggable(std::string_view text, std::size_t max = 100) {
     return out;
 }
 
+// The spare answer strings (spare_answer): about the answers a worker sends
+// at once; a string larger than kSpareAnswerBytes is let go.
+constexpr std::size_t kSpareAnswerBytes = 256 * 1024;
+struct SpareAnswers {
+    std::array<std::string, 16> texts;
+    std::size_t count = 0;
+};
+SpareAnswers spare_answers;
+
+// Plans of single calls that ended, for the next exchanges: their strings
+// keep their memory (up to kSparePlanBytes), so that planning a call of a
+// warm worker allocates nothing.
+constexpr std::size_t kSparePlanBytes = 4096;
+struct SparePlans {
+    std::array<router::RequestPlan, 16> plans;
+    std::size_t count = 0;
+};
+SparePlans spare_plans;
+
+std::size_t plan_bytes(const router::CallPlan& call) {
+    return call.id.capacity() + call.path.capacity() + call.method_json.capacity() + call.params_json.capacity() +
+           call.cache_key.capacity();
+}
+
+void give_back_plan(router::RequestPlan& plan) noexcept {
+    if (plan.batch || plan.calls.size() != 1 || plan_bytes(plan.calls[0]) > kSparePlanBytes) return;
+    if (spare_plans.count < spare_plans.plans.size()) spare_plans.plans[spare_plans.count++] = std::move(plan);
+}
+
 }  // namespace
+
+std::string spare_answer() {
+    if (spare_answers.count == 0) return {};
+    return std::move(spare_answers.texts[--spare_answers.count]);
+}
+
+void give_back_answer(std::string text) noexcept {
+    if (text.capacity() <= std::string().capacity() || text.capacity() > kSpareAnswerBytes) return;
+    if (spare_answers.count < spare_answers.texts.size()) spare_answers.texts[spare_answers.count++] = std::move(text);
+}
 
 using wallet::ngx::post_event;
 using wallet::ngx::unpost_event;
@@ -111,7 +151,9 @@ void Call::answer_cached(CacheSource source, std::string_view stored, std::size_
         answer_too_large(room);
         return;
     }
-    end(router::render_cached(result, plan().id));
+    std::string text = spare_answer();
+    router::render_cached(text, result, plan().id);
+    end(std::move(text));
 }
 
 void Call::release_followers() {
@@ -437,19 +479,28 @@ void CallArray::clear() {
 // ---- Exchange -------------------------------------------------------------------------
 
 Exchange::Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
-                   router::ClientTransport transport, std::string_view client)
+                   router::ClientTransport transport, ClientRecord* client)
     : instance_(instance), log_(log), owner_(owner), transport_(transport), client_(client),
       request_id_(Worker::get().next_request_id()) {}
 
 Exchange::~Exchange() {
     calls_.clear();  // cancels what is still with a target or the cache
-    if (client_calls_ > 0) Worker::get().client_calls().release(client_, client_calls_);
-    if (!client_.empty() && response_bytes_ > 0) Worker::get().client_calls().release_bytes(client_, response_bytes_);
+    give_back_plan(plan_);
+    if (client_ != nullptr) {
+        ClientRecord::subtract(client_->calls, client_calls_);
+        ClientRecord::subtract(client_->answer_bytes, response_bytes_);
+    }
+}
+
+const std::string& Exchange::client() const {
+    static const std::string none;
+    return client_ != nullptr ? *client_->address : none;
 }
 
 void Exchange::start(std::string_view body) {
     WALLET_FAULT_POINT("router.exchange_start");
-    plan_ = router::plan_request(body, instance_.table, instance_.limits);
+    if (spare_plans.count > 0) plan_ = std::move(spare_plans.plans[--spare_plans.count]);
+    router::plan_request(plan_, body, instance_.table, instance_.limits);
     count_request(instance_, transport_, plan_.error.has_value());
     if (plan_.error) {
         ngx_log_error(NGX_LOG_INFO, log_, 0, "jsonrpc_router: request_id=%s code=%d: %s", request_id_.c_str(),
@@ -461,10 +512,9 @@ void Exchange::start(std::string_view body) {
     }
     // The client's budget of calls in flight (in this worker): the calls
     // over it are answered with an error, the others go on.
-    const std::size_t granted = client_.empty() ? plan_.calls.size()
-                                                : Worker::get().client_calls().claim(client_, plan_.calls.size(),
-                                                                                     instance_.max_client_calls);
-    if (!client_.empty()) client_calls_ = granted;
+    const std::size_t granted = client_ == nullptr ? plan_.calls.size()
+                                                   : client_->claim_calls(plan_.calls.size(), instance_.max_client_calls);
+    if (client_ != nullptr) client_calls_ = granted;
     std::uint64_t refused = 0;
     for (std::size_t i = granted; i < plan_.calls.size(); ++i) {
         if (plan_.calls[i].error) continue;
@@ -515,7 +565,7 @@ void Exchange::call_finished() {
 
 AnswerRoom Exchange::room_for(std::size_t bytes) const {
     if (response_bytes_ + bytes > instance_.max_response) return AnswerRoom::OverRequest;
-    if (!client_.empty() && Worker::get().client_calls().bytes(client_) + bytes > instance_.max_client_response) {
+    if (client_ != nullptr && client_->answer_bytes + bytes > instance_.max_client_response) {
         return AnswerRoom::OverClient;
     }
     return AnswerRoom::Fits;
@@ -525,9 +575,9 @@ AnswerRoom Exchange::charge_response(std::size_t bytes) {
     const AnswerRoom room = room_for(bytes);
     if (room != AnswerRoom::Fits) return room;
     response_bytes_ += bytes;
-    if (!client_.empty()) {
-        Worker::get().client_calls().charge_bytes(client_, bytes);
-        Worker::get().client_rate().charge(client_, bytes, ngx_current_msec, instance_.client_rate);
+    if (client_ != nullptr) {
+        client_->answer_bytes += bytes;
+        client_->charge_rate(bytes, ngx_current_msec, instance_.client_rate);
     }
     return room;
 }

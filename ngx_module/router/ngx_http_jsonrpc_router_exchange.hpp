@@ -38,6 +38,12 @@ struct RequestId {
     operator std::string_view() const { return {text.data(), text.size() - 1}; }
 };
 
+// Answer texts: a worker keeps a few strings that answers were sent from,
+// so that a warm worker writes a cached answer without allocating. A
+// string given back keeps its memory (up to a bound) for the next answer.
+std::string spare_answer();
+void give_back_answer(std::string text) noexcept;
+
 // A transport to one target; it answers Calls through Call::upstream_*.
 class Upstream {
 public:
@@ -193,10 +199,10 @@ protected:
 
 class Exchange {
 public:
-    // `client`: the client's address (wallet::ngx::client_address), empty
-    // for the router's own polls.
+    // `client`: the record of the client's address, held by the owner for
+    // longer than this exchange; null for the router's own polls.
     Exchange(const RouterInstance& instance, ngx_log_t* log, ExchangeOwner& owner,
-             router::ClientTransport transport = router::ClientTransport::Http, std::string_view client = {});
+             router::ClientTransport transport = router::ClientTransport::Http, ClientRecord* client = nullptr);
     ~Exchange();
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
@@ -228,7 +234,8 @@ public:
     ngx_log_t* log() const { return log_; }
     const router::RequestPlan& plan() const { return plan_; }
     router::ClientTransport transport() const { return transport_; }
-    const std::string& client() const { return client_; }
+    // The client's address (empty for a poll).
+    const std::string& client() const;
     // Takes `bytes` of the request's answer budget (jsonrpc_router_max_response)
     // and of its client's (jsonrpc_router_max_client_response, held until
     // this exchange ends: for HTTP, once its answer is sent).
@@ -243,7 +250,7 @@ private:
     ngx_log_t* log_;
     ExchangeOwner& owner_;
     router::ClientTransport transport_;
-    std::string client_;
+    ClientRecord* client_;
     std::size_t client_calls_ = 0;  // this exchange's share of its client's calls in flight
     std::size_t response_bytes_ = 0;  // of the answers kept so far (and charged to the client)
     router::RequestPlan plan_;

@@ -66,9 +66,9 @@ struct RouterInstance {
 
     // How long `client` waits before its next request is read: it took more
     // than max_client_response beyond client_rate per second.
-    ngx_msec_t client_rate_wait(ClientRate& rates, const std::string& client) const {
-        if (client.empty()) return 0;
-        return static_cast<ngx_msec_t>(rates.wait_ms(client, ngx_current_msec, client_rate, max_client_response));
+    ngx_msec_t client_rate_wait(ClientRecord* client) const {
+        if (client == nullptr) return 0;
+        return static_cast<ngx_msec_t>(client->rate_wait_ms(ngx_current_msec, client_rate, max_client_response));
     }
     ngx_ssl_t* ssl = nullptr;                // client TLS context (https/wss targets)
     bool ssl_verify = true;

@@ -157,18 +157,22 @@ std::vector<RouterInstance*>& instances() {
 // jsonrpc_router_max_client_connections of them in this worker, the request
 // is refused: 503 with a JSON-RPC error, and the connection closes.
 static void release_connection(void* data) {
-    auto* client = static_cast<std::string*>(data);
-    jsonrpc_router::Worker::get().client_connections().release(*client);
+    auto* client = static_cast<jsonrpc_router::ClientHold*>(data);
+    jsonrpc_router::ClientRecord::subtract((*client)->connections, 1);
     std::destroy_at(client);
 }
 
 // Nothing when counted (until the request ends), else what the handler returns.
 static std::optional<ngx_int_t> claim_connection(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
-    // The address, as counted, lives in the request's pool until the release.
-    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(std::string));
+    // The address's record, as counted, is held from the request's pool until the release.
+    const std::string_view address = wallet::ngx::client_address(r);
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(jsonrpc_router::ClientHold));
     if (cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    auto* client = new (cleanup->data) std::string(wallet::ngx::client_address(r));
-    if (!jsonrpc_router::Worker::get().client_connections().claim(*client, conf.max_client_connections)) {
+    if (address.empty()) return std::nullopt;  // no address: nothing to count
+    auto* client = new (cleanup->data) jsonrpc_router::ClientHold(
+        jsonrpc_router::Worker::get().clients(), address, ngx_current_msec,
+        conf.instance != nullptr ? conf.instance->client_rate : 0);
+    if (!(*client)->claim_connection(conf.max_client_connections)) {
         std::destroy_at(client);
         r->keepalive = 0;
         if (conf.instance != nullptr) jsonrpc_router::count_limited(*conf.instance, router::Limit::ClientConnections);

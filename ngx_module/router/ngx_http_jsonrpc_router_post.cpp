@@ -21,8 +21,10 @@ namespace {
 class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance)
-        : r_(r), instance_(instance), client_(wallet::ngx::client_address(r)),
-          exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, client_) {
+        : r_(r), instance_(instance),
+          client_(jsonrpc_router::Worker::get().clients(), wallet::ngx::client_address(r), ngx_current_msec,
+                  instance.client_rate),
+          exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, client_.get()) {
         rate_timer_.handler = wallet::ngx::guarded<"jsonrpc_router: client rate", on_rate_timer, fail_rate_timer>;
         rate_timer_.data = this;
         rate_timer_.log = r->connection->log;
@@ -30,6 +32,7 @@ public:
     }
     ~HttpJob() {
         if (rate_timer_.timer_set) ngx_del_timer(&rate_timer_);
+        jsonrpc_router::give_back_answer(std::move(response_));
     }
     HttpJob(const HttpJob&) = delete;
     HttpJob& operator=(const HttpJob&) = delete;
@@ -38,7 +41,7 @@ public:
     // jsonrpc_router_client_rate, keeps the body until it has paid back.
     void start(std::string_view body) {
         started = true;
-        if (const ngx_msec_t wait = instance_.client_rate_wait(jsonrpc_router::Worker::get().client_rate(), client_)) {
+        if (const ngx_msec_t wait = instance_.client_rate_wait(client_.get())) {
             body_.assign(body);
             ngx_add_timer(&rate_timer_, wait);
             return;
@@ -95,7 +98,7 @@ private:
 
     ngx_http_request_t* r_;
     const RouterInstance& instance_;
-    std::string client_;
+    jsonrpc_router::ClientHold client_;  // held while the exchange lives (declared before it)
     ngx_event_t rate_timer_{};
     std::string body_;  // a request waiting for its client's rate
     Exchange exchange_;

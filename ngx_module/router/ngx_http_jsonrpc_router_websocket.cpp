@@ -23,6 +23,7 @@
 #include "router_http.hpp"
 #include "router_websocket.hpp"
 
+using jsonrpc_router::ClientHold;
 using jsonrpc_router::Exchange;
 using jsonrpc_router::ExchangeOwner;
 using jsonrpc_router::OutputQueue;
@@ -56,7 +57,8 @@ constexpr std::uint16_t kCloseTryAgainLater = 1013;
 class Session final : public ExchangeOwner, public OutputQueue, public wallet::push::Client {
 public:
     Session(ngx_http_request_t* r, ngx_http_jsonrpc_router_loc_conf_t* conf)
-        : r_(r), c_(r->connection), conf_(conf), client_(wallet::ngx::client_address(r)),
+        : r_(r), c_(r->connection), conf_(conf), client_(Worker::get().clients(), wallet::ngx::client_address(r), ngx_current_msec,
+                  conf->instance->client_rate),
           decoder_(ws::Decoder::Role::Server, conf->max_body) {
         for (ngx_event_t* ev : {&idle_timer_, &ping_timer_, &send_timer_, &budget_timer_}) {
             ev->data = this;
@@ -236,17 +238,16 @@ private:
     }
 
     // The address took more answer bytes than jsonrpc_router_client_rate allows.
-    bool client_over_rate() const { return conf_->instance->client_rate_wait(Worker::get().client_rate(), client_) > 0; }
+    bool client_over_rate() const { return conf_->instance->client_rate_wait(client_.get()) > 0; }
 
     // The answers waiting for the address (on all its connections) are over its budget.
     bool client_output_over() const {
-        return !client_.empty() && Worker::get().ws_output().of(client_) > conf_->ws_client_output;
+        return client_ && client_->ws_output > conf_->ws_client_output;
     }
 
     // Every call of the address's budget is in flight (on any of its connections).
     bool client_budget_spent() const {
-        return conf_->max_client_calls > 0 && !client_.empty() &&
-               Worker::get().client_calls().in_flight(client_) >= conf_->max_client_calls;
+        return conf_->max_client_calls > 0 && client_ && client_->calls >= conf_->max_client_calls;
     }
 
     void pause() {
@@ -327,7 +328,7 @@ private:
 
     void start_exchange(std::string message) {
         inflight_.push_back(std::make_unique<Exchange>(*conf_->instance, c_->log, *this, router::ClientTransport::WebSocket,
-                                                       client_));
+                                                       client_.get()));
         auto it = std::prev(inflight_.end());
         Exchange* exchange = it->get();
         inflight_index_.emplace(exchange, it);
@@ -355,14 +356,14 @@ private:
         }
         out_bytes_ += n;
         queued_total_ += n;
-        Worker::get().ws_output().add(client_, n);
+        Worker::get().ws_output().add(client_.get(), n);
         jsonrpc_router::count_ws_output(*conf_->instance, static_cast<std::int64_t>(n));
     }
 
     // `n` bytes of the queue are gone (sent or dropped).
     void release(std::size_t n) {
         out_bytes_ -= n;
-        Worker::get().ws_output().remove(client_, n);
+        Worker::get().ws_output().remove(client_.get(), n);
         jsonrpc_router::count_ws_output(*conf_->instance, -static_cast<std::int64_t>(n));
     }
 
@@ -433,7 +434,7 @@ private:
     ngx_http_request_t* r_;
     ngx_connection_t* c_;
     ngx_http_jsonrpc_router_loc_conf_t* conf_;
-    std::string client_;  // the address whose budget of calls this connection shares
+    ClientHold client_;  // the address whose budget of calls this connection shares
     ws::Decoder decoder_;
     std::deque<std::string> out_;      // bytes to send, small frames coalesced; the front partly sent
     std::size_t out_sent_ = 0;         // of the front

@@ -15,9 +15,11 @@
 # from round to round (see pgbench_window).
 # Ends with `RESULT api page_ratio=<smallest API/pgbench ratio of the paged
 # methods> totals_ratio=<the same of lifetime totals> totals_p99_ms=<p99 of
-# lifetime totals of the big account>` and further figures, among them
+# lifetime totals of the big account> worker_floor_ratio=<the largest
+# <scenario>_worker_floor_ratio>` and further figures, among them
 # <scenario>_worker_us: the nginx worker's CPU time per request over the
-# scenario's wrk rounds (its schedstat run time), and
+# scenario's wrk rounds (its schedstat run time), <scenario>_worker_floor_ratio:
+# worker_us / floor_worker_us (issue #31's goal: at most 2), and
 # big_first_page_default_pool_ratio: a second nginx with the pool at its
 # shipped default (10) against the same rounds' pgbench.
 # The HTTP floor: in every round the same nginx and client also exchange the
@@ -301,6 +303,7 @@ callgrind_scenario() {  # name
 
 results=""
 min_ratio=""
+worker_floor_ratio=""  # the largest worker_us / floor_worker_us of the scenarios
 totals_p99=""
 totals_ratio=""
 run_scenario() {  # name paged(0/1) statement pgbench-vars...
@@ -367,6 +370,12 @@ run_scenario() {  # name paged(0/1) statement pgbench-vars...
   if [ "$name" != totals ]; then results+=" ${name}_ratio=${ratio}"; fi  # totals_ratio leads the line
   results+=" ${name}_p99_ms=${p99} ${name}_worker_us=${worker_us}"
   results+=" ${name}_floor_rps=${floor_rps} ${name}_floor_worker_us=${floor_us} ${name}_floor_ratio=${floor_ratio}"
+  local cpu_ratio
+  cpu_ratio=$(awk -v w="$worker_us" -v f="$floor_us" 'BEGIN { printf "%.2f", (f > 0 ? w / f : 0) }')
+  results+=" ${name}_worker_floor_ratio=${cpu_ratio}"
+  if [ -z "$worker_floor_ratio" ] || awk -v a="$cpu_ratio" -v b="$worker_floor_ratio" 'BEGIN { exit !(a > b) }'; then
+    worker_floor_ratio=$cpu_ratio
+  fi
   if [ "$with_default_pool" = 1 ]; then
     log "$name: API with the default pool ($default_pool_size) ${pools[*]} req/s; ratio ${pool_ratios[*]}"
     results+=" ${name}_default_pool_api_rps=$(median <<<"${pools[*]}") ${name}_default_pool_ratio=$(median <<<"${pool_ratios[*]}")"
@@ -403,4 +412,4 @@ if [ -n "$callgrind_requests" ]; then
   echo "RESULT api_callgrind${results} requests_per_scenario=${callgrind_requests} api_pool=${pool_size} rows=${total_rows}"
   exit 0
 fi
-echo "RESULT api page_ratio=${min_ratio} totals_ratio=${totals_ratio} totals_p99_ms=${totals_p99}${results} api_pool=${pool_size} api_workers=${workers} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"
+echo "RESULT api page_ratio=${min_ratio} totals_ratio=${totals_ratio} totals_p99_ms=${totals_p99} worker_floor_ratio=${worker_floor_ratio}${results} api_pool=${pool_size} api_workers=${workers} rows=${total_rows} load_seconds=${load_seconds} big_account_aggregate_rows=${agg_rows}"

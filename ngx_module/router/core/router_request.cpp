@@ -24,7 +24,10 @@ constexpr std::size_t kMaxReadableKeyParams = 200;
 
 jsonrpc::ErrorInfo invalid(std::string message) { return {rpc::kInvalidRequest, std::move(message)}; }
 
+// A plan reused from an earlier request keeps its strings' memory: the
+// strings are assigned here, not replaced.
 void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& table, CallPlan& call) {
+    call.reset();
     if (doc.kind(node) != JsonKind::Object) {
         call.error = invalid("Invalid Request: not a JSON-RPC request object");
         return;
@@ -51,7 +54,7 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
     // this call is refused, with its id unless that is what is named twice.
     if (doc.has_duplicate_keys(node)) {
         if (id && !id_twice && (doc.kind(*id) == JsonKind::String || doc.kind(*id) == JsonKind::Number)) {
-            call.id = std::string(doc.text(*id));
+            call.id.assign(doc.text(*id));
         }
         call.error = invalid("Invalid Request: an object names a member twice");
         return;
@@ -62,7 +65,7 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
             call.error = invalid("Invalid Request: id must be a string, a number or null");
             return;
         }
-        call.id = std::string(doc.text(*id));
+        call.id.assign(doc.text(*id));
     }
     std::string version_scratch;
     if (!version || doc.kind(*version) != JsonKind::String || doc.string_view_of(*version, version_scratch) != "2.0") {
@@ -157,15 +160,15 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         // A method named directly and written without escapes is its path
         // quoted (the upstream body writes it from there, no copy of its own).
         if (legacy || doc.text(*method).size() != method_name.size() + 2) {
-            call.method_json = std::string(doc.text(*method));
+            call.method_json.assign(doc.text(*method));
         }
-        if (params) call.params_json = std::string(doc.text(*params));
+        if (params) call.params_json.assign(doc.text(*params));
     }
 
     if (call.route->expire_if_reversible && inner_params_node) call.block = block_of_params(doc, *inner_params_node);
     if (call.ttl > 0 || call.route->expire_if_reversible) {
         std::string canonical = inner_params_node ? doc.canonical(*inner_params_node) : std::string("null");
-        call.cache_key = cache_key(call.path, canonical);
+        write_cache_key(call.cache_key, call.path, canonical);
     }
 }
 
@@ -223,6 +226,19 @@ std::string target_cache_tag(const Target& target) {
     return target.name + "@" + sha256_hex(urls).substr(0, 8) + ":";
 }
 
+void CallPlan::reset() {
+    id.assign("null");
+    error.reset();
+    path.clear();
+    write = false;
+    route = nullptr;
+    method_json.clear();
+    params_json.clear();
+    cache_key.clear();
+    ttl = 0;
+    block.reset();
+}
+
 std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
     std::string out;
     append_upstream_body(out, upstream_id);
@@ -252,6 +268,12 @@ void CallPlan::append_upstream_body(std::string& out, std::uint64_t upstream_id)
 
 std::string cache_key(std::string_view path, std::string_view canonical_params) {
     std::string key;
+    write_cache_key(key, path, canonical_params);
+    return key;
+}
+
+void write_cache_key(std::string& key, std::string_view path, std::string_view canonical_params) {
+    key.clear();
     key.reserve(path.size() + 1 + std::min(canonical_params.size(), kMaxReadableKeyParams + 1));
     key += path;
     key += ' ';
@@ -261,42 +283,48 @@ std::string cache_key(std::string_view path, std::string_view canonical_params) 
         key += "sha256:";
         key += sha256_hex(canonical_params);
     }
-    return key;
 }
 
 RequestPlan plan_request(std::string_view body, const RoutingTable& table, const RequestLimits& limits) {
     RequestPlan plan;
+    plan_request(plan, body, table, limits);
+    return plan;
+}
+
+void plan_request(RequestPlan& plan, std::string_view body, const RoutingTable& table, const RequestLimits& limits) {
+    plan.batch = false;
+    plan.error.reset();
+    plan.calls.resize(0);
     ScratchDocument scratch;
     JsonDocument& doc = *scratch;
     JsonParseStatus status = doc.parse(body, limits.max_depth + 1);
     if (status == JsonParseStatus::TooDeep) {
         plan.error = invalid("Invalid Request: nesting deeper than " + std::to_string(limits.max_depth));
-        return plan;
+        return;
     }
     if (status != JsonParseStatus::Ok) {
         plan.error = jsonrpc::ErrorInfo{rpc::kParseError, "Parse error: " + doc.error()};
-        return plan;
+        return;
     }
     if (doc.kind(0) == JsonKind::Array) {
         plan.batch = true;
         std::size_t count = doc.node(0).count;
         if (count == 0) {
             plan.error = invalid("Invalid Request: empty batch");
-            return plan;
+            return;
         }
         if (count > limits.max_batch) {
             plan.error = jsonrpc::ErrorInfo{code::batch_too_large, "JSONRPC batch size of " + std::to_string(count) +
                                                                        " exceeds " + std::to_string(limits.max_batch)};
-            return plan;
+            return;
         }
         auto elements = doc.children(0);
         plan.calls.resize(elements.size());
         for (std::size_t i = 0; i < elements.size(); ++i) plan_call(doc, elements[i], table, plan.calls[i]);
-        return plan;
+        return;
     }
     plan.calls.resize(1);
     plan_call(doc, 0, table, plan.calls[0]);
-    return plan;
 }
 
 UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits) {
@@ -352,13 +380,18 @@ std::size_t cached_response_size(std::string_view result, std::string_view calle
 
 std::string render_cached(std::string_view result, std::string_view caller_id) {
     std::string out;
+    render_cached(out, result, caller_id);
+    return out;
+}
+
+void render_cached(std::string& out, std::string_view result, std::string_view caller_id) {
+    out.clear();
     out.reserve(cached_response_size(result, caller_id));
     out += kCachedHead;
     out += result;
     out += kIdMember;
     out += caller_id;
     out += '}';
-    return out;
 }
 
 std::optional<std::uint64_t> reply_upstream_id(std::string_view body) {

@@ -39,22 +39,63 @@ struct CallPlan {
     // expire_if_reversible only; see block_of_params).
     std::optional<std::uint64_t> block;
 
+    // Back to a new CallPlan's values, keeping the strings' memory.
+    void reset();
+
     // The request sent to the target, with the proxy's own id.
     std::string upstream_body(std::uint64_t upstream_id) const;
     void append_upstream_body(std::string& out, std::uint64_t upstream_id) const;
 };
 
+// The calls of a request: a single call (most requests) is held in place,
+// without an allocation; a batch's calls in a vector. Both keep their
+// memory when the plan is used again (plan_request into an earlier plan).
+class CallPlans {
+public:
+    std::size_t size() const { return in_place_ ? 1 : many_.size(); }
+    bool empty() const { return size() == 0; }
+    CallPlan* begin() { return in_place_ ? &one_ : many_.data(); }
+    CallPlan* end() { return begin() + size(); }
+    const CallPlan* begin() const { return in_place_ ? &one_ : many_.data(); }
+    const CallPlan* end() const { return begin() + size(); }
+    CallPlan& operator[](std::size_t i) { return begin()[i]; }
+    const CallPlan& operator[](std::size_t i) const { return begin()[i]; }
+    // Calls added are as a new CallPlan.
+    void resize(std::size_t n) {
+        if (n == 1 && many_.empty()) {
+            if (!in_place_) one_.reset();
+            in_place_ = true;
+            return;
+        }
+        if (in_place_ && n > 1) many_.push_back(std::move(one_));
+        in_place_ = false;
+        many_.resize(n);
+    }
+    void push_back(CallPlan call) {
+        resize(size() + 1);
+        (*this)[size() - 1] = std::move(call);
+    }
+
+private:
+    bool in_place_ = false;  // the one call is one_
+    CallPlan one_;
+    std::vector<CallPlan> many_;
+};
+
 struct RequestPlan {
     bool batch = false;
     std::optional<jsonrpc::ErrorInfo> error;  // the whole body failed (answered with id null)
-    std::vector<CallPlan> calls;
+    CallPlans calls;
 };
 
 RequestPlan plan_request(std::string_view body, const RoutingTable& table, const RequestLimits& limits);
+// The same into `plan`, whose memory (a plan of an earlier request) is reused.
+void plan_request(RequestPlan& plan, std::string_view body, const RoutingTable& table, const RequestLimits& limits);
 
 // The cache key of api.method + params (canonical form: compact, object keys
 // sorted); long params are hashed.
 std::string cache_key(std::string_view path, std::string_view canonical_params);
+void write_cache_key(std::string& key, std::string_view path, std::string_view canonical_params);
 // What a target's cache keys start with: "<name>@<8 hex of its URLs' hash>:",
 // so that two routing tables (two chains) in one Redis never share an entry,
 // while every nginx with the same target does.
@@ -75,6 +116,8 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
 
 // A response built from a cached result, with the caller's id.
 std::string render_cached(std::string_view result, std::string_view caller_id);
+// The same written to `out` (replacing what it held; its memory is reused).
+void render_cached(std::string& out, std::string_view result, std::string_view caller_id);
 // render_cached(result, caller_id).size(), without building it.
 std::size_t cached_response_size(std::string_view result, std::string_view caller_id);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "jsonrpc_error.hpp"
 #include "jsonrpc_json.hpp"
@@ -417,6 +418,42 @@ TEST(RouterRequest, DottedAndLegacyFormsNormalizeToOnePath) {
     // Legacy requests go upstream as sent.
     EXPECT_EQ(legacy.calls[0].upstream_body(9),
               R"({"jsonrpc":"2.0","method":"call","params":["condenser_api","get_content",["a", "b"]],"id":9})");
+}
+
+// A plan planned again (an exchange's plan reused from an earlier request)
+// is the plan of a new one: nothing of the earlier call is left.
+TEST(RouterRequest, PlanningIntoAnEarlierPlanLeavesNothingOfIt) {
+    RoutingTable t = small_table();
+    RequestLimits limits;
+    const std::vector<std::string> bodies = {
+        R"({"jsonrpc":"2.0","method":"call","params":["condenser_api","get_content",["a", "b"]],"id":"x"})",
+        R"({"jsonrpc":"2.0","method":"database_api.get_x","params":{"k":1},"id":1})",
+        R"([{"jsonrpc":"2.0","method":"condenser_api.get_content","params":["a"],"id":1},{"jsonrpc":"2.0","id":2}])",
+        R"({"jsonrpc":"2.0","method":"bridge.get_post","id":7})",
+        R"({"jsonrpc":"2.0","method":"no_such.method","id":3})",
+        R"({"jsonrpc":"2.0","method":)",
+        R"({"jsonrpc":"2.0","method":"condenser_api.get_content","params":["c"],"id":4})",
+    };
+    auto same = [](const CallPlan& a, const CallPlan& b) {
+        return a.id == b.id && a.error.has_value() == b.error.has_value() &&
+               (!a.error || (a.error->code == b.error->code && a.error->message == b.error->message)) &&
+               a.path == b.path && a.write == b.write && a.route == b.route && a.method_json == b.method_json &&
+               a.params_json == b.params_json && a.cache_key == b.cache_key && a.ttl == b.ttl && a.block == b.block;
+    };
+    RequestPlan reused;
+    for (const std::string& first : bodies) {
+        for (const std::string& second : bodies) {
+            plan_request(reused, first, t, limits);
+            plan_request(reused, second, t, limits);
+            const RequestPlan fresh = plan_request(second, t, limits);
+            ASSERT_EQ(reused.batch, fresh.batch) << first << " then " << second;
+            ASSERT_EQ(reused.error.has_value(), fresh.error.has_value()) << first << " then " << second;
+            ASSERT_EQ(reused.calls.size(), fresh.calls.size()) << first << " then " << second;
+            for (std::size_t i = 0; i < fresh.calls.size(); ++i) {
+                EXPECT_TRUE(same(reused.calls[i], fresh.calls[i])) << first << " then " << second << ": call " << i;
+            }
+        }
+    }
 }
 
 TEST(RouterRequest, TranslationOnlyWhenTrue) {
