@@ -164,6 +164,15 @@ load_seconds=$(calc "round($end - $start, 1)")
 events=$(q -c "SELECT count(*) FROM wallet_events")
 load_rows_per_s=$(calc "round($events / $load_seconds)")
 cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)") pg_loading_cpu_us_per_event=$(calc "round(($pg_load_cpu - $pg_build_cpu) * 1e6 / $events, 2)")"
+# The loader's own CPU per event against PostgreSQL's COPY of the same rows
+# (measured in (b)): loader_cpu_ratio (issue 31: at most 1).
+loader_cpu_us=$(calc "round($loader_cpu * 1e6 / $events, 2)")
+# The load time at 3 billion events: from this run's rows/s (wall clock), and
+# from its measured CPU parts with the nodes on other hosts: the loader's and
+# PostgreSQL's CPU per event over this machine's cores, all busy.
+cores=$(nproc)
+projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
+projected_cpu_hours=$(calc "round(3e9 * ($loader_cpu + $pg_load_cpu) / $events / $cores / 3600, 1)")
 build_seconds=$(sed -n 's/.*build: done in \([0-9.]*\) s.*/\1/p' "$work/backfill.log" | tail -1)
 log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s, build ${build_seconds:-none} s; load average $load_average)"
 log "CPU seconds of the load: simulator $sim_cpu, loader $loader_cpu, PostgreSQL $pg_load_cpu ($cpu_per_event)"
@@ -250,7 +259,9 @@ copy_cpu_us_per_event=$(calc "round(($(bench_pg_cpu "$work") - $pg_cpu_before) *
 copy_seconds=$(calc "round($end - $start, 1)")
 copy_rows_per_s=$(calc "round($events / ($end - $start))")
 load_ratio=$(calc "round($load_rows_per_s / $copy_rows_per_s, 3)")
+loader_cpu_ratio=$(calc "round($loader_cpu_us / $copy_cpu_us_per_event, 3)")
 log "COPY into unindexed tables: $events events (and their accounts and blocks) in $copy_seconds s ($copy_rows_per_s rows/s, PostgreSQL CPU $copy_cpu_us_per_event µs per event)"
+log "loader CPU $loader_cpu_us µs per event: $loader_cpu_ratio of COPY's (simulator $(calc "round($sim_cpu * 1e6 / $events, 2)") µs)"
 for table in "${tables[@]}"; do q -c "DROP TABLE copy_$table"; rm -f "$work/data/$table.copy"; done
 
 # ---- (b2) ways of the account-order rewrite (BENCH_BUILD_COMPARE set) -----------------
@@ -308,7 +319,8 @@ fi
 if [ -n "${BENCH_LOAD_ONLY:-}" ]; then  # for work on the loader: (a) and (b) only
   echo "RESULT scale events=$events load_ratio=$load_ratio load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s" \
     "bytes_per_event=$bytes_per_event load_seconds=$load_seconds build_seconds=${build_seconds:-na} $cpu_per_event" \
-    "copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
+    "copy_cpu_us_per_event=$copy_cpu_us_per_event loader_cpu_ratio=$loader_cpu_ratio projected_load_hours_3e9=$projected_hours" \
+    "projected_cpu_load_hours_3e9=$projected_cpu_hours sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
   if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi
   exit 0
 fi
@@ -479,14 +491,14 @@ fi
 
 # ---- (e) projection --------------------------------------------------------------------------
 projected_tb=$(calc "round($bytes_per_event * 3e9 / 1e12, 2)")
-projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
 
 echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$load_ratio buffers_per_page=$buffers_per_page" \
   "cold_page_ratio=$cold_page_ratio projected_tb_3e9=$projected_tb projected_load_hours_3e9=$projected_hours" \
   "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
   "cold_pages_per_s=$cold_pages_per_s cold_reads_per_page=$cold_reads ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
-  "build_seconds=${build_seconds:-na} $cpu_per_event copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu" \
+  "build_seconds=${build_seconds:-na} $cpu_per_event copy_cpu_us_per_event=$copy_cpu_us_per_event loader_cpu_ratio=$loader_cpu_ratio" \
+  "projected_cpu_load_hours_3e9=$projected_cpu_hours sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu" \
   "reorder_seconds=$reorder_seconds load_average=\"$load_average\" cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)
