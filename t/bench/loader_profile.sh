@@ -63,16 +63,15 @@ inclusive=$(callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.
 # The inclusive count of the first function whose name matches.
 part() { awk -v re="$1" '$1 ~ /^[0-9,]+$/ && $0 ~ re { gsub(",", "", $1); print $1; exit }' <<<"$inclusive"; }
 per_event() { python3 -c "print(round(${1:-0} / $events))"; }
-connect=$(part 'pg::connect')
-fetch=$(part 'NodeClient::get_ops_in_blocks')
-scan=$(part 'scan_entry_list')
-decode=$(part 'decode_block_entries')
-write=$(part 'store::insert_events')
-rows=$(part 'render_rows')
-copy=$(part 'copy_rows')
+# Each part by the function that stands for it.
+declare -A count
+for spec in connect=pg::connect fetch=NodeClient::get_ops_in_blocks scan=scan_entry_list \
+            decode=decode_block_entries write=store::insert_events rows=render_rows copy=copy_rows; do
+  count[${spec%%=*}]=$(part "${spec#*=}")
+done
 log "top functions by their own instructions:"
 callgrind_annotate --threshold=90 "$work/callgrind.out" 2>/dev/null | sed -n '/file:function/,$p' | sed -n '1,40p' >&2
+parts=""
+for name in fetch scan decode write rows copy; do parts+=" ${name}_per_event=$(per_event "${count[$name]}")"; done
 echo "RESULT loader_profile events=$events instructions_per_event=$(per_event "$total")" \
-  "without_connect_per_event=$(per_event "$((total - ${connect:-0}))") fetch_per_event=$(per_event "$fetch")" \
-  "scan_per_event=$(per_event "$scan") decode_per_event=$(per_event "$decode") write_per_event=$(per_event "$write")" \
-  "rows_per_event=$(per_event "$rows") copy_per_event=$(per_event "$copy") blocks=$blocks"
+  "without_connect_per_event=$(per_event "$((total - ${count[connect]:-0}))")$parts blocks=$blocks"
