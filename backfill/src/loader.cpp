@@ -212,7 +212,7 @@ bool Loader::load_shard(WorkerState& state, PGconn*& conn, PgConnPtr& owned, Poo
         }
         std::vector<WalletEvent> events;
         for (const auto& block : *blocks) {
-            auto decoded = decode_block_entries(block.entries, options_.assets);
+            auto decoded = decode_block_entries(block.entries, options_.assets, &options_.forks);
             if (!decoded) {
                 // Not a node hiccup: every node serves the same block. The
                 // shard waits for an operator; the rest of the range goes on.

@@ -1154,7 +1154,31 @@ Result<RawEntry> scan_entry(std::string_view entry_text) {
     return entry;
 }
 
-Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets) {
+namespace {
+
+// The balance changes of a read operation (operation_balance_changes):
+// those of the null account and zero sums left out. Throws DecodeFailure.
+std::vector<CarriedBalanceChange> read_balance_changes(const NodeOperation& op, std::int64_t block,
+                                                       const AssetTable& assets, const HardforkSchedule& forks) {
+    const OpFields f(op, assets);
+    std::vector<CarriedBalanceChange> changes;
+    for (auto& carried : operation_balance_changes(f, block, forks, assets)) {
+        const BalanceChange& change = carried.change;
+        if (change.account == kNullAccount) continue;
+        if (change.kind == ChangeKind::add && change.amount.is_zero()) continue;
+        changes.push_back(std::move(carried));
+    }
+    return changes;
+}
+
+std::string balance_failure(std::int64_t block, std::string_view op_type, const DecodeFailure& failure) {
+    return "block " + std::to_string(block) + " " + std::string(op_type) + ": " + failure.what();
+}
+
+}  // namespace
+
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets,
+                                                      const HardforkSchedule* forks) {
     std::vector<WalletEvent> events;
     BlockWalker walker;
     for (std::size_t index = 0; index < entries.size(); ++index) {
@@ -1169,6 +1193,16 @@ Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry
             if (op.type != raw.type || envelope.block_num != raw.block) throw DecodeFailure("entry changed between scan and parse");
             auto decoded = decode_body(op, envelope, position, std::make_shared<const std::string>(raw.text), assets);
             if (!decoded) return make_error(decoded.error());
+            if (forks != nullptr && !decoded->empty()) {
+                // From the tape the events were read from: the payload is not parsed again.
+                auto read = std::make_shared<OperationBalanceChanges>(OperationBalanceChanges{*forks, make_error("")});
+                try {
+                    read->changes = read_balance_changes(op, envelope.block_num, assets, *forks);
+                } catch (const DecodeFailure& failure) {
+                    read->changes = make_error(balance_failure(envelope.block_num, op.type, failure));
+                }
+                for (auto& event : decoded.value()) event.balance_changes = read;
+            }
             for (auto& event : decoded.value()) events.push_back(std::move(event));
         } catch (const DecodeFailure& failure) {
             return make_error("operation " + std::to_string(index) + " of the block list: " + failure.what());
@@ -1187,18 +1221,16 @@ Result<std::vector<CarriedBalanceChange>> operation_balance_changes(const Wallet
         const View op_value = root.is_object() && root.member("op") ? root.member("op") : root;
         const NodeOperation op = read_operation(op_value);
         if (op.type != event.op_type) return make_error("balance changes: the payload is not a " + event.op_type);
-        const OpFields f(op, assets);
-        std::vector<CarriedBalanceChange> changes;
-        for (auto& carried : operation_balance_changes(f, event.block_num, forks, assets)) {
-            const BalanceChange& change = carried.change;
-            if (change.account == kNullAccount) continue;
-            if (change.kind == ChangeKind::add && change.amount.is_zero()) continue;
-            changes.push_back(std::move(carried));
-        }
-        return changes;
+        return read_balance_changes(op, event.block_num, assets, forks);
     } catch (const DecodeFailure& failure) {
-        return make_error("block " + std::to_string(event.block_num) + " " + event.op_type + ": " + failure.what());
+        return make_error(balance_failure(event.block_num, event.op_type, failure));
     }
+}
+
+Result<std::vector<CarriedBalanceChange>> event_balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                                const HardforkSchedule& forks) {
+    if (event.balance_changes && event.balance_changes->forks == forks) return event.balance_changes->changes;
+    return operation_balance_changes(event, assets, forks);
 }
 
 Result<std::vector<BalanceChange>> balance_changes(const WalletEvent& event, const AssetTable& assets,

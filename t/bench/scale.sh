@@ -21,7 +21,10 @@
 #       loading (pg_loading) and while building (pg_build), and PostgreSQL
 #       for the COPY baseline; the build's seconds, and each build step's
 #       with PostgreSQL's CPU seconds (all its processes, autovacuum too;
-#       steps that run at once are counted together);
+#       steps that run at once are counted together); the loader's CPU by
+#       phase (loading; the balance snapshot pass after the build, with
+#       PostgreSQL's) and against the COPY baseline's: loader_cpu_ratio (all
+#       of it), loader_loading_cpu_ratio (loading alone; issue 31: at most 1);
 #   (b2) with BENCH_BUILD_COMPARE set: the build's account-order rewrite
 #       (keyset index, CLUSTER) against a sorted copy (INSERT .. ORDER BY,
 #       CREATE TABLE AS with a parallel sort) on a block-order copy of the
@@ -48,11 +51,14 @@
 #       it this part is skipped (cold_page_ratio=na);
 #   (e) the projection to 3 billion events: bytes and load time scale
 #       linearly from this run (index builds grow slightly faster than
-#       linearly, so the hours are a lower bound).
+#       linearly, so the hours are a lower bound); projected_cpu_load_hours_3e9
+#       from the measured CPU parts instead: the loader's and PostgreSQL's CPU
+#       per event over this machine's cores (the nodes on other hosts).
 # Ends with `RESULT scale events=.. bytes_per_event=.. load_ratio=..
 # buffers_per_page=.. cold_page_ratio=.. projected_tb_3e9=..
-# projected_load_hours_3e9=..` and the baselines' absolute figures and the
-# parts' bytes per event.
+# projected_load_hours_3e9=..` and the baselines' absolute figures, the
+# parts' bytes per event and the CPU per event of each side
+# (loader_cpu_us_per_event=.. copy_cpu_us_per_event=.. loader_cpu_ratio=..).
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (default
 # 470000: 10.1 million events; the whole run took 8 minutes on the two-core
@@ -119,22 +125,33 @@ log "loading $blocks blocks: wallet-backfill $load_args ($workers workers)"
 read -r -a load_argv <<<"$load_args"
 sim_cpu_before=$(bench_proc_cpu "$sim_pid")
 pg_cpu_before=$(bench_pg_cpu "$work")
-# PostgreSQL's CPU when the build begins splits its share into loading and building.
+start=$(now)
+BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
+  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' /usr/bin/time -f "%U %S" -o "$work/backfill.time" \
+  "$backfill" "${load_argv[@]}" 2>"$work/backfill.log" &
+loader_wrapper=$!
+# The loader's CPU seconds so far (it is the child of /usr/bin/time).
+loader_cpu_now() { bench_proc_cpu "$(ps --ppid "$loader_wrapper" -o pid= | awk 'NR == 1 { print $1 }')"; }
+# PostgreSQL's and the loader's CPU when the build begins split their shares
+# into loading and building; when the build is done, into building and the
+# balance snapshot pass (which runs after it, in the loader).
 # Then at each build step's commit: PostgreSQL's CPU per step (steps that run
 # at once commit together: the first of them takes their CPU).
 ( while ! grep -q "build: blocks" "$work/backfill.log" 2>/dev/null; do sleep 0.2; [ -e "$work/loaded" ] && exit; done
   bench_pg_cpu "$work" >"$work/pg_cpu_at_build"
+  loader_cpu_now >"$work/loader_cpu_at_build"
   seen=0
   while [ ! -e "$work/loaded" ]; do
     done_steps=$(grep -c "build step .*: done" "$work/backfill.log" || true)
     if [ "$done_steps" -gt "$seen" ]; then echo "$done_steps $(bench_pg_cpu "$work")" >>"$work/pg_cpu_at_steps"; seen=$done_steps; fi
+    if [ ! -e "$work/loader_cpu_at_build_done" ] && grep -q "build: done" "$work/backfill.log"; then
+      loader_cpu_now >"$work/loader_cpu_at_build_done"
+      bench_pg_cpu "$work" >"$work/pg_cpu_at_build_done"
+    fi
     sleep 0.1
   done ) &
 watcher=$!
-start=$(now)
-BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
-  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' /usr/bin/time -f "%U %S" -o "$work/backfill.time" \
-  "$backfill" "${load_argv[@]}" 2>"$work/backfill.log" || { cat "$work/backfill.log" >&2; exit 1; }
+wait "$loader_wrapper" || { cat "$work/backfill.log" >&2; exit 1; }
 end=$(now)
 load_average=$(cut -d' ' -f1-3 /proc/loadavg)
 # CPU seconds of each side of the load: the simulator stands for nodes on
@@ -148,6 +165,14 @@ loader_cpu=$(awk '{print $1 + $2}' "$work/backfill.time")
 touch "$work/loaded"; wait "$watcher"
 pg_build_cpu=0
 [ -s "$work/pg_cpu_at_build" ] && pg_build_cpu=$(calc "round($pg_cpu_before + $pg_load_cpu - $(cat "$work/pg_cpu_at_build"), 1)")
+# The loader's CPU by phase: loading (fetch, decode, COPY), the build (it
+# waits), the balance snapshot pass after it (loader and PostgreSQL).
+loader_loading_cpu=$loader_cpu loader_snapshot_cpu=0 pg_snapshot_cpu=0
+[ -s "$work/loader_cpu_at_build" ] && loader_loading_cpu=$(cat "$work/loader_cpu_at_build")
+if [ -s "$work/loader_cpu_at_build_done" ]; then
+  loader_snapshot_cpu=$(calc "round($loader_cpu - $(cat "$work/loader_cpu_at_build_done"), 2)")
+  pg_snapshot_cpu=$(calc "round($pg_cpu_before + $pg_load_cpu - $(cat "$work/pg_cpu_at_build_done"), 1)")
+fi
 grep -E "summary" "$work/backfill.log" | sed 's/^/[scale bench]   /' >&2
 # Each build step's line with PostgreSQL's CPU seconds since the commit before.
 if [ -s "$work/pg_cpu_at_build" ]; then
@@ -163,7 +188,16 @@ fi
 load_seconds=$(calc "round($end - $start, 1)")
 events=$(q -c "SELECT count(*) FROM wallet_events")
 load_rows_per_s=$(calc "round($events / $load_seconds)")
-cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)") pg_loading_cpu_us_per_event=$(calc "round(($pg_load_cpu - $pg_build_cpu) * 1e6 / $events, 2)")"
+cpu_per_event="sim_cpu_us_per_event=$(calc "round($sim_cpu * 1e6 / $events, 2)") loader_cpu_us_per_event=$(calc "round($loader_cpu * 1e6 / $events, 2)") pg_load_cpu_us_per_event=$(calc "round($pg_load_cpu * 1e6 / $events, 2)") pg_build_cpu_us_per_event=$(calc "round($pg_build_cpu * 1e6 / $events, 2)") pg_loading_cpu_us_per_event=$(calc "round(($pg_load_cpu - $pg_build_cpu) * 1e6 / $events, 2)") loader_loading_cpu_us_per_event=$(calc "round($loader_loading_cpu * 1e6 / $events, 2)") loader_snapshot_cpu_us_per_event=$(calc "round($loader_snapshot_cpu * 1e6 / $events, 2)") pg_snapshot_cpu_us_per_event=$(calc "round($pg_snapshot_cpu * 1e6 / $events, 2)")"
+# The loader's own CPU per event against PostgreSQL's COPY of the same rows
+# (measured in (b)): loader_cpu_ratio (issue 31: at most 1).
+loader_cpu_us=$(calc "round($loader_cpu * 1e6 / $events, 2)")
+# The load time at 3 billion events: from this run's rows/s (wall clock), and
+# from its measured CPU parts with the nodes on other hosts: the loader's and
+# PostgreSQL's CPU per event over this machine's cores, all busy.
+cores=$(nproc)
+projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
+projected_cpu_hours=$(calc "round(3e9 * ($loader_cpu + $pg_load_cpu) / $events / $cores / 3600, 1)")
 build_seconds=$(sed -n 's/.*build: done in \([0-9.]*\) s.*/\1/p' "$work/backfill.log" | tail -1)
 log "loaded $events events in $load_seconds s ($load_rows_per_s rows/s, build ${build_seconds:-none} s; load average $load_average)"
 log "CPU seconds of the load: simulator $sim_cpu, loader $loader_cpu, PostgreSQL $pg_load_cpu ($cpu_per_event)"
@@ -250,7 +284,10 @@ copy_cpu_us_per_event=$(calc "round(($(bench_pg_cpu "$work") - $pg_cpu_before) *
 copy_seconds=$(calc "round($end - $start, 1)")
 copy_rows_per_s=$(calc "round($events / ($end - $start))")
 load_ratio=$(calc "round($load_rows_per_s / $copy_rows_per_s, 3)")
+loader_cpu_ratio=$(calc "round($loader_cpu_us / $copy_cpu_us_per_event, 3)")
+loader_loading_cpu_ratio=$(calc "round($loader_loading_cpu * 1e6 / $events / $copy_cpu_us_per_event, 3)")
 log "COPY into unindexed tables: $events events (and their accounts and blocks) in $copy_seconds s ($copy_rows_per_s rows/s, PostgreSQL CPU $copy_cpu_us_per_event µs per event)"
+log "loader CPU $loader_cpu_us µs per event: $loader_cpu_ratio of COPY's (loading alone: $loader_loading_cpu_ratio) (simulator $(calc "round($sim_cpu * 1e6 / $events, 2)") µs)"
 for table in "${tables[@]}"; do q -c "DROP TABLE copy_$table"; rm -f "$work/data/$table.copy"; done
 
 # ---- (b2) ways of the account-order rewrite (BENCH_BUILD_COMPARE set) -----------------
@@ -308,7 +345,8 @@ fi
 if [ -n "${BENCH_LOAD_ONLY:-}" ]; then  # for work on the loader: (a) and (b) only
   echo "RESULT scale events=$events load_ratio=$load_ratio load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s" \
     "bytes_per_event=$bytes_per_event load_seconds=$load_seconds build_seconds=${build_seconds:-na} $cpu_per_event" \
-    "copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
+    "copy_cpu_us_per_event=$copy_cpu_us_per_event loader_cpu_ratio=$loader_cpu_ratio loader_loading_cpu_ratio=$loader_loading_cpu_ratio projected_load_hours_3e9=$projected_hours" \
+    "projected_cpu_load_hours_3e9=$projected_cpu_hours sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu load_average=\"$load_average\" blocks=$blocks load_args=\"$load_args\""
   if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi
   exit 0
 fi
@@ -479,14 +517,14 @@ fi
 
 # ---- (e) projection --------------------------------------------------------------------------
 projected_tb=$(calc "round($bytes_per_event * 3e9 / 1e12, 2)")
-projected_hours=$(calc "round(3e9 / $load_rows_per_s / 3600, 1)")
 
 echo "RESULT scale events=$events bytes_per_event=$bytes_per_event load_ratio=$load_ratio buffers_per_page=$buffers_per_page" \
   "cold_page_ratio=$cold_page_ratio projected_tb_3e9=$projected_tb projected_load_hours_3e9=$projected_hours" \
   "load_rows_per_s=$load_rows_per_s copy_rows_per_s=$copy_rows_per_s warm_pages_per_s=$warm_pages_per_s" \
   "cold_pages_per_s=$cold_pages_per_s cold_reads_per_page=$cold_reads ${buffers}${parts}ops_stored_per_event=$ops_stored ops_text_per_event=$ops_text" \
   "${column_sizes}blocks=$blocks store_bytes=$store_bytes load_seconds=$load_seconds copy_seconds=$copy_seconds" \
-  "build_seconds=${build_seconds:-na} $cpu_per_event copy_cpu_us_per_event=$copy_cpu_us_per_event sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu" \
+  "build_seconds=${build_seconds:-na} $cpu_per_event copy_cpu_us_per_event=$copy_cpu_us_per_event loader_cpu_ratio=$loader_cpu_ratio loader_loading_cpu_ratio=$loader_loading_cpu_ratio" \
+  "projected_cpu_load_hours_3e9=$projected_cpu_hours sim_cpu_s=$sim_cpu loader_cpu_s=$loader_cpu pg_load_cpu_s=$pg_load_cpu" \
   "reorder_seconds=$reorder_seconds load_average=\"$load_average\" cgroup_limit_bytes=$limit_bytes store_over_limit=$(calc "round($store_bytes / $limit_bytes, 1)") shared_buffers_mb=$small_buffers_mb clients=$clients load_args=\"$load_args\""
 
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then  # for investigation: the store stays up (in its cgroup, if any)

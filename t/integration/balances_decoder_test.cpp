@@ -5,6 +5,7 @@
 // both field namings, and the rules that need state or a hardfork.
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <tuple>
@@ -340,7 +341,40 @@ std::vector<BalanceChange> changes_of_events(const std::vector<WalletEvent>& eve
 struct Sweep {
     std::map<std::string, int> checked;  // operations per type
     int changes = 0;
+    int read_by_the_decoder = 0;  // operations whose changes came from the decoder's parse
 };
+
+std::multiset<std::string> described(const Result<std::vector<CarriedBalanceChange>>& changes) {
+    if (!changes) return {"error: " + changes.error()};
+    std::multiset<std::string> out;
+    for (const auto& [carrier, change] : *changes) out.insert(std::string(role_name(carrier)) + " " + describe(change));
+    return out;
+}
+
+// The loader's path (decode_block_entries with the hardfork schedule): each
+// event carries its operation's changes read from the decoder's own parse,
+// the same as read again from its payload; a writer with another schedule
+// reads them again.
+void expect_decoder_read_the_changes(const json_t* entry, const AssetTable& table, const HardforkSchedule& forks,
+                                     const std::string& where, Sweep& tally) {
+    const std::string text = json::dump_compact(entry);
+    auto located = scan_entry(text);
+    ASSERT_TRUE(located) << where << ": " << located.error();
+    auto events = decode_block_entries({*located}, table, &forks);
+    ASSERT_TRUE(events) << where << ": " << events.error();
+    const HardforkSchedule other = forks == HardforkSchedule::mainnet() ? HardforkSchedule::from_genesis() : HardforkSchedule::mainnet();
+    for (const auto& event : *events) {
+        ASSERT_TRUE(event.balance_changes) << where;
+        EXPECT_EQ(event.balance_changes.get(), events->front().balance_changes.get()) << where << ": read once per operation";
+        EXPECT_EQ(described(event_balance_changes(event, table, forks)),
+                  described(operation_balance_changes(event, table, forks)))
+            << where;
+        EXPECT_EQ(described(event_balance_changes(event, table, other)),
+                  described(operation_balance_changes(event, table, other)))
+            << where;
+    }
+    ++tally.read_by_the_decoder;
+}
 
 // Every operation entry ({..., "block", "op"}) of one fixture document.
 void sweep(const std::filesystem::path& path, const json_t* document, Sweep& tally) {
@@ -367,6 +401,7 @@ void sweep(const std::filesystem::path& path, const json_t* document, Sweep& tal
             expected.push_back(c);
         }
         EXPECT_EQ(described(actual), described(expected)) << where << " block " << block;
+        expect_decoder_read_the_changes(visit.value, table, forks, where, tally);
         ++tally.checked[body.type];
         tally.changes += static_cast<int>(actual.size());
     });
@@ -387,6 +422,8 @@ TEST(BalanceChanges, EveryBalanceMovingOperationOfTheFixtures) {
         EXPECT_EQ(moves().count(std::string(type)), 1U) << type << " has no statement in the test";
     }
     EXPECT_GT(tally.changes, 5000);
+    EXPECT_EQ(tally.read_by_the_decoder, std::accumulate(tally.checked.begin(), tally.checked.end(), 0,
+                                                         [](int sum, const auto& type) { return sum + type.second; }));
 }
 
 // Both asset forms of one operation: identical changes (testnet pairs of

@@ -97,6 +97,8 @@ struct HardforkSchedule {
     std::int64_t hf20_block = 1;  // a negative withdraw_vesting is refused instead of ignored
     std::int64_t hf21_block = 1;  // the power-down rate rounds up
 
+    bool operator==(const HardforkSchedule&) const = default;
+
     // Hive (and Steem before it) mainnet: hived's hardfork_block.hpp.
     static HardforkSchedule mainnet() noexcept { return {7353249, 10629455, 26256743, 35921786}; }
     // Testnets and the simulator's synthetic chain: every rule from block 1.

@@ -103,8 +103,12 @@ struct RawEntry {
 Result<RawEntry> scan_entry(std::string_view entry_text);
 
 // The events of one block from its located entries (decode_block's list,
-// text as the node sent it, which the events keep as their payload).
-Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets);
+// text as the node sent it, which the events keep as their payload). With a
+// hardfork schedule, each operation's balance changes are read from the same
+// parse too (WalletEvent::balance_changes, with these assets and forks): a
+// writer then does not parse the payload again.
+Result<std::vector<WalletEvent>> decode_block_entries(const std::vector<RawEntry>& entries, const AssetTable& assets,
+                                                      const HardforkSchedule* forks = nullptr);
 
 // The balance changes one decoded event carries (docs/operations.md,
 // "Balance changes"): every change the event's operation makes to a balance
@@ -126,5 +130,17 @@ struct CarriedBalanceChange {
 };
 Result<std::vector<CarriedBalanceChange>> operation_balance_changes(const WalletEvent& event, const AssetTable& assets,
                                                                     const HardforkSchedule& forks);
+
+// What decode_block_entries read of an operation's balance changes, and by
+// which schedule (a writer with other rules reads them again).
+struct OperationBalanceChanges {
+    HardforkSchedule forks;
+    Result<std::vector<CarriedBalanceChange>> changes;
+};
+
+// The event's operation_balance_changes: the decoder's when it read them with
+// these forks, else read from the payload.
+Result<std::vector<CarriedBalanceChange>> event_balance_changes(const WalletEvent& event, const AssetTable& assets,
+                                                                const HardforkSchedule& forks);
 
 }  // namespace wallet

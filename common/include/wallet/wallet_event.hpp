@@ -38,6 +38,8 @@ struct AssetField {
     friend bool operator==(const AssetField&, const AssetField&) = default;
 };
 
+struct OperationBalanceChanges;  // wallet/decoder.hpp
+
 struct WalletEvent {
     // The dedup key (with account and role), positional as hived numbers it.
     std::int64_t block_num = 0;
@@ -65,6 +67,11 @@ struct WalletEvent {
     // The operation entry's JSON text exactly as the node sent it (shared by
     // the events of one operation).
     std::shared_ptr<const std::string> payload;
+    // The operation's balance changes when the decoder read them from the
+    // same parse (decode_block_entries with a hardfork schedule; shared by
+    // the events of one operation); null: the writers read them from the
+    // payload again. Not a field of the event (same_event_fields ignores it).
+    std::shared_ptr<const OperationBalanceChanges> balance_changes;
 };
 
 // Every field but the payload; block_seq and virtual_op only when asked
