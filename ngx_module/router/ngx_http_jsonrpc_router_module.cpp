@@ -503,7 +503,11 @@ static char* ngx_http_jsonrpc_router_merge_loc_conf(ngx_conf_t* cf, void* parent
     ngx_conf_merge_uint_value(conf->max_client_connections, prev->max_client_connections, 64);
     ngx_conf_merge_value(conf->push_subscriptions, prev->push_subscriptions, 16);
     ngx_conf_merge_value(conf->push_accounts, prev->push_accounts, 100);
+    // Not set in this block, it follows a smaller jsonrpc_router_ws_max_output
+    // down, so that lowering that alone still passes nginx -t.
+    const bool push_max_output_set_here = conf->push_max_output != NGX_CONF_UNSET_SIZE;
     ngx_conf_merge_size_value(conf->push_max_output, prev->push_max_output, 4 * 1024 * 1024);
+    if (!push_max_output_set_here) conf->push_max_output = std::min(conf->push_max_output, conf->ws_max_output);
     if (conf->push_subscriptions < 1 || conf->push_subscriptions > 1000) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "jsonrpc_router_push_subscriptions must be from 1 to 1000");
         return static_cast<char*>(NGX_CONF_ERROR);
