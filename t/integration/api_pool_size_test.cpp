@@ -26,11 +26,17 @@ std::string totals_body(int id) {
 TEST(ApiPoolSize, SixteenWorkersShareTheDefaultTotal) {
     ApiStack stack;
     stack.start_nginx({}, 16);
-    const std::string log = harness::read_file(stack.nginx().error_log());
-    EXPECT_NE(log.find("at most 32 database connections per database: 16 workers x 2 "
-                       "(WALLET_API_DB_MAX_CONNS_TOTAL shared among the workers)"),
-              std::string::npos)
-        << log;
+    // The master writes the line after it has bound the port, which may
+    // already answer: read the log until it is there (or the wait ends).
+    const std::string said =
+        "at most 32 database connections per database: 16 workers x 2 "
+        "(WALLET_API_DB_MAX_CONNS_TOTAL shared among the workers)";
+    std::string log;
+    harness::wait_until([&] {
+        log = harness::read_file(stack.nginx().error_log());
+        return log.find(said) != std::string::npos;
+    });
+    EXPECT_NE(log.find(said), std::string::npos) << log;
     HttpResponse page = harness::http_request("GET", stack.nginx().url("/metrics"));
     ASSERT_EQ(page.status, 200);
     const auto scrape = prometheus_text::parse(page.body);
