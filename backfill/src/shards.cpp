@@ -12,20 +12,6 @@ std::int64_t int_at(PGresult* result, int row, int column) {
     return std::strtoll(PQgetvalue(result, row, column), nullptr, 10);
 }
 
-// A PostgreSQL array literal of quoted elements.
-std::string text_array(const std::vector<std::string>& items) {
-    std::string out = "{";
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i > 0) out += ',';
-        out += '"';
-        for (const char c : items[i]) {
-            if (c == '"' || c == '\\') out += '\\';
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
 
 std::string int_array(const std::vector<std::int64_t>& items) {
     std::string out = "{";
@@ -207,7 +193,7 @@ Result<std::int64_t> heartbeat(PGconn* conn, const std::vector<std::string>& own
     auto result = pg::exec_params(conn,
                                   "UPDATE backfill_shards SET heartbeat_at = clock_timestamp()"
                                   " WHERE state = 'running' AND owner = ANY($1::text[])",
-                                  {text_array(owners)});
+                                  {pg::text_array_literal(owners)});
     if (!result) return make_error("heartbeat: " + result.error());
     return std::strtoll(PQcmdTuples(result->get()), nullptr, 10);
 }

@@ -779,20 +779,6 @@ private:
     std::vector<Undecodable> undecodable_;
 };
 
-// {"a","b"} with every element quoted, for a text[] parameter.
-std::string text_array_literal(const std::vector<std::string>& items) {
-    std::string out = "{";
-    for (const auto& item : items) {
-        if (out.size() > 1) out += ',';
-        out += '"';
-        for (const char c : item) {
-            if (c == '"' || c == '\\') out += '\\';
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
 
 }  // namespace
 
@@ -837,7 +823,7 @@ Result<bool> AccountIds::resolve_names(PGconn* conn, std::vector<std::string> na
                                  "  SELECT n FROM unnest($1::text[]) n WHERE n NOT IN (SELECT name FROM known) ORDER BY 1"
                                  "  ON CONFLICT (name) DO NOTHING RETURNING name, id)"
                                  " SELECT name, id FROM added UNION ALL SELECT name, id FROM known",
-                                 {text_array_literal(missing)});
+                                 {pg::text_array_literal(missing)});
     if (!found) return make_error("account ids: " + found.error());
     remember(found->get());
     // A name another writer added concurrently is neither returned (the
@@ -849,7 +835,7 @@ Result<bool> AccountIds::resolve_names(PGconn* conn, std::vector<std::string> na
     }
     if (late.empty()) return true;
     auto again = pg::exec_params(conn, "SELECT name, id FROM wallet_accounts WHERE name = ANY($1::text[])",
-                                 {text_array_literal(late)});
+                                 {pg::text_array_literal(late)});
     if (!again) return make_error("account ids: " + again.error());
     remember(again->get());
     for (const auto& name : late) {

@@ -78,6 +78,20 @@ std::string quote_identifier(PGconn* conn, std::string_view text) {
     return quoted ? std::string(quoted.get()) : std::string();
 }
 
+std::string text_array_literal(const std::vector<std::string>& items) {
+    std::string out = "{";
+    for (const auto& item : items) {
+        if (out.size() > 1) out += ',';
+        out += '"';
+        for (const char c : item) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
 namespace {
 
 void put_be(std::string& out, std::uint32_t value, int bytes) {

@@ -15,6 +15,7 @@
 #include "ngx_http_wallet_history_pg.hpp"
 #include "ngx_wallet_guard.hpp"
 #include "wallet/json_util.hpp"
+#include "wallet/pg.hpp"
 #include "wallet/wallet_event.hpp"
 
 namespace wallet::push {
@@ -44,16 +45,6 @@ struct Key {
     auto operator<=>(const Key&) const = default;
 };
 
-// The accounts as a PostgreSQL text[] literal (valid names need no quotes).
-std::string array_literal(const std::vector<std::string>& names) {
-    std::string out = "{";
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        if (i > 0) out += ',';
-        out += names[i];
-    }
-    out += '}';
-    return out;
-}
 
 Key key_of(const api::PushedEvent& e) { return Key{e.block_num, e.position, e.account}; }
 
@@ -291,7 +282,7 @@ private:
             sub.op.params = {};
         } else {
             sub.op.statement = "wh_push";
-            sub.op.params = {array_literal(sub.accounts), std::to_string(sub.last.block_num),
+            sub.op.params = {pg::text_array_literal(sub.accounts), std::to_string(sub.last.block_num),
                              std::to_string(sub.last.position), sub.last.account, std::to_string(kCatchUpRows)};
         }
         sub.op_running = true;
@@ -341,7 +332,7 @@ private:
         std::sort(accounts.begin(), accounts.end());
         accounts.erase(std::unique(accounts.begin(), accounts.end()), accounts.end());
         fetch_op_.retried = false;
-        fetch_op_.params = {array_literal(accounts), std::to_string(after->block_num), std::to_string(after->position),
+        fetch_op_.params = {pg::text_array_literal(accounts), std::to_string(after->block_num), std::to_string(after->position),
                             after->account, std::to_string(kFetchRows)};
         fetching_ = true;
         api_.pool->submit(&fetch_op_);

@@ -29,6 +29,9 @@ Result<PgResultPtr> exec_params(PGconn* conn, const std::string& sql,
 std::string quote_literal(PGconn* conn, std::string_view text);
 std::string quote_identifier(PGconn* conn, std::string_view text);
 
+// {"a","b"}: a text[] parameter's literal, every element quoted.
+std::string text_array_literal(const std::vector<std::string>& items);
+
 // A transaction that rolls back unless committed: every early return is safe.
 class Transaction {
 public:
