@@ -516,10 +516,23 @@ bool origin_allowed(const WalletHistoryRuntime& rt, const std::string& origin) {
     return false;
 }
 
-bool rate_limited(ngx_http_request_t* r, ngx_http_wallet_history_main_conf_t* mcf) {
+// The client `identity` is over its rate (WALLET_API_RATE_RPS): a request
+// of the API, or a push subscribe.
+bool identity_rate_limited(ngx_http_wallet_history_main_conf_t* mcf, std::string_view identity) {
     const auto& settings = mcf->runtime->config.api;
     WalletHistoryShared* shared = shared_state(mcf);
     if (settings.rate_rps <= 0 || shared == nullptr) return false;
+    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
+    api::RateLimitTable table(shared + 1, shared->slots);
+    ngx_shmtx_lock(&shpool->mutex);
+    const bool allowed = table.allow(identity, ngx_current_msec, settings.rate_rps, settings.rate_burst);
+    ngx_shmtx_unlock(&shpool->mutex);
+    return !allowed;
+}
+
+bool rate_limited(ngx_http_request_t* r, ngx_http_wallet_history_main_conf_t* mcf) {
+    const auto& settings = mcf->runtime->config.api;
+    if (settings.rate_rps <= 0) return false;
     // A call the router of this nginx forwards is its client's; any other
     // request is its peer's (or a trusted proxy's X-Forwarded-For entry).
     std::string identity = api::router_client(wallet::ngx::request_header(r, api::kRouterClientHeader),
@@ -529,12 +542,20 @@ bool rate_limited(ngx_http_request_t* r, ngx_http_wallet_history_main_conf_t* mc
                                         settings.trust_proxy ? wallet::ngx::request_header(r, "X-Forwarded-For") : "",
                                         settings.trust_proxy, settings.trusted_proxy_hops);
     }
+    return identity_rate_limited(mcf, identity);
+}
+
+// A place under WALLET_API_MAX_INFLIGHT (the workers' requests together):
+// false when the cap is reached; `counted`: a place was taken (give it back
+// with leave_inflight), not when there is no cap.
+bool enter_inflight(ngx_http_wallet_history_main_conf_t* mcf, bool& counted) {
+    counted = false;
+    const std::int64_t max_inflight = mcf->runtime->config.api.max_inflight;
+    if (max_inflight <= 0 || worker_inflight.table == nullptr) return true;
     auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
-    api::RateLimitTable table(shared + 1, shared->slots);
-    ngx_shmtx_lock(&shpool->mutex);
-    const bool allowed = table.allow(identity, ngx_current_msec, settings.rate_rps, settings.rate_burst);
-    ngx_shmtx_unlock(&shpool->mutex);
-    return !allowed;
+    counted = worker_inflight.table->try_enter(worker_inflight.slot, max_inflight) ||
+              (reclaim_when_full(shpool) && worker_inflight.table->try_enter(worker_inflight.slot, max_inflight));
+    return counted;
 }
 
 // Counts a request refused before it has a WalletHistoryRequest.
@@ -577,17 +598,11 @@ ngx_int_t handle_api(ngx_http_request_t* r) {
         return send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, "null", rpc::kInvalidRequest, "rate limit exceeded");
     }
     WalletHistoryShared* shared = shared_state(mcf);
-    const std::int64_t max_inflight = rt.config.api.max_inflight;
     bool counted = false;
-    if (max_inflight > 0 && worker_inflight.table != nullptr) {
-        auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->shm_zone->shm.addr);
-        counted = worker_inflight.table->try_enter(worker_inflight.slot, max_inflight) ||
-                  (reclaim_when_full(shpool) && worker_inflight.table->try_enter(worker_inflight.slot, max_inflight));
-        if (!counted) {
-            if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            count_refused(shared, api::Outcome::Busy, started_us);
-            return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", rpc::kInternalError, "server busy");
-        }
+    if (!enter_inflight(mcf, counted)) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        count_refused(shared, api::Outcome::Busy, started_us);
+        return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "null", rpc::kInternalError, "server busy");
     }
 
     ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(WalletHistoryRequest));
@@ -860,14 +875,33 @@ static void ngx_http_wallet_history_exit_process(ngx_cycle_t* cycle) {
     worker_accounts.reset();
 }
 
-std::optional<wallet::push::ApiContext> wallet::push::api_context() {
+namespace {
+ngx_http_wallet_history_main_conf_t* used_main_conf() {
     auto* cycle = const_cast<ngx_cycle_t*>(ngx_cycle);
-    if (cycle->conf_ctx[ngx_http_module.index] == nullptr || !worker_pool) return std::nullopt;
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr || !worker_pool) return nullptr;
     auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
         ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
-    if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return std::nullopt;
+    if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return nullptr;
+    return mcf;
+}
+}  // namespace
+
+std::optional<wallet::push::ApiContext> wallet::push::api_context() {
+    ngx_http_wallet_history_main_conf_t* mcf = used_main_conf();
+    if (mcf == nullptr) return std::nullopt;
     return ApiContext{worker_pool.get(), &mcf->runtime->pool_settings, &mcf->runtime->cursors, &mcf->runtime->limits};
 }
+
+wallet::push::Admission wallet::push::admit(std::string_view client) {
+    ngx_http_wallet_history_main_conf_t* mcf = used_main_conf();
+    if (mcf == nullptr) return Admission::Admitted;
+    if (identity_rate_limited(mcf, client)) return Admission::RateLimited;
+    bool counted = false;
+    if (!enter_inflight(mcf, counted)) return Admission::Busy;
+    return counted ? Admission::Counted : Admission::Admitted;
+}
+
+void wallet::push::leave_inflight() { ::leave_inflight(); }
 
 void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {
     auto* cycle = const_cast<ngx_cycle_t*>(ngx_cycle);

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ngx_wallet_nginx.hpp"
@@ -76,9 +77,9 @@ struct PgPoolSettings {
     ngx_msec_t backoff_min_ms = 100;                // after a database's first failure
     ngx_msec_t backoff_max_ms = 5000;               // doubling up to this
     // A pool that LISTENs (the push listener, ngx_http_wallet_history_push.hpp):
-    // `notified` runs once per read that brought notifications, `lost` when
-    // a connection broke (a new one listens to nothing until told to again).
-    void (*notified)(void* data) = nullptr;
+    // `notified` runs once per notification (its payload), `lost` when a
+    // connection broke (a new one listens to nothing until told to again).
+    void (*notified)(void* data, std::string_view payload) = nullptr;
     void (*lost)(void* data) = nullptr;
     void* listener = nullptr;
 };

@@ -2,6 +2,7 @@
 #include "ngx_http_wallet_history_push.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "jsonrpc_writer.hpp"
 #include "ngx_http_wallet_history_pg.hpp"
 #include "ngx_wallet_guard.hpp"
+#include "wallet/cursor.hpp"
 #include "wallet/json_util.hpp"
 #include "wallet/pg.hpp"
 #include "wallet/wallet_event.hpp"
@@ -35,6 +37,9 @@ constexpr ngx_msec_t kRetryMaxMs = 5000;
 
 // A position above every event of its block (block_seq * 100 + role is below it).
 constexpr std::int64_t kAfterBlock = 2147483647;
+// The notifications a subscription remembers for a retraction (those of
+// blocks not yet irreversible); the oldest are forgotten past this.
+constexpr std::size_t kMaxRetractable = 10000;
 
 // A row's place in the order of delivery: the store's keyset, then the
 // account's name (rows of one op for several accounts share the keyset).
@@ -47,11 +52,46 @@ struct Key {
 
 
 Key key_of(const api::PushedEvent& e) { return Key{e.block_num, e.position, e.account}; }
+// After every event of `block`.
+Key after_block(std::int64_t block) { return Key{block, kAfterBlock, ""}; }
+
+// A notification sent, as a retraction names it.
+struct Sent {
+    Key key;
+    std::string event_key;  // {"block_num","block_seq","role","account"} of the notification's event
+    std::string cursor;     // the notification's cursor
+};
 
 class Hub;
 
+// A place under the API's in-flight cap, held while a subscription reads
+// where it starts and its catch-up (the statements a request would run).
+class InflightPlace {
+public:
+    InflightPlace() = default;
+    explicit InflightPlace(bool held) : held_(held) {}
+    InflightPlace(InflightPlace&& other) noexcept : held_(std::exchange(other.held_, false)) {}
+    InflightPlace& operator=(InflightPlace&& other) noexcept {
+        release();
+        held_ = std::exchange(other.held_, false);
+        return *this;
+    }
+    ~InflightPlace() { release(); }
+    void release() {
+        if (held_) leave_inflight();
+        held_ = false;
+    }
+
+private:
+    bool held_ = false;
+};
+
+// Subscription ids of this worker (a hub ends with its last subscription).
+std::uint64_t next_subscription_id = 1;
+
 struct Subscription {
-    enum class State { Starting, CatchingUp, Live, Stalled };
+    // Paced: its catch-up waits for the client to read what was queued.
+    enum class State { Starting, CatchingUp, Live, Stalled, Paced };
 
     Hub* hub = nullptr;
     std::string id;
@@ -61,9 +101,15 @@ struct Subscription {
     std::string fingerprint;  // of get_wallet_history with this filter: the cursors' binding
     Key last;                 // the last event delivered (or the start)
     bool has_start = false;   // `last` is known (a cursor, or the head was read)
+    bool irreversible_only = false;
+    // Notifications of blocks not yet irreversible, oldest first (a fork may
+    // retract them).
+    std::deque<Sent> retractable;
     State state = State::Starting;
     PgOp op;  // its head read or catch-up page
     bool op_running = false;
+    InflightPlace place;  // until it is live
+    std::size_t pace_bytes = 0;  // a catch-up waits with more than this queued to the client
 
     bool matches(const api::PushedEvent& e) const {
         if (!filter.op_types.empty()) return std::binary_search(filter.op_types.begin(), filter.op_types.end(), e.op_type);
@@ -75,7 +121,7 @@ void subscription_done(PgOp* op, PgOutcome outcome, PGresult* rows);
 void fetch_done(PgOp* op, PgOutcome outcome, PGresult* rows);
 void listen_done(PgOp* op, PgOutcome outcome, PGresult* rows);
 void retry_timer(ngx_event_t* ev);
-void on_notified(void* data);
+void on_notified(void* data, std::string_view payload);
 void on_lost(void* data);
 constexpr auto subscription_handler = ngx::guarded<"wallet_history: push subscription", subscription_done>;
 constexpr auto fetch_handler = ngx::guarded<"wallet_history: push fetch", fetch_done>;
@@ -118,8 +164,9 @@ public:
     }
 
     bool serves(const ApiContext& api) const { return api.pool == api_.pool; }
+    bool empty() const { return subs_.empty(); }
 
-    std::string subscribe(Client& client, api::PushRequest& request, const Limits& limits) {
+    std::string subscribe(Client& client, api::PushRequest& request, const Limits& limits, InflightPlace place) {
         auto& mine = by_client_[&client];
         if (mine.size() >= limits.subscriptions) {
             return jsonrpc::error_response(request.id_json, jsonrpc::kInvalidParams,
@@ -128,11 +175,14 @@ public:
         }
         auto sub = std::make_unique<Subscription>();
         sub->hub = this;
-        sub->id = std::to_string(next_id_++);
+        sub->id = std::to_string(next_subscription_id++);
         sub->client = &client;
         sub->accounts = std::move(request.accounts);
         sub->filter = std::move(request.filter);
         sub->fingerprint = api::query_fingerprint(api::Method::GetWalletHistory, sub->filter);
+        sub->irreversible_only = request.irreversible_only;
+        sub->place = std::move(place);
+        sub->pace_bytes = limits.max_output / 2;
         sub->op.data = sub.get();
         sub->op.done = subscription_handler;
         sub->op.only = 0;
@@ -171,6 +221,16 @@ public:
         return out;
     }
 
+    // A catch-up waited for the client to read: it goes on.
+    void drained(Client& client) {
+        auto mine = by_client_.find(&client);
+        if (mine == by_client_.end()) return;
+        for (const auto& id : mine->second) {
+            auto it = subs_.find(id);
+            if (it != subs_.end() && it->second->state == Subscription::State::Paced) start(*it->second);
+        }
+    }
+
     void forget(Client& client) {
         auto mine = by_client_.find(&client);
         if (mine == by_client_.end()) return;
@@ -197,8 +257,20 @@ public:
             return;
         }
         const int n = PQntuples(rows);
-        for (int row = 0; row < n; ++row) deliver(sub, api::read_pushed_event(rows, row));
-        if (n >= kCatchUpRows) {
+        bool at_limit = false;  // irreversible_only: a row above the irreversible block
+        for (int row = 0; row < n && !at_limit; ++row) {
+            api::PushedEvent event = api::read_pushed_event(rows, row);
+            if (beyond_limit(sub, event)) {
+                at_limit = true;
+            } else {
+                deliver(sub, event);
+                if (sub.client->queued_bytes() > sub.pace_bytes) {
+                    pace(sub);  // the page's other rows are read again after the wait
+                    return;
+                }
+            }
+        }
+        if (n >= kCatchUpRows && !at_limit) {
             start(sub);  // the next page
         } else {
             go_live(sub);
@@ -228,30 +300,48 @@ public:
             last_row = key_of(event);
             auto it = by_account.find(event.account);
             if (it == by_account.end()) continue;
-            for (Subscription* sub : it->second) deliver(*sub, event);
+            for (Subscription* sub : it->second) {
+                if (!beyond_limit(*sub, event)) deliver(*sub, event);
+            }
         }
         // Every row of their accounts from the fetch's start up to the last
         // one was in this answer: the next fetch starts there (a quiet
-        // account does not hold every fetch back to its last event).
+        // account does not hold every fetch back to its last event), or,
+        // irreversible_only, at most after the irreversible block.
         if (n > 0) {
-            for (Subscription* sub : included) sub->last = std::max(sub->last, last_row);
+            for (Subscription* sub : included) {
+                sub->last = std::max(sub->last, sub->irreversible_only ? std::min(last_row, after_block(irreversible_)) : last_row);
+            }
         }
         if (n >= kFetchRows) again_ = true;
         if (again_) request_fetch();
     }
 
-    void listened(PgOutcome outcome) {
+    void listened(PgOutcome outcome, PGresult* rows) {
         listen_running_ = false;
         if (outcome != PgOutcome::Rows) {
             schedule_retry();
             return;
         }
         listening_ = true;
+        if (PQntuples(rows) > 0 && PQgetisnull(rows, 0, 1) == 0) move_irreversible(std::stoll(PQgetvalue(rows, 0, 1)));
         retry_delay_ = 0;
         request_fetch();  // what was committed while nobody listened
     }
 
-    void notified() { request_fetch(); }
+    // A writer committed (migrations 0025, 0027): {"first", "last",
+    // "rewound_above", "irreversible"}, or {"irreversible"} alone when the
+    // node's last irreversible block moved.
+    void notified(std::string_view payload) {
+        auto parsed = json::parse(payload);
+        if (parsed) {
+            const json_t* rewound = json_object_get(parsed.value().get(), "rewound_above");
+            if (json_is_integer(rewound)) rewind(json_integer_value(rewound));
+            const json_t* irreversible = json_object_get(parsed.value().get(), "irreversible");
+            if (json_is_integer(irreversible)) move_irreversible(json_integer_value(irreversible));
+        }
+        request_fetch();
+    }
 
     void lost() {
         if (!listening_) return;
@@ -289,10 +379,18 @@ private:
         api_.pool->submit(&sub.op);
     }
 
+    // A catch-up larger than the client's output limit goes on at the pace
+    // the client reads (instead of closing it as a slow consumer).
+    void pace(Subscription& sub) {
+        sub.state = Subscription::State::Paced;
+        sub.client->notify_when_drained();
+    }
+
     // Caught up: the next fetch of the worker includes it (and runs now,
     // for what was committed since its last page was read).
     void go_live(Subscription& sub) {
         sub.state = Subscription::State::Live;
+        sub.place.release();
         request_fetch();
     }
 
@@ -301,14 +399,97 @@ private:
         if (key <= sub.last) return;  // delivered already: never twice
         sub.last = key;
         if (!sub.matches(event)) return;
+        std::string cursor = api_.cursors->encode(event.cursor, event.account, sub.fingerprint);
         std::string out = R"({"jsonrpc":"2.0","method":"wallet_history.event","params":{"subscription":)";
         json::append_quoted(out, sub.id);
         out += ",\"event\":";
         out += event.json;
         out += ",\"cursor\":";
-        json::append_quoted(out, api_.cursors->encode(event.cursor, event.account, sub.fingerprint));
+        json::append_quoted(out, cursor);
         out += "}}";
         sub.client->send_text(std::move(out));
+        remember(sub, event, std::move(cursor));
+    }
+
+    // irreversible_only: the event's block is not irreversible yet.
+    bool beyond_limit(const Subscription& sub, const api::PushedEvent& event) const {
+        return sub.irreversible_only && event.block_num > irreversible_;
+    }
+
+    // A notification a fork may retract (of a block not yet irreversible).
+    void remember(Subscription& sub, const api::PushedEvent& event, std::string cursor) {
+        if (sub.irreversible_only || event.block_num <= irreversible_) return;
+        std::string event_key = "{\"block_num\":" + std::to_string(event.block_num) +
+                                ",\"block_seq\":" + std::to_string(event.cursor.block_seq) + ",\"role\":";
+        json::append_quoted(event_key, event.cursor.role);
+        event_key += ",\"account\":";
+        json::append_quoted(event_key, event.account);
+        event_key += '}';
+        sub.retractable.push_back(Sent{key_of(event), std::move(event_key), std::move(cursor)});
+        if (sub.retractable.size() > kMaxRetractable) sub.retractable.pop_front();
+    }
+
+    // The store's irreversible block (migration 0027) moved: the
+    // notifications at or below it are never retracted, and the
+    // irreversible_only subscriptions may deliver up to it.
+    void move_irreversible(std::int64_t block) {
+        if (block <= irreversible_) return;
+        irreversible_ = block;
+        for (auto& [id, sub] : subs_) {
+            auto& sent = sub->retractable;
+            while (!sent.empty() && sent.front().key.block_num <= irreversible_) sent.pop_front();
+        }
+    }
+
+    // A fork removed the blocks above `block`: every notification of them is
+    // retracted, newest first, each with the cursor to resume from (the one
+    // of the notification before it, or a cursor after `block`), and the
+    // subscription's position falls back to `block`, so that the blocks
+    // stored in their place are delivered once. Statements begun before the
+    // rewind may hold removed rows: they are dropped and run again.
+    void rewind(std::int64_t block) {
+        const Key fallback = after_block(block);
+        irreversible_ = std::min(irreversible_, block);  // a node that went back on its word: below it is all we know
+        for (auto& [id, sub] : subs_) {
+            retract_above(*sub, block);
+            if (sub->has_start && sub->last > fallback) sub->last = fallback;
+            if (sub->op_running) {
+                api_.pool->cancel(&sub->op);
+                sub->op_running = false;
+                start(*sub);
+            }
+        }
+        if (fetching_) {
+            api_.pool->cancel(&fetch_op_);
+            fetching_ = false;
+            again_ = true;
+        }
+    }
+
+    void retract_above(Subscription& sub, std::int64_t block) {
+        auto& sent = sub.retractable;
+        while (!sent.empty() && sent.back().key.block_num > block) {
+            // The client's position after it: the notification before it
+            // (retracted next, or kept), else after the fork's block.
+            const std::string cursor = sent.size() >= 2 ? sent[sent.size() - 2].cursor : cursor_after(sub, block);
+            std::string out = R"({"jsonrpc":"2.0","method":"wallet_history.retract","params":{"subscription":)";
+            json::append_quoted(out, sub.id);
+            out += ",\"event\":";
+            out += sent.back().event_key;
+            out += ",\"cursor\":";
+            json::append_quoted(out, cursor);
+            out += "}}";
+            sub.client->send_text(std::move(out));
+            sent.pop_back();
+        }
+    }
+
+    // A cursor of the subscription for the position after every event of `block`.
+    std::string cursor_after(const Subscription& sub, std::int64_t block) const {
+        CursorPosition position;
+        position.block_num = block;
+        position.block_seq = static_cast<std::int32_t>(kAfterBlock / 100 - 1);
+        return api_.cursors->encode(position, sub.accounts.front(), sub.fingerprint);
     }
 
     // One statement for every live subscription: the rows of their accounts
@@ -324,6 +505,8 @@ private:
         const Key* after = nullptr;
         for (auto& [id, sub] : subs_) {
             if (sub->state != Subscription::State::Live) continue;
+            // irreversible_only and at the irreversible block: nothing to fetch yet.
+            if (sub->irreversible_only && sub->last >= after_block(irreversible_)) continue;
             fetch_subs_.push_back(id);
             accounts.insert(accounts.end(), sub->accounts.begin(), sub->accounts.end());
             if (after == nullptr || sub->last < *after) after = &sub->last;
@@ -368,21 +551,27 @@ private:
     std::vector<std::string> fetch_subs_;
     std::map<std::string, std::unique_ptr<Subscription>> subs_;
     std::unordered_map<Client*, std::vector<std::string>> by_client_;
-    std::uint64_t next_id_ = 1;
     ngx_event_t retry_{};
     ngx_msec_t retry_delay_ = 0;
+    std::int64_t irreversible_ = 0;  // the store's irreversible block (migration 0027)
 };
 
 std::unique_ptr<Hub> worker_hub;
+
+// The worker's last subscription ended: its listener's connection closes
+// (a new subscription opens it again).
+void close_if_unused() {
+    if (worker_hub && worker_hub->empty()) worker_hub.reset();
+}
 
 void subscription_done(PgOp* op, PgOutcome outcome, PGresult* rows) {
     auto* sub = static_cast<Subscription*>(op->data);
     sub->hub->subscription_answered(*sub, outcome, rows);
 }
 void fetch_done(PgOp* op, PgOutcome outcome, PGresult* rows) { static_cast<Hub*>(op->data)->fetched(outcome, rows); }
-void listen_done(PgOp* op, PgOutcome outcome, PGresult*) { static_cast<Hub*>(op->data)->listened(outcome); }
+void listen_done(PgOp* op, PgOutcome outcome, PGresult* rows) { static_cast<Hub*>(op->data)->listened(outcome, rows); }
 void retry_timer(ngx_event_t* ev) { static_cast<Hub*>(ev->data)->retry(); }
-void on_notified(void* data) { static_cast<Hub*>(data)->notified(); }
+void on_notified(void* data, std::string_view payload) { static_cast<Hub*>(data)->notified(payload); }
 void on_lost(void* data) { static_cast<Hub*>(data)->lost(); }
 
 }  // namespace
@@ -402,12 +591,34 @@ std::optional<std::string> handle(Client& client, std::string_view message, cons
     if (!request) return std::nullopt;
     if (request->error) return jsonrpc::error_response(request->id_json, request->error->code, request->error->message);
     if (!worker_hub || !worker_hub->serves(*api)) worker_hub = std::make_unique<Hub>(*api);
-    if (request->kind == api::PushRequest::Kind::Subscribe) return worker_hub->subscribe(client, *request, limits);
-    return worker_hub->unsubscribe(client, *request);
+    if (request->kind == api::PushRequest::Kind::Subscribe) {
+        // The HTTP API's limits, for the same client (a valid subscribe
+        // costs statements as a request does).
+        switch (admit(client.address())) {
+            case Admission::RateLimited:
+                return jsonrpc::error_response(request->id_json, jsonrpc::kInvalidRequest, "rate limit exceeded");
+            case Admission::Busy:
+                return jsonrpc::error_response(request->id_json, jsonrpc::kInternalError, "server busy");
+            case Admission::Counted:
+                return worker_hub->subscribe(client, *request, limits, InflightPlace(true));
+            case Admission::Admitted:
+                break;
+        }
+        return worker_hub->subscribe(client, *request, limits, InflightPlace(false));
+    }
+    std::string answer = worker_hub->unsubscribe(client, *request);
+    close_if_unused();
+    return answer;
+}
+
+void drained(Client& client) {
+    if (worker_hub) worker_hub->drained(client);
 }
 
 void forget(Client& client) {
-    if (worker_hub) worker_hub->forget(client);
+    if (!worker_hub) return;
+    worker_hub->forget(client);
+    close_if_unused();
 }
 
 void shutdown() { worker_hub.reset(); }

@@ -39,11 +39,19 @@ public:
     virtual ~Client() = default;
     // Queues one text message (a notification) to the client.
     virtual void send_text(std::string text) = 0;
+    // Who the client is for the limits: the address the router's limits
+    // and the API's name it by (ngx_wallet_client.hpp).
+    virtual std::string_view address() const = 0;
+    // Bytes queued to the client, not yet sent.
+    virtual std::size_t queued_bytes() const = 0;
+    // Call drained(*this) once the queue is down to half of Limits::max_output.
+    virtual void notify_when_drained() = 0;
 };
 
 struct Limits {
     std::size_t subscriptions = 16;  // per connection
     std::int64_t accounts = 100;     // per subscription
+    std::size_t max_output = 4 << 20;  // queued to a connection: a catch-up waits at half of it
 };
 
 // The answer to a push call of `client`; none when `message` is not one
@@ -51,6 +59,9 @@ struct Limits {
 std::optional<std::string> handle(Client& client, std::string_view message, const Limits& limits);
 // The client's connection ends: its subscriptions end with it.
 void forget(Client& client);
+// The client's queue drained (Client::notify_when_drained): the catch-ups
+// that waited for it go on.
+void drained(Client& client);
 // The worker exits: every subscription and the listener's connection end.
 void shutdown();
 
@@ -63,5 +74,13 @@ struct ApiContext {
     const api::RequestLimits* limits = nullptr;
 };
 std::optional<ApiContext> api_context();
+
+// The HTTP API's limits applied to a subscribe of `client`: its rate
+// (WALLET_API_RATE_RPS), then the in-flight cap (WALLET_API_MAX_INFLIGHT).
+// Counted: a place under the cap is taken, given back with leave_inflight
+// once the subscription's catch-up is read.
+enum class Admission { Admitted, Counted, RateLimited, Busy };
+Admission admit(std::string_view client);
+void leave_inflight();
 
 }  // namespace wallet::push

@@ -73,6 +73,7 @@ public:
     }
 
     ~Session() {
+        say_going_away();
         wallet::push::forget(*this);
         drop_output(false);
         Worker::get().ws_output().leave(*this);
@@ -130,6 +131,10 @@ public:
     }
 
     std::size_t queued_bytes() const override { return out_bytes_; }
+
+    std::string_view address() const override { return wallet::ngx::client_address(r_); }
+
+    void notify_when_drained() override { push_drained_wanted_ = true; }
 
     // A notification of a push subscription. Past jsonrpc_router_push_max_output
     // queued the client does not keep up: what is not begun is dropped and
@@ -218,6 +223,10 @@ private:
         if (closing_ && out_.empty()) {
             terminate();
             return;
+        }
+        if (push_drained_wanted_ && !closing_ && out_bytes_ <= conf_->push_max_output / 2) {
+            push_drained_wanted_ = false;
+            wallet::push::drained(*this);  // a paced catch-up reads its next page
         }
         if (paused_ && !should_pause()) {
             paused_ = false;
@@ -323,7 +332,8 @@ private:
     }
 
     wallet::push::Limits push_limits() const {
-        return {static_cast<std::size_t>(conf_->push_subscriptions), static_cast<std::int64_t>(conf_->push_accounts)};
+        return {static_cast<std::size_t>(conf_->push_subscriptions), static_cast<std::int64_t>(conf_->push_accounts),
+                static_cast<std::size_t>(conf_->push_max_output)};
     }
 
     void start_exchange(std::string message) {
@@ -336,6 +346,20 @@ private:
         exchange->start(message);  // may finish at once (cache hit, error)
         starting_ = nullptr;
         if (!exchange->done()) inflight_calls_ += exchange->plan().calls.size();
+    }
+
+    // nginx shuts the worker down (a reload, a stop) and closes this
+    // connection: the client is told so with 1001 when nothing else is half
+    // sent, in one try that never waits (push subscribers resubscribe with
+    // their last cursor, docs/wallet-history-api.md).
+    void say_going_away() noexcept {
+        if (!ngx_exiting || closing_ || !out_.empty() || c_->error) return;
+        try {
+            std::string frame = ws::encode_close(ws::close_code::going_away, "server shutting down");
+            (void)c_->send(c_, reinterpret_cast<u_char*>(frame.data()), frame.size());
+        } catch (...) {
+            // Only the Close frame is lost: the connection ends all the same.
+        }
     }
 
     void close_with(std::uint16_t code, const std::string& reason) {
@@ -455,6 +479,7 @@ private:
     bool drop_ = false;               // the client reads too little: close without a Close frame
     bool closing_ = false;
     bool paused_ = false;
+    bool push_drained_wanted_ = false;  // a push catch-up waits for the queue to drain
 };
 
 void delete_session(void* data) { std::unique_ptr<Session> owned(static_cast<Session*>(data)); }

@@ -1,17 +1,21 @@
-// Push over WebSocket (issue 29, slice 1): wallet_history.subscribe on the
-// router's WebSocket endpoint of the nginx that also serves the
-// wallet_history API, while the real wallet-indexer stores hive-node-sim's
-// synthetic chain (20 blocks a second) into PostgreSQL. Checked: live events
+// Push over WebSocket (issue 29): wallet_history.subscribe on the router's
+// WebSocket endpoint of the nginx that also serves the wallet_history API,
+// both from the shipped nginx files and routing file with their limits,
+// while the real wallet-indexer stores hive-node-sim's synthetic chain (20
+// blocks a second, following the head) into PostgreSQL. Checked: live events
 // arrive exactly once, in the store's order, each exactly as
 // get_wallet_history prints it, with a cursor get_wallet_history takes; a
 // subscription with a cursor gets the stored events after it, then the live
 // ones, with no gap and no repeat, also for a client on the `ws` npm package
 // that loses its connection and resumes with its last cursor (without
-// node/npm or the registry that case is skipped, and fails under CI=true);
-// every bad parameter and limit is answered; a client that does not read
-// its notifications is closed with 1008; `nginx -t` refuses bad push
-// settings; a subscription outlives a PostgreSQL restart. One stack for all
-// cases: ctest runs the binary as one test.
+// node/npm or the registry that case is skipped, and fails under CI=true),
+// and across an nginx reload (closed with 1001); a fork's events are
+// retracted, irreversible_only waits for irreversible blocks; every bad
+// parameter and limit is answered, the API's rate limit counts subscribes; a
+// catch-up waits for a slow reader, a live subscriber that does not read is
+// closed with 1008; `nginx -t` refuses bad push settings; a subscription
+// outlives a PostgreSQL restart. One stack for all cases: ctest runs the
+// binary as one test.
 //
 // The account: mefomu533, the synthetic chain's busiest with seed 7 (about
 // 0.76 wallet events a block; see api_live_paging_test.cpp).
@@ -39,6 +43,7 @@ std::string subscribe(const std::string& params, const std::string& id = "1") {
 
 // One notification: the subscription, the event and its cursor.
 struct Notification {
+    bool retract = false;  // wallet_history.retract: `event` holds the retracted event's key
     std::string subscription;
     JsonPtr event;
     std::string cursor;
@@ -46,35 +51,63 @@ struct Notification {
         return router_test::text_at(event.get(), "block_num") + "/" + router_test::text_at(event.get(), "block_seq") + "/" +
                router_test::text_at(event.get(), "role");
     }
+    std::int64_t block_num() const { return std::stoll(router_test::text_at(event.get(), "block_num")); }
 };
 
 class PushWebSocket : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         sim = std::make_unique<indexer_test::Simulator>(std::vector<std::string>{
-            "--synthetic", "--seed", "7", "--length", "5100", "--block-interval-ms", "50"});
+            "--synthetic", "--seed", "7", "--length", "5100", "--block-interval-ms", "50", "--lib-lag", "20"});
         stack = std::make_unique<api_test::ApiStack>();
+        redis = std::make_unique<harness::RedisServer>();
         dir = std::make_unique<harness::TempDir>("push-ws");
-        harness::write_file(dir->path() / "routes.json",
-                            R"({"targets": {"node": "http://127.0.0.1:9"}, "routes": {"^condenser_api\\.": {"target": "node"}}})");
+        // The shipped files: the API's server (nginx's {{PORT}}, where
+        // get_wallet_history is asked) and, on a port of its own, the
+        // router's include with the shipped routing file, Redis on, every
+        // limit as shipped (the API's rate limit too: ApiStack turns it off).
+        // Its targets are not used here: nothing listens at them.
+        const harness::fs::path conf = harness::source_dir() / "conf";
+        const harness::fs::path routes = dir->path() / "routes.json";
+        harness::write_file(routes, router_test::routes_with_targets(conf / "routes.hive.json",
+                                                                     {{"node", "http://127.0.0.1:9"},
+                                                                      {"hafah", "http://127.0.0.1:9"},
+                                                                      {"social", "http://127.0.0.1:9"},
+                                                                      {"wallet_indexer", "http://127.0.0.1:9"}}));
+        std::string include = harness::read_file(conf / "nginx" / "jsonrpc-router.conf");
+        include = harness::replace_all(include, "/etc/wallet-rpc/routes.json", routes.string());
+        include = harness::replace_all(include, "127.0.0.1:6379", "127.0.0.1:" + std::to_string(redis->port()));
+        harness::write_file(dir->path() / "jsonrpc-router.conf", include);
+        std::string api = harness::read_file(conf / "nginx" / "wallet-history-api.conf.in");
+        api = harness::replace_all(api, "@API_BIND_HOST@", "127.0.0.1");
+        api = harness::replace_all(api, "@API_BIND_PORT@", "{{PORT}}");
+        api = harness::replace_all(api, "@WALLET_WWW_DIR@", dir->path().string());
+        router_port = harness::free_port();
+        slow_port = harness::free_port();
         const std::string http_config =
-            "server {\n"
-            "    listen 127.0.0.1:{{PORT}};\n"
-            "    client_max_body_size 1m;\n"
-            "    location / { wallet_history_api; }\n"
-            "    location = /ws {\n"
-            "        jsonrpc_router " + (dir->path() / "routes.json").string() + ";\n"
-            "        jsonrpc_router_redis off;\n"
-            "        jsonrpc_router_push_subscriptions 2;\n"
-            "        jsonrpc_router_push_accounts 3;\n"
-            "        jsonrpc_router_push_max_output 64k;\n"
+            api + "server {\n    listen 127.0.0.1:" + std::to_string(router_port) + ";\n" +
+            "    include " + (dir->path() / "jsonrpc-router.conf").string() + ";\n" +
+            "}\n" +
+            // The slow consumer's and the paced catch-up's cases only: the
+            // lowest push output limit and a small socket buffer, which this
+            // chain's notifications fill within a second (the shipped 4m and
+            // the kernel's buffers of megabytes would take minutes).
+            "server {\n    listen 127.0.0.1:" + std::to_string(slow_port) + " sndbuf=4k;\n" +
+            "    location = / {\n"
+            "        jsonrpc_router " + routes.string() + ";\n"
+            "        jsonrpc_router_redis 127.0.0.1:" + std::to_string(redis->port()) + ";\n"
+            "        jsonrpc_router_push_max_output 16k;\n"
             "    }\n"
             "}\n";
-        stack->start_nginx({}, 1, http_config);
+        stack->start_nginx({{"WALLET_API_RATE_RPS", "10"}, {"WALLET_API_RATE_BURST", "20"}}, 1, http_config);
         const auto health_port = harness::free_port();
         auto env = indexer_test::indexer_env(stack->pg(), "wallet", sim->url(), health_port);
         env.erase("DB_PASSWORD");
         env["INDEXER_START_BLOCK"] = std::to_string(kFirstIndexed);
+        // The head, not the last irreversible block (20 behind): forks reach
+        // the store, and irreversible_only has blocks to wait for.
+        env["INDEXER_TARGET_IRREVERSIBLE"] = "false";
+        env["INDEXER_TRAIL_BLOCKS"] = "0";
         indexer = std::make_unique<indexer_test::IndexerDaemon>(env, health_port);
         indexer->start();
         ASSERT_TRUE(indexer_test::wait_for_checkpoint(stack->pg(), "wallet", kFirstIndexed + 100)) << indexer->log();
@@ -83,25 +116,37 @@ protected:
         if (indexer) indexer->stop();
         indexer.reset();
         stack.reset();
+        redis.reset();
         sim.reset();
         dir.reset();
     }
 
-    static std::uint16_t port() { return stack->nginx().port(); }
+    // The router's server: push on its WebSocket endpoint, "/".
+    static std::uint16_t port() { return router_port; }
 
-    // The next notification on c (answers and pings skipped); none on timeout or close.
-    static std::optional<Notification> next_event(WsClient& c) {
+    // The next notification on c, an event or a retraction (answers and
+    // pings skipped); none on timeout or close.
+    static std::optional<Notification> next_notification(WsClient& c) {
         for (;;) {
             const std::string text = c.next_message();
             if (text.empty()) return std::nullopt;
             JsonPtr j = router_test::parse_json(text);
-            if (router_test::text_at(j.get(), "method") != "wallet_history.event") continue;
+            const std::string method = router_test::text_at(j.get(), "method");
+            if (method != "wallet_history.event" && method != "wallet_history.retract") continue;
             Notification n;
+            n.retract = method == "wallet_history.retract";
             n.subscription = router_test::text_at(j.get(), "params.subscription");
             n.event = wallet::json_ref(json_object_get(json_object_get(j.get(), "params"), "event"));
             n.cursor = router_test::text_at(j.get(), "params.cursor");
             return n;
         }
+    }
+
+    // The next event on c (retractions fail the test).
+    static std::optional<Notification> next_event(WsClient& c) {
+        auto n = next_notification(c);
+        EXPECT_FALSE(n && n->retract) << "retraction of " << n->key();
+        return n;
     }
 
     static std::vector<Notification> events(WsClient& c, std::size_t count) {
@@ -142,13 +187,16 @@ protected:
     static inline std::unique_ptr<indexer_test::Simulator> sim;
     static inline std::unique_ptr<api_test::ApiStack> stack;
     static inline std::unique_ptr<harness::TempDir> dir;
+    static inline std::unique_ptr<harness::RedisServer> redis;
+    static inline std::uint16_t router_port = 0;
+    static inline std::uint16_t slow_port = 0;  // jsonrpc_router_push_max_output 16k, sndbuf 4k
     static inline std::unique_ptr<indexer_test::IndexerDaemon> indexer;
 };
 
 }  // namespace
 
 TEST_F(PushWebSocket, LiveEventsArriveOnceInOrderAsGetWalletHistoryPrintsThem) {
-    WsClient c(port(), "/ws");
+    WsClient c(port(), "/");
     ASSERT_EQ(c.handshake_status(), 101);
     JsonPtr answer = router_test::parse_json(c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})", "\"s\"")));
     const std::string id = router_test::text_at(answer.get(), "result.subscription");
@@ -188,14 +236,14 @@ TEST_F(PushWebSocket, LiveEventsArriveOnceInOrderAsGetWalletHistoryPrintsThem) {
 TEST_F(PushWebSocket, ACursorResumesWithTheStoredEventsThenTheLiveOnesWithoutGapOrRepeat) {
     std::vector<Notification> first;
     {
-        WsClient c(port(), "/ws");
+        WsClient c(port(), "/");
         c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"(","nobody-here"]})"));
         first = events(c, 6);
         ASSERT_EQ(first.size(), 6u);
     }  // the connection ends: its subscription with it
     // Events are stored meanwhile; the new connection resumes after the third.
     std::this_thread::sleep_for(1s);
-    WsClient c(port(), "/ws");
+    WsClient c(port(), "/");
     JsonPtr answer = router_test::parse_json(
         c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("],"cursor":")" + first[2].cursor + "\"}")));
     ASSERT_NE(router_test::text_at(answer.get(), "result.subscription"), "<absent>") << api_test::dump(answer.get());
@@ -208,7 +256,7 @@ TEST_F(PushWebSocket, ACursorResumesWithTheStoredEventsThenTheLiveOnesWithoutGap
 }
 
 TEST_F(PushWebSocket, FiltersAsGetWalletHistory) {
-    WsClient c(port(), "/ws");
+    WsClient c(port(), "/");
     c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("],"op_types":["curation_reward"]})"));
     const auto got = events(c, 8);
     ASSERT_EQ(got.size(), 8u);
@@ -217,7 +265,7 @@ TEST_F(PushWebSocket, FiltersAsGetWalletHistory) {
 }
 
 TEST_F(PushWebSocket, EveryBadParameterAndLimitIsAnswered) {
-    WsClient c(port(), "/ws");
+    WsClient c(port(), "/", "127.0.0.4");  // an address of its own: 17 subscribes are within its rate
     auto error_of = [&](const std::string& message) {
         JsonPtr j = router_test::parse_json(c.call(message));
         return router_test::text_at(j.get(), "error.code") + " " + router_test::text_at(j.get(), "error.message");
@@ -227,50 +275,105 @@ TEST_F(PushWebSocket, EveryBadParameterAndLimitIsAnswered) {
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[]})")), "-32602 invalid accounts");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":"a"})")), "-32602 invalid accounts");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":["Bad!"]})")), "-32602 invalid account");
-    EXPECT_EQ(error_of(subscribe(R"({"accounts":["aa1","aa2","aa3","aa4"]})")), "-32602 too many accounts (at most 3)");
+    std::string accounts = "\"aa0\"";
+    for (int i = 1; i <= 100; ++i) accounts += ",\"aa" + std::to_string(i) + "\"";
+    EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + accounts + "]}")), "-32602 too many accounts (at most 100)");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"op_types":["nope"]})")), "-32602 unknown op_type");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"scope":"some"})")), "-32602 invalid scope");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"limit":5})")), "-32602 unknown parameter");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"cursor":"abc"})")), "-32602 invalid cursor");
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"irreversible_only":1})")),
               "-32602 invalid irreversible_only");
-    EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"irreversible_only":true})")),
-              "-32602 irreversible_only true is not supported yet");
     EXPECT_EQ(error_of(subscribe("[1]")), "-32602 invalid params");
     EXPECT_EQ(error_of(router_test::rpc("wallet_history.unsubscribe", R"({"subscription":"999999"})")),
               "-32602 unknown subscription");
     EXPECT_EQ(error_of(router_test::rpc("wallet_history.unsubscribe", R"({})")), "-32602 missing subscription");
     // A cursor of another filter is refused (its signature covers op_types and scope).
-    WsClient other(port(), "/ws");
+    WsClient other(port(), "/", "127.0.0.5");
     other.call(subscribe(R"({"accounts":[)" + account + "]}"));
     auto n = next_event(other);
     ASSERT_TRUE(n);
     EXPECT_EQ(error_of(subscribe(R"({"accounts":[)" + account + R"(],"scope":"all","cursor":")" + n->cursor + "\"}")),
               "-32602 invalid cursor");
-    // Two subscriptions per connection here (jsonrpc_router_push_subscriptions 2).
-    EXPECT_NE(router_test::text_at(router_test::parse_json(c.call(subscribe(R"({"accounts":["aa1"]})"))).get(),
-                                   "result.subscription"),
-              "<absent>");
-    EXPECT_NE(router_test::text_at(router_test::parse_json(c.call(subscribe(R"({"accounts":["aa2"]})"))).get(),
-                                   "result.subscription"),
-              "<absent>");
-    EXPECT_EQ(error_of(subscribe(R"({"accounts":["aa3"]})")),
-              "-32602 too many subscriptions on this connection (at most 2)");
+    // 16 subscriptions per connection (jsonrpc_router_push_subscriptions as shipped).
+    for (int i = 0; i < 16; ++i) {
+        EXPECT_NE(router_test::text_at(router_test::parse_json(c.call(subscribe(R"({"accounts":["aa)" + std::to_string(i) +
+                                                                                "\"]}"))).get(),
+                                       "result.subscription"),
+                  "<absent>");
+    }
+    EXPECT_EQ(error_of(subscribe(R"({"accounts":["aa16"]})")),
+              "-32602 too many subscriptions on this connection (at most 16)");
     // Other methods are still routed.
     JsonPtr routed = router_test::parse_json(c.call(router_test::rpc("nowhere.x", "[]", "5")));
     EXPECT_EQ(router_test::text_at(routed.get(), "error.code"), "-32601");
 }
 
-TEST_F(PushWebSocket, AClientNotReadingItsNotificationsIsClosedWith1008) {
-    // The stored events after a cursor 200 events back are far more than
-    // jsonrpc_router_push_max_output (64k) and a small receive buffer takes.
+// The API's rate limit (the shipped 10 a second, burst 20) counts a client
+// address's subscribes with its requests: more at once than the burst are
+// answered as the API answers over it.
+TEST_F(PushWebSocket, SubscribesCountInTheApisRateLimit) {
+    WsClient c(port(), "/", "127.0.0.3");  // an address of its own
+    constexpr int kCalls = 30;
+    std::string frames;
+    for (int i = 0; i < kCalls; ++i) {
+        frames += ws::encode_frame(ws::Opcode::Text,
+                                   subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})", std::to_string(i)), true);
+    }
+    c.send_raw(frames);
+    int limited = 0;
+    int subscribed = 0;
+    for (int answers = 0; answers < kCalls;) {
+        const std::string text = c.next_message();
+        ASSERT_FALSE(text.empty()) << answers << " answers";
+        JsonPtr j = router_test::parse_json(text);
+        if (router_test::text_at(j.get(), "id") == "<absent>") continue;  // a notification
+        ++answers;
+        const std::string error = router_test::text_at(j.get(), "error.code") + " " + router_test::text_at(j.get(), "error.message");
+        if (error == "-32600 rate limit exceeded") ++limited;
+        if (router_test::text_at(j.get(), "result.subscription") != "<absent>") ++subscribed;
+    }
+    EXPECT_GT(limited, 0);
+    EXPECT_LE(limited, kCalls - 20);  // the burst passed (to the per-connection limit)
+    EXPECT_EQ(subscribed, 16);
+}
+
+// On the slow server (jsonrpc_router_push_max_output 16k): the stored events after a
+// cursor 100 events back are far more than that and than a small receive
+// buffer takes; the client does not read for a while. The catch-up waits
+// for it instead of closing it: then every event arrives, once, in order.
+TEST_F(PushWebSocket, ACatchUpLargerThanTheOutputLimitGoesAtTheClientsPace) {
     JsonPtr page = stack->result("wallet_history.get_wallet_history",
-                                 std::string(R"({"account":")") + kAccount + R"(","limit":200})");
+                                 std::string(R"({"account":")") + kAccount + R"(","limit":100})");
     const std::string cursor = router_test::text_at(page.get(), "next_cursor");
     ASSERT_NE(cursor, "null");
-    WsClient c(port(), "/ws", "", 4096);
+    WsClient c(slow_port, "/", "", 4096);
     c.send_text(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("],"cursor":")" + cursor + "\"}"));
     std::this_thread::sleep_for(2s);  // not reading meanwhile
+    const auto got = events(c, 120);
+    ASSERT_EQ(got.size(), 120u) << harness::read_file(stack->nginx().error_log());
+    expect_run_of(got, stored_events());
+}
+
+// On the slow server too: a live subscription to the chain's 100 busiest accounts
+// whose client does not read is closed with 1008 once more than 16k waits
+// for it (its queued notifications dropped), not buffered without bound.
+TEST_F(PushWebSocket, AClientNotReadingItsLiveNotificationsIsClosedWith1008) {
+    const auto busiest = stack->pg().query(
+        "SELECT a.name FROM wallet_accounts a JOIN wallet_events e ON e.account_id = a.id"
+        " GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT 100");
+    ASSERT_EQ(busiest.size(), 100u);
+    std::string accounts;
+    for (const auto& name : busiest) accounts += (accounts.empty() ? "\"" : ",\"") + name + "\"";
+    WsClient c(slow_port, "/", "127.0.0.6", 4096);
+    JsonPtr answer = router_test::parse_json(c.call(subscribe(R"({"accounts":[)" + accounts + "]}")));
+    ASSERT_NE(router_test::text_at(answer.get(), "result.subscription"), "<absent>") << api_test::dump(answer.get());
+    // Not reading until nginx says it closed it (at most 60 s).
+    ASSERT_TRUE(harness::wait_until(
+        [&] {
+            return harness::read_file(stack->nginx().error_log()).find("WebSocket subscriber not reading") != std::string::npos;
+        },
+        60s));
     std::optional<std::uint16_t> close_code;
     for (;;) {
         auto e = c.next();
@@ -288,7 +391,7 @@ TEST_F(PushWebSocket, AWsClientResumingAfterALostConnectionMissesNothingAndGetsN
         GTEST_SKIP() << why;
     }
     const harness::fs::path out = dir->path() / "push_client.json";
-    auto client = harness::run_command({"node", (clients_dir / "push_client.js").string(), std::to_string(port()), "/ws",
+    auto client = harness::run_command({"node", (clients_dir / "push_client.js").string(), std::to_string(port()), "/",
                                         kAccount, "5", "15", out.string()},
                                        {}, 120s);
     ASSERT_EQ(client.exit_code, 0) << client.output;
@@ -322,10 +425,106 @@ TEST_F(PushWebSocket, NginxTestRefusesBadPushSettings) {
     }
 }
 
+// A fork of the node's newest blocks, with two subscriptions on one
+// connection. The one without irreversible_only gets every notification of
+// the removed blocks retracted, newest first, each with the cursor to resume
+// from (the notification's before it), then the events stored in their
+// place, once. The one with irreversible_only gets events only of blocks the
+// node calls irreversible (20 behind its head here), and no retraction. Both
+// end as a run of what the store holds after the fork.
+TEST_F(PushWebSocket, AForkIsRetractedAndIrreversibleOnlyWaitsForIrreversibleBlocks) {
+    WsClient c(port(), "/");
+    const std::string account = std::string(R"({"accounts":[")") + kAccount + "\"]";
+    const std::string head_id = router_test::text_at(router_test::parse_json(c.call(subscribe(account + "}"))).get(),
+                                                     "result.subscription");
+    const std::string settled_id = router_test::text_at(
+        router_test::parse_json(c.call(subscribe(account + R"(,"irreversible_only":true})"))).get(), "result.subscription");
+    ASSERT_NE(head_id, "<absent>");
+    ASSERT_NE(settled_id, "<absent>");
+    std::vector<Notification> head;   // what the client holds: events, less the retracted
+    std::vector<Notification> settled;  // irreversible_only
+    std::size_t retracted = 0;
+    auto take = [&](Notification n) {
+        if (n.subscription == settled_id) {
+            EXPECT_FALSE(n.retract) << n.key();
+            EXPECT_LE(n.block_num(), indexer_test::sim_last_irreversible(*sim)) << n.key();
+            settled.push_back(std::move(n));
+        } else if (n.retract) {
+            ASSERT_FALSE(head.empty()) << "retraction of " << n.key();
+            EXPECT_EQ(n.key(), head.back().key());  // newest first
+            head.pop_back();
+            if (!head.empty()) {
+                EXPECT_EQ(n.cursor, head.back().cursor);
+            }
+            EXPECT_FALSE(n.cursor.empty());
+            ++retracted;
+        } else {
+            head.push_back(std::move(n));
+        }
+    };
+    // The block of the first live event, and two below it, are replaced.
+    while (head.empty()) {
+        auto n = next_notification(c);
+        ASSERT_TRUE(n);
+        take(std::move(*n));
+    }
+    const std::int64_t forked = head.back().block_num() - 2;
+    const std::int64_t depth = indexer_test::sim_head(*sim) - forked + 1;
+    ASSERT_LT(depth, 20) << "the fork must stay above the last irreversible block";
+    sim->control(R"({"fork":)" + std::to_string(depth) + "}");
+    while (retracted == 0 || head.empty() || head.back().block_num() < forked + 30 || settled.empty() ||
+           settled.back().block_num() < forked + 5) {
+        auto n = next_notification(c);
+        ASSERT_TRUE(n) << "retracted " << retracted << ", " << head.size() << " and " << settled.size() << " events\n"
+                       << indexer->log();
+        take(std::move(*n));
+    }
+    EXPECT_NE(indexer->log().find("fork reconciled"), std::string::npos) << indexer->log();
+    const auto stored = stored_events();
+    expect_run_of(head, stored);
+    expect_run_of(settled, stored);
+}
+
+// nginx reloads: the old worker closes the connection with 1001 (going
+// away), and the client subscribes on the new worker with the cursor of the
+// last notification it received: no gap, no repeat.
+TEST_F(PushWebSocket, AcrossAnNginxReloadTheClientResumesWithItsLastCursor) {
+    std::vector<Notification> got;
+    {
+        WsClient c(port(), "/");
+        c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})"));
+        got = events(c, 3);
+        ASSERT_EQ(got.size(), 3u);
+        stack->nginx().reload();
+        std::optional<std::uint16_t> close_code;
+        while (!close_code) {
+            auto e = c.next();
+            ASSERT_TRUE(e) << "the connection ended without a Close frame";
+            if (e->kind == ws::Event::Kind::Close) close_code = e->close_code;
+            if (e->kind != ws::Event::Kind::Message) continue;
+            JsonPtr j = router_test::parse_json(e->payload);
+            if (router_test::text_at(j.get(), "method") != "wallet_history.event") continue;
+            Notification n;
+            n.event = wallet::json_ref(json_object_get(json_object_get(j.get(), "params"), "event"));
+            n.cursor = router_test::text_at(j.get(), "params.cursor");
+            got.push_back(std::move(n));
+        }
+        EXPECT_EQ(*close_code, ws::close_code::going_away);
+    }
+    WsClient c(port(), "/");
+    JsonPtr answer = router_test::parse_json(
+        c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("],"cursor":")" + got.back().cursor + "\"}")));
+    ASSERT_NE(router_test::text_at(answer.get(), "result.subscription"), "<absent>") << api_test::dump(answer.get());
+    for (auto& n : events(c, 10)) got.push_back(std::move(n));
+    ASSERT_GE(got.size(), 13u);
+    expect_run_of(got, stored_events());
+    EXPECT_TRUE(stack->nginx().fatal_log_lines().empty());
+}
+
 // Last: it restarts the stack's PostgreSQL. The subscription outlives it (the
 // worker's listener connects again and fetches what was committed meanwhile).
 TEST_F(PushWebSocket, ASubscriptionOutlivesAPostgresRestartWithoutGapOrRepeat) {
-    WsClient c(port(), "/ws");
+    WsClient c(port(), "/");
     c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})"));
     auto got = events(c, 3);
     ASSERT_EQ(got.size(), 3u);

@@ -353,7 +353,7 @@ std::optional<RpcError> read_subscribe_params(const Params& params, const Reques
     if (const auto irreversible = params.member("irreversible_only")) {
         const JsonKind kind = doc.kind(*irreversible);
         if (kind != JsonKind::True && kind != JsonKind::False) return invalid_params("invalid irreversible_only");
-        if (kind == JsonKind::True) return invalid_params("irreversible_only true is not supported yet");
+        out.irreversible_only = kind == JsonKind::True;
     }
     // A cursor of get_wallet_history (with the same op_types and scope) or
     // of a notification, made for one of the accounts: checked last, as

@@ -121,6 +121,7 @@ struct PushRequest {
     PageQuery filter;                     // subscribe: op_types and all_types only
     std::optional<CursorPosition> after;  // subscribe: the cursor's position
     std::string after_account;            // the account the cursor was made for
+    bool irreversible_only = false;       // subscribe: events once their block is irreversible
     std::string subscription;             // unsubscribe
     std::optional<RpcError> error;
 };

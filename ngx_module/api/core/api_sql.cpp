@@ -209,8 +209,9 @@ const std::map<std::string, std::string>& statements() {
         // the checkpoint's block may have none).
         s["wh_push_head"] = "AS SELECT greatest((SELECT block_num FROM indexer_checkpoint),"
                             " (SELECT max(block_num) FROM wallet_blocks), 0)";
-        // The push listener's connection (migration 0025).
-        s["wh_push_listen"] = "AS SELECT wallet_listen_events()";
+        // The push listener's connection (migration 0025), and the highest
+        // block a subscription with irreversible_only may deliver (0027).
+        s["wh_push_listen"] = "AS SELECT wallet_listen_events(), wallet_push_irreversible()";
         s["wh_balances"] = kBalancesSql;
         s["wh_balances_at_time"] = kBalancesAtTimeSql;
         s["wh_balance_history"] = kBalanceHistorySql;
