@@ -558,6 +558,12 @@ private:
 
 std::unique_ptr<Hub> worker_hub;
 
+// The worker's subscriptions, on the API's pool of this cycle.
+Hub& hub_for(const ApiContext& api) {
+    if (!worker_hub || !worker_hub->serves(api)) worker_hub = std::make_unique<Hub>(api);
+    return *worker_hub;
+}
+
 // The worker's last subscription ended: its listener's connection closes
 // (a new subscription opens it again).
 void close_if_unused() {
@@ -590,23 +596,18 @@ std::optional<std::string> handle(Client& client, std::string_view message, cons
     auto request = api::parse_push_request(message, *api->limits, limits.accounts, *api->cursors);
     if (!request) return std::nullopt;
     if (request->error) return jsonrpc::error_response(request->id_json, request->error->code, request->error->message);
-    if (!worker_hub || !worker_hub->serves(*api)) worker_hub = std::make_unique<Hub>(*api);
     if (request->kind == api::PushRequest::Kind::Subscribe) {
         // The HTTP API's limits, for the same client (a valid subscribe
         // costs statements as a request does).
-        switch (admit(client.address())) {
-            case Admission::RateLimited:
-                return jsonrpc::error_response(request->id_json, jsonrpc::kInvalidRequest, "rate limit exceeded");
-            case Admission::Busy:
-                return jsonrpc::error_response(request->id_json, jsonrpc::kInternalError, "server busy");
-            case Admission::Counted:
-                return worker_hub->subscribe(client, *request, limits, InflightPlace(true));
-            case Admission::Admitted:
-                break;
+        const Admission admission = admit(client.address());
+        if (admission == Admission::RateLimited) {
+            return jsonrpc::error_response(request->id_json, jsonrpc::kInvalidRequest, "rate limit exceeded");
         }
-        return worker_hub->subscribe(client, *request, limits, InflightPlace(false));
+        if (admission == Admission::Busy) return jsonrpc::error_response(request->id_json, jsonrpc::kInternalError, "server busy");
+        InflightPlace place(admission == Admission::Counted);
+        return hub_for(*api).subscribe(client, *request, limits, std::move(place));
     }
-    std::string answer = worker_hub->unsubscribe(client, *request);
+    std::string answer = hub_for(*api).unsubscribe(client, *request);
     close_if_unused();
     return answer;
 }

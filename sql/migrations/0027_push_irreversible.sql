@@ -6,6 +6,9 @@
 -- both now tell the listeners of channel wallet_events (migration 0025) in
 -- their payload's "irreversible". A listener reads it once when it starts
 -- listening (wallet_push_irreversible) and from each notification after.
+-- In a writer's transaction the store's indexed block is still the one
+-- before the batch (wallet_store_state is refreshed at commit): a store that
+-- holds only irreversible blocks tells its batch's at the next observation.
 
 -- SECURITY DEFINER as wallet_store_status: the API's role reads the answer,
 -- not backfill_shards.

@@ -355,6 +355,71 @@ TEST_F(PushWebSocket, ACatchUpLargerThanTheOutputLimitGoesAtTheClientsPace) {
     expect_run_of(got, stored_events());
 }
 
+// The API's in-flight cap (the shipped 64, the workers' requests together)
+// counts a subscription until its catch-up is read: 64 catch-ups waiting for
+// clients that do not read (on the slow server) fill it; then a subscribe
+// and an API request are both answered "server busy", until they end.
+TEST_F(PushWebSocket, CatchUpsCountInTheApisInFlightCap) {
+    JsonPtr page = stack->result("wallet_history.get_wallet_history",
+                                 std::string(R"({"account":")") + kAccount + R"(","limit":100})");
+    const std::string with_cursor = subscribe(std::string(R"({"accounts":[")") + kAccount + R"("],"cursor":")" +
+                                              router_test::text_at(page.get(), "next_cursor") + "\"}");
+    auto busy = [&](WsClient& c) {
+        JsonPtr j = router_test::parse_json(c.call(with_cursor));
+        return router_test::text_at(j.get(), "error.code") + " " + router_test::text_at(j.get(), "error.message");
+    };
+    {
+        std::vector<std::unique_ptr<WsClient>> clients;
+        for (int i = 0; i < 4; ++i) {  // 16 each, from addresses of their own (the rate limit)
+            clients.push_back(std::make_unique<WsClient>(slow_port, "/", "127.0.0.1" + std::to_string(i), 4096));
+            for (int k = 0; k < 16; ++k) {
+                JsonPtr j = router_test::parse_json(clients.back()->call(with_cursor));
+                ASSERT_NE(router_test::text_at(j.get(), "result.subscription"), "<absent>") << api_test::dump(j.get());
+            }
+        }
+        WsClient c(slow_port, "/", "127.0.0.14");
+        EXPECT_EQ(busy(c), "-32603 server busy");
+        const auto response = stack->post(router_test::rpc("wallet_history.get_status", "{}"));
+        EXPECT_EQ(response.status, 503) << response.body;
+    }  // the connections end, their places with them
+    WsClient c(slow_port, "/", "127.0.0.15");
+    ASSERT_TRUE(harness::wait_until([&] { return stack->post(router_test::rpc("wallet_history.get_status", "{}")).status == 200; }, 10s));
+    EXPECT_NE(busy(c), "-32603 server busy");
+}
+
+// A worker's listener connection (application_name wallet_history_push)
+// lives while it has subscriptions: closed with the last, opened again with
+// the next.
+TEST_F(PushWebSocket, TheListenerConnectionLivesWhileTheWorkerHasSubscriptions) {
+    auto listeners = [&] {
+        return stack->pg().query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wallet_history_push'")[0];
+    };
+    ASSERT_TRUE(harness::wait_until([&] { return listeners() == "0"; }, 10s)) << "the earlier cases' subscriptions are gone";
+    WsClient c(port(), "/");
+    JsonPtr answer = router_test::parse_json(c.call(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})")));
+    const std::string id = router_test::text_at(answer.get(), "result.subscription");
+    ASSERT_TRUE(harness::wait_until([&] { return listeners() == "1"; }, 10s));
+    // The answers after the notifications queued before them.
+    auto answer_of = [&](const std::string& call_id) {
+        for (;;) {
+            const std::string text = c.next_message();
+            if (text.empty()) return JsonPtr();
+            JsonPtr j = router_test::parse_json(text);
+            if (router_test::text_at(j.get(), "id") == call_id) return j;
+        }
+    };
+    c.send_text(router_test::rpc("wallet_history.unsubscribe", R"({"subscription":")" + id + "\"}", "2"));
+    ASSERT_TRUE(answer_of("2"));
+    EXPECT_TRUE(harness::wait_until([&] { return listeners() == "0"; }, 10s));
+    c.send_text(subscribe(std::string(R"({"accounts":[")") + kAccount + R"("]})", "3"));
+    JsonPtr again = answer_of("3");
+    ASSERT_TRUE(again);
+    auto n = next_event(c);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->subscription, router_test::text_at(again.get(), "result.subscription"));
+    EXPECT_EQ(listeners(), "1");
+}
+
 // On the slow server too: a live subscription to the chain's 100 busiest accounts
 // whose client does not read is closed with 1008 once more than 16k waits
 // for it (its queued notifications dropped), not buffered without bound.
