@@ -1,7 +1,7 @@
 // A push subscriber built on the `ws` npm package (t/integration/push_websocket_test.cpp):
 // subscribes to ACCOUNT on ws://127.0.0.1:PORT/PATH, takes FIRST notifications, closes,
-// connects again with the last notification's cursor and takes SECOND more, as a client
-// resuming after a lost connection does (docs/wallet-history-api.md, "Push over WebSocket").
+// connects again with the last notification's cursor (an event's, or a retraction's after a
+// fork) and takes SECOND more, as a client resuming after a lost connection (or a reload: 1001) does (docs/wallet-history-api.md, "Push over WebSocket").
 // Writes {"answers": [subscribe answers], "events": [{subscription, event, cursor}...]} to OUT.
 'use strict';
 const fs = require('fs');
@@ -14,7 +14,7 @@ const url = `ws://127.0.0.1:${port}${path}`;
 function session(cursor, count) {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url);
-    const got = { answer: null, events: [] };
+    const got = { answer: null, events: [], cursor: null };
     const timer = setTimeout(() => reject(new Error(`${got.events.length} of ${count} notifications in 60 s`)), 60000);
     socket.on('error', reject);
     socket.on('open', () => {
@@ -27,8 +27,15 @@ function session(cursor, count) {
       if (m.id === 1) {
         got.answer = m;
         if (m.error) reject(new Error(JSON.stringify(m.error)));
+      } else if (m.method === 'wallet_history.retract') {
+        // A fork removed the newest event: its cursor is the one to resume from.
+        got.events.pop();
+        got.cursor = m.params.cursor;
       } else if (m.method === 'wallet_history.event') {
-        if (got.events.length < count) got.events.push(m.params);
+        if (got.events.length < count) {
+          got.events.push(m.params);
+          got.cursor = m.params.cursor;
+        }
         if (got.events.length === count) {
           clearTimeout(timer);
           socket.close(1000);
@@ -41,7 +48,7 @@ function session(cursor, count) {
 
 (async () => {
   const a = await session(null, Number(first));
-  const b = await session(a.events[a.events.length - 1].cursor, Number(second));
+  const b = await session(a.cursor, Number(second));
   fs.writeFileSync(out, JSON.stringify({ answers: [a.answer, b.answer], events: a.events.concat(b.events) }));
 })().catch((e) => {
   console.error(e.stack || String(e));
