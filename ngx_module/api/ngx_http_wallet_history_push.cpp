@@ -262,12 +262,11 @@ public:
             api::PushedEvent event = api::read_pushed_event(rows, row);
             if (beyond_limit(sub, event)) {
                 at_limit = true;
+            } else if (sub.client->queued_bytes() > sub.pace_bytes) {
+                pace(sub);  // this row and the page's others are read again after the wait
+                return;
             } else {
                 deliver(sub, event);
-                if (sub.client->queued_bytes() > sub.pace_bytes) {
-                    pace(sub);  // the page's other rows are read again after the wait
-                    return;
-                }
             }
         }
         if (n >= kCatchUpRows && !at_limit) {
