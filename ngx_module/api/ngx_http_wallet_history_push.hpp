@@ -11,6 +11,9 @@
 // subscription once and in the store's keyset order. A subscription with a
 // cursor first reads the stored events after it in pages of its own, then
 // joins the live ones; without one it starts after the highest stored block.
+// A fork's rewind (in the writers' notification, migration 0025) retracts
+// what was sent of the removed blocks; irreversible_only subscriptions get
+// events up to the store's irreversible block (migration 0027).
 // docs/wallet-history-api.md, "Push", has the client's side.
 #pragma once
 
