@@ -866,7 +866,10 @@ std::optional<wallet::push::ApiContext> wallet::push::api_context() {
     auto* mcf = static_cast<ngx_http_wallet_history_main_conf_t*>(
         ngx_http_cycle_get_module_main_conf(cycle, ngx_http_wallet_history_module));
     if (mcf == nullptr || !mcf->used || mcf->runtime == nullptr) return std::nullopt;
-    return ApiContext{worker_pool.get(), &mcf->runtime->pool_settings, &mcf->runtime->cursors, &mcf->runtime->limits};
+    WalletHistoryShared* shared = shared_state(mcf);
+    api::PushCounters* counters = shared != nullptr ? &shared->counters.push : nullptr;
+    return ApiContext{worker_pool.get(), &mcf->runtime->pool_settings, &mcf->runtime->cursors, &mcf->runtime->limits,
+                      counters};
 }
 
 void ngx_http_wallet_history_write_metrics(metrics::TextWriter& out) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api_metrics.hpp"
 #include "api_request.hpp"
 #include "api_response.hpp"
 #include "api_sql.hpp"
@@ -109,6 +110,8 @@ public:
     }
 
     ~Hub() {
+        count(&api::PushCounters::subscribers, -static_cast<std::int64_t>(subs_.size()));
+        count(&api::PushCounters::connections, -static_cast<std::int64_t>(by_client_.size()));
         if (retry_.timer_set) ngx_del_timer(&retry_);
         if (fetching_) api_.pool->cancel(&fetch_op_);
         for (auto& [id, sub] : subs_) {
@@ -118,6 +121,8 @@ public:
     }
 
     bool serves(const ApiContext& api) const { return api.pool == api_.pool; }
+    bool holds(const Client& client) const { return by_client_.contains(const_cast<Client*>(&client)); }
+    api::PushCounters* counters() const { return api_.counters; }
 
     std::string subscribe(Client& client, api::PushRequest& request, const Limits& limits) {
         auto& mine = by_client_[&client];
@@ -144,6 +149,8 @@ public:
             sub->has_start = true;
         }
         Subscription* s = sub.get();
+        if (mine.empty()) count(&api::PushCounters::connections, 1);
+        count(&api::PushCounters::subscribers, 1);
         mine.push_back(s->id);
         subs_.emplace(s->id, std::move(sub));
         ensure_listening();
@@ -163,7 +170,10 @@ public:
         }
         auto& mine = by_client_[&client];
         std::erase(mine, request.subscription);
-        if (mine.empty()) by_client_.erase(&client);
+        if (mine.empty()) {
+            by_client_.erase(&client);
+            count(&api::PushCounters::connections, -1);
+        }
         drop(it);
         std::string out(jsonrpc::kResultHead);
         out += "true";
@@ -179,6 +189,7 @@ public:
             if (it != subs_.end()) drop(it);
         }
         by_client_.erase(mine);
+        count(&api::PushCounters::connections, -1);
     }
 
     // A subscription's statement answered.
@@ -222,6 +233,10 @@ public:
             for (const auto& account : it->second->accounts) by_account[account].push_back(it->second.get());
         }
         const int n = PQntuples(rows);
+        if (fetch_notified_us_ != 0) {
+            const std::uint64_t now = metrics::monotonic_us();
+            live_delay_us_ = now > fetch_notified_us_ ? now - fetch_notified_us_ : 1;
+        }
         Key last_row;
         for (int row = 0; row < n; ++row) {
             api::PushedEvent event = api::read_pushed_event(rows, row);
@@ -230,6 +245,9 @@ public:
             if (it == by_account.end()) continue;
             for (Subscription* sub : it->second) deliver(*sub, event);
         }
+        live_delay_us_ = 0;
+        // A full answer: the rest of the notification's rows come with the next.
+        if (n >= kFetchRows && notified_us_ == 0) notified_us_ = fetch_notified_us_;
         // Every row of their accounts from the fetch's start up to the last
         // one was in this answer: the next fetch starts there (a quiet
         // account does not hold every fetch back to its last event).
@@ -251,7 +269,10 @@ public:
         request_fetch();  // what was committed while nobody listened
     }
 
-    void notified() { request_fetch(); }
+    void notified() {
+        if (notified_us_ == 0) notified_us_ = metrics::monotonic_us();
+        request_fetch();
+    }
 
     void lost() {
         if (!listening_) return;
@@ -309,6 +330,10 @@ private:
         json::append_quoted(out, api_.cursors->encode(event.cursor, event.account, sub.fingerprint));
         out += "}}";
         sub.client->send_text(std::move(out));
+        if (api_.counters != nullptr) {
+            metrics::add(api_.counters->notifications);
+            if (live_delay_us_ != 0) api_.counters->delay.observe(live_delay_us_);
+        }
     }
 
     // One statement for every live subscription: the rows of their accounts
@@ -331,6 +356,8 @@ private:
         if (after == nullptr) return;
         std::sort(accounts.begin(), accounts.end());
         accounts.erase(std::unique(accounts.begin(), accounts.end()), accounts.end());
+        fetch_notified_us_ = notified_us_;
+        notified_us_ = 0;
         fetch_op_.retried = false;
         fetch_op_.params = {pg::text_array_literal(accounts), std::to_string(after->block_num), std::to_string(after->position),
                             after->account, std::to_string(kFetchRows)};
@@ -354,6 +381,11 @@ private:
     void drop(std::map<std::string, std::unique_ptr<Subscription>>::iterator it) {
         if (it->second->op_running) api_.pool->cancel(&it->second->op);
         subs_.erase(it);
+        count(&api::PushCounters::subscribers, -1);
+    }
+
+    void count(metrics::Counter api::PushCounters::*gauge, std::int64_t delta) {
+        if (api_.counters != nullptr) api::PushCounters::change(api_.counters->*gauge, delta);
     }
 
     ApiContext api_;
@@ -371,6 +403,12 @@ private:
     std::uint64_t next_id_ = 1;
     ngx_event_t retry_{};
     ngx_msec_t retry_delay_ = 0;
+    // Metrics: when the oldest notification no fetch has started for yet
+    // arrived, that of the running fetch's, and its delay while its rows
+    // are handed out (0: none, e.g. a fetch for a subscription going live).
+    std::uint64_t notified_us_ = 0;
+    std::uint64_t fetch_notified_us_ = 0;
+    std::uint64_t live_delay_us_ = 0;
 };
 
 std::unique_ptr<Hub> worker_hub;
@@ -411,5 +449,11 @@ void forget(Client& client) {
 }
 
 void shutdown() { worker_hub.reset(); }
+
+void dropped(const Client& client, api::PushDrop reason) {
+    if (worker_hub && worker_hub->holds(client) && worker_hub->counters() != nullptr) {
+        metrics::add(worker_hub->counters()->dropped[static_cast<std::size_t>(reason)]);
+    }
+}
 
 }  // namespace wallet::push
