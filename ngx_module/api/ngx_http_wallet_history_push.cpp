@@ -65,6 +65,10 @@ struct Subscription {
     State state = State::Starting;
     PgOp op;  // its head read or catch-up page
     bool op_running = false;
+    // Live: the first fetch that includes it (Hub::fetch_seq_), and its
+    // place in Hub::live_.
+    std::uint64_t live_from = 0;
+    std::size_t live_index = 0;
 
     bool matches(const api::PushedEvent& e) const {
         if (!filter.op_types.empty()) return std::binary_search(filter.op_types.begin(), filter.op_types.end(), e.op_type);
@@ -223,15 +227,9 @@ public:
             schedule_retry();
             return;
         }
-        // The live subscriptions this fetch was for, by account.
-        std::unordered_map<std::string, std::vector<Subscription*>> by_account;
-        std::vector<Subscription*> included;
-        for (const auto& id : fetch_subs_) {
-            auto it = subs_.find(id);
-            if (it == subs_.end() || it->second->state != Subscription::State::Live) continue;
-            included.push_back(it->second.get());
-            for (const auto& account : it->second->accounts) by_account[account].push_back(it->second.get());
-        }
+        // The live subscriptions this fetch was for: live when it was
+        // requested (its accounts were those of these), and still.
+        const auto included = [this](const Subscription* sub) { return sub->live_from <= fetch_seq_; };
         const int n = PQntuples(rows);
         if (fetch_notified_us_ != 0) {
             const std::uint64_t now = metrics::monotonic_us();
@@ -241,9 +239,11 @@ public:
         for (int row = 0; row < n; ++row) {
             api::PushedEvent event = api::read_pushed_event(rows, row);
             last_row = key_of(event);
-            auto it = by_account.find(event.account);
-            if (it == by_account.end()) continue;
-            for (Subscription* sub : it->second) deliver(*sub, event);
+            auto it = live_by_account_.find(event.account);
+            if (it == live_by_account_.end()) continue;
+            for (Subscription* sub : it->second) {
+                if (included(sub)) deliver(*sub, event);
+            }
         }
         live_delay_us_ = 0;
         // A full answer: the rest of the notification's rows come with the next.
@@ -252,7 +252,9 @@ public:
         // one was in this answer: the next fetch starts there (a quiet
         // account does not hold every fetch back to its last event).
         if (n > 0) {
-            for (Subscription* sub : included) sub->last = std::max(sub->last, last_row);
+            for (Subscription* sub : live_) {
+                if (included(sub)) sub->last = std::max(sub->last, last_row);
+            }
         }
         if (n >= kFetchRows) again_ = true;
         if (again_) request_fetch();
@@ -314,6 +316,11 @@ private:
     // for what was committed since its last page was read).
     void go_live(Subscription& sub) {
         sub.state = Subscription::State::Live;
+        sub.live_from = fetch_seq_ + 1;
+        sub.live_index = live_.size();
+        live_.push_back(&sub);
+        for (const auto& account : sub.accounts) live_by_account_[account].push_back(&sub);
+        live_changed_ = true;
         request_fetch();
     }
 
@@ -344,22 +351,26 @@ private:
             return;
         }
         again_ = false;
-        std::vector<std::string> accounts;
-        fetch_subs_.clear();
         const Key* after = nullptr;
-        for (auto& [id, sub] : subs_) {
-            if (sub->state != Subscription::State::Live) continue;
-            fetch_subs_.push_back(id);
-            accounts.insert(accounts.end(), sub->accounts.begin(), sub->accounts.end());
+        for (const Subscription* sub : live_) {
             if (after == nullptr || sub->last < *after) after = &sub->last;
         }
         if (after == nullptr) return;
-        std::sort(accounts.begin(), accounts.end());
-        accounts.erase(std::unique(accounts.begin(), accounts.end()), accounts.end());
+        if (live_changed_) {
+            // The accounts of the live subscriptions, as the statement's text[]
+            // (built again only when a subscription joined or left).
+            std::vector<std::string> accounts;
+            accounts.reserve(live_by_account_.size());
+            for (const auto& [account, subs] : live_by_account_) accounts.push_back(account);
+            std::sort(accounts.begin(), accounts.end());
+            live_accounts_ = pg::text_array_literal(accounts);
+            live_changed_ = false;
+        }
+        ++fetch_seq_;
         fetch_notified_us_ = notified_us_;
         notified_us_ = 0;
         fetch_op_.retried = false;
-        fetch_op_.params = {pg::text_array_literal(accounts), std::to_string(after->block_num), std::to_string(after->position),
+        fetch_op_.params = {live_accounts_, std::to_string(after->block_num), std::to_string(after->position),
                             after->account, std::to_string(kFetchRows)};
         fetching_ = true;
         api_.pool->submit(&fetch_op_);
@@ -379,7 +390,20 @@ private:
     }
 
     void drop(std::map<std::string, std::unique_ptr<Subscription>>::iterator it) {
-        if (it->second->op_running) api_.pool->cancel(&it->second->op);
+        Subscription& sub = *it->second;
+        if (sub.op_running) api_.pool->cancel(&sub.op);
+        if (sub.state == Subscription::State::Live) {
+            live_[sub.live_index] = live_.back();
+            live_[sub.live_index]->live_index = sub.live_index;
+            live_.pop_back();
+            for (const auto& account : sub.accounts) {
+                auto found = live_by_account_.find(account);
+                if (found == live_by_account_.end()) continue;  // named twice
+                std::erase(found->second, &sub);
+                if (found->second.empty()) live_by_account_.erase(found);
+            }
+            live_changed_ = true;
+        }
         subs_.erase(it);
         count(&api::PushCounters::subscribers, -1);
     }
@@ -397,7 +421,13 @@ private:
     bool fetching_ = false;
     bool again_ = false;         // news came while a fetch ran
     bool fetch_failed_ = false;  // the last fetch failed: the retry runs it again
-    std::vector<std::string> fetch_subs_;
+    // The live subscriptions, by account too, kept as they join and leave
+    // (a fetch costs its rows, not a pass over every subscription's accounts).
+    std::vector<Subscription*> live_;
+    std::unordered_map<std::string, std::vector<Subscription*>> live_by_account_;
+    bool live_changed_ = false;
+    std::string live_accounts_;  // their accounts' text[] literal
+    std::uint64_t fetch_seq_ = 0;  // fetches requested
     std::map<std::string, std::unique_ptr<Subscription>> subs_;
     std::unordered_map<Client*, std::vector<std::string>> by_client_;
     std::uint64_t next_id_ = 1;
