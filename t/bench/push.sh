@@ -40,6 +40,7 @@
 #     answer router-test-backend padded to the notifications' mean size:
 #     the cheapest WebSocket answer of this nginx (median of BENCH_ROUNDS).
 # Goals (issue 29): delay_p99_ms <= 100, lost=0, repeated=0, cpu_ratio <= 2.
+# BENCH_PERF=FILE records the worker's profile over the run (perf record -g).
 #
 # Ends with `RESULT push subscribers=.. delay_p50_ms=.. delay_p99_ms=..
 # notifications_per_s=.. lost=.. repeated=.. cpu_us_per_notification=..
@@ -133,7 +134,8 @@ cat > "$work/routes.json" <<JSON
 JSON
 mkdir -p "$work/logs" "$work/tmp"
 {
-  echo "daemon off; master_process on; worker_processes 1; worker_rlimit_nofile $((2 * clients + 1000));"
+  nofile=$((2 * clients + 1000)); [ "$nofile" -le "$(ulimit -Hn)" ] || nofile=$(ulimit -Hn)
+  echo "daemon off; master_process on; worker_processes 1; worker_rlimit_nofile $nofile;"
   [ "$(id -u)" = 0 ] && echo "user root root;"
   echo "error_log $work/logs/error.log warn; pid $work/logs/nginx.pid;"
   echo "load_module $module;"
@@ -183,9 +185,23 @@ for _ in $(seq 3000); do
 done
 [ -f "$work/ready" ] || { echo "push.sh: the clients did not all subscribe:" >&2; tail "$work/client.log" >&2; exit 1; }
 echo "$clients clients subscribed over $addresses addresses" >&2
+# A subscription is answered at once, then reads where it starts (the
+# highest block stored) and joins the live ones: the chain stays still until
+# the API's statements are all done (none running for a second).
+quiet=0
+for _ in $(seq 600); do
+  active=$(sql "SELECT count(*) FROM pg_stat_activity WHERE usename = 'wallet_api_reader' AND state = 'active'")
+  if [ "$active" = 0 ]; then quiet=$((quiet + 1)); [ "$quiet" -ge 5 ] && break; else quiet=0; fi
+  sleep 0.2
+done
 
 # ---- the run: a block every interval_ms for `seconds` --------------------------
 ticks0=$(worker_ticks)
+# BENCH_PERF=FILE: the worker's profile over the run (perf record -g), for perf report -i FILE.
+if [ -n "${BENCH_PERF:-}" ]; then
+  perf record -F 499 -g -p "$worker_pid" -o "$BENCH_PERF" >"$work/perf.log" 2>&1 &
+  perf_pid=$!
+fi
 head0=$(curl -sf "http://127.0.0.1:$sim_port/sim/status" | sed -n 's/.*"head":\([0-9]*\).*/\1/p')
 sim_control "{\"block_interval_ms\": $interval_ms}"
 sleep "$seconds"
@@ -195,9 +211,11 @@ settle $((head1 - 10))
 kill -USR1 "$client_pid"
 wait "$client_pid" || { echo "push.sh: push_bench_client failed:" >&2; cat "$work/client.log" >&2; exit 1; }
 ticks1=$(worker_ticks)
+if [ -n "${BENCH_PERF:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
 result=$(cat "$work/client.out")
 echo "clients: $result" >&2
-grep -v "clients subscribed\|connections open" "$work/client.log" | head -5 >&2 || true
+grep -v "clients subscribed\|connections open" "$work/client.log" | head -12 >&2 || true
+echo "store: checkpoint $(checkpoint), highest block $(sql 'SELECT max(block_num) FROM wallet_events')" >&2
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p;s/^$1=\([^ ]*\).*/\1/p" <<<"$result" | head -1; }
 notifications=$(field notifications)
 events=$(sql "SELECT count(*) FROM wallet_events WHERE block_num > $after_block")

@@ -456,7 +456,10 @@ int main(int argc, char** argv) {
                 ++repeated;
                 ++g;
             } else if (w < want.size() && (g == got.size() || want[w] < got[g])) {
-                ++lost;
+                if (lost++ < 10) {
+                    std::fprintf(stderr, "push_bench_client: lost: client %u block %d seq %d role %d account %s\n", client,
+                                 want[w].block_num, want[w].block_seq, want[w].role, accounts[want[w].account].c_str());
+                }
                 ++w;
             } else if (w == want.size() || got[g] < want[w]) {
                 ++unexpected;
