@@ -187,12 +187,20 @@ done
 echo "$clients clients subscribed over $addresses addresses" >&2
 # A subscription is answered at once, then reads where it starts (the
 # highest block stored) and joins the live ones: the chain stays still until
-# the API's statements are all done (none running for a second).
+# that is done for all, i.e. until the worker is idle (asleep, and at most
+# 30 ms of CPU a second, its pings) for three seconds in a row and no
+# statement of the API runs.
+worker_state() { awk '{print $3}' "/proc/$worker_pid/stat"; }
 quiet=0
-for _ in $(seq 600); do
+for _ in $(seq 300); do
+  before=$(worker_ticks)
+  sleep 1
   active=$(sql "SELECT count(*) FROM pg_stat_activity WHERE usename = 'wallet_api_reader' AND state = 'active'")
-  if [ "$active" = 0 ]; then quiet=$((quiet + 1)); [ "$quiet" -ge 5 ] && break; else quiet=0; fi
-  sleep 0.2
+  if [ $(( $(worker_ticks) - before )) -le 3 ] && [ "$(worker_state)" = S ] && [ "$active" = 0 ]; then
+    quiet=$((quiet + 1)); [ "$quiet" -ge 3 ] && break
+  else
+    quiet=0
+  fi
 done
 
 # ---- the run: a block every interval_ms for `seconds` --------------------------
