@@ -49,8 +49,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "router_http.hpp"
 #include "router_websocket.hpp"
+#include "ws_load_client.hpp"
 #include "wallet/handles.hpp"
 #include "wallet/pg.hpp"
 #include "wallet/wallet_event.hpp"
@@ -87,25 +87,6 @@ struct Client {
     bool closed = false;
     std::uint64_t retry_at_us = 0;  // a refused subscribe is sent again then
 };
-
-bool send_all(int fd, std::string_view data) {
-    std::size_t sent = 0;
-    while (sent < data.size()) {
-        ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) {
-                fd_set w;
-                FD_ZERO(&w);
-                FD_SET(fd, &w);
-                select(fd + 1, nullptr, &w, nullptr, nullptr);
-                continue;
-            }
-            return false;
-        }
-        sent += static_cast<std::size_t>(n);
-    }
-    return true;
-}
 
 // The number after `"name":` in `text` (the event's fields are flat and unique).
 std::optional<long> number_after(std::string_view text, std::string_view name) {
@@ -264,48 +245,19 @@ int main(int argc, char** argv) {
     for (std::uint32_t i = 0; i < clients_n; ++i) {
         Client& c = clients[i];
         c.index = i;
-        c.fd = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in local{};
-        local.sin_family = AF_INET;
-        local.sin_addr.s_addr = htonl(INADDR_LOOPBACK + static_cast<std::uint32_t>(i % static_cast<std::uint32_t>(addresses)));
-        if (bind(c.fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
-            std::perror("push_bench_client: bind");
+        ws_load::Connection connection =
+            ws_load::connect(port, "/ws", INADDR_LOOPBACK + i % static_cast<std::uint32_t>(addresses));
+        if (!connection.error.empty()) {
+            std::fprintf(stderr, "push_bench_client: client %u: %s\n", i, connection.error.c_str());
             return 1;
         }
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(static_cast<std::uint16_t>(port));
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-            std::perror("push_bench_client: connect");
-            return 1;
-        }
-        int one = 1;
-        setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        send_all(c.fd, "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + ws::make_client_key() + "\r\n\r\n");
-        router::HttpMessageParser parser(router::HttpMessageParser::Kind::Response, 0);
-        char buffer[4096];
-        while (parser.state() == router::HttpMessageParser::State::Incomplete) {
-            ssize_t n = recv(c.fd, buffer, sizeof(buffer), 0);
-            if (n <= 0) {
-                std::fprintf(stderr, "push_bench_client: client %u: connection closed in the handshake\n", i);
-                return 1;
-            }
-            parser.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
-        }
-        if (parser.status() != 101) {
-            std::fprintf(stderr, "push_bench_client: client %u: handshake refused: %d\n", i, parser.status());
-            return 1;
-        }
-        c.decoder = std::make_unique<ws::Decoder>(ws::Decoder::Role::Client, 64 << 20);
-        c.decoder->feed(parser.take_leftover());
-        fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+        c.fd = connection.fd;
+        c.decoder = std::move(connection.decoder);
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.ptr = &c;
         epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
-        send_all(c.fd, subscribe_frame(i));
+        ws_load::send_all(c.fd, subscribe_frame(i));
     }
     std::fprintf(stderr, "push_bench_client: %u connections open\n", clients_n);
 
@@ -392,13 +344,13 @@ int main(int argc, char** argv) {
                     ++others;
                 }
             }
-            if (!replies.empty() && !c->closed) send_all(c->fd, replies);
+            if (!replies.empty() && !c->closed) ws_load::send_all(c->fd, replies);
         }
         if (!ready) {
             for (auto& c : clients) {
                 if (!c.subscribed && !c.closed && c.retry_at_us != 0 && c.retry_at_us <= t) {
                     c.retry_at_us = 0;
-                    send_all(c.fd, subscribe_frame(c.index));
+                    ws_load::send_all(c.fd, subscribe_frame(c.index));
                 }
             }
             if (subscribed == clients_n) {
