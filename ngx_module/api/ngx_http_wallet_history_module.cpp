@@ -889,7 +889,10 @@ ngx_http_wallet_history_main_conf_t* used_main_conf() {
 std::optional<wallet::push::ApiContext> wallet::push::api_context() {
     ngx_http_wallet_history_main_conf_t* mcf = used_main_conf();
     if (mcf == nullptr) return std::nullopt;
-    return ApiContext{worker_pool.get(), &mcf->runtime->pool_settings, &mcf->runtime->cursors, &mcf->runtime->limits};
+    WalletHistoryShared* shared = shared_state(mcf);
+    api::PushCounters* counters = shared != nullptr ? &shared->counters.push : nullptr;
+    return ApiContext{worker_pool.get(), &mcf->runtime->pool_settings, &mcf->runtime->cursors, &mcf->runtime->limits,
+                      counters};
 }
 
 wallet::push::Admission wallet::push::admit(std::string_view client) {

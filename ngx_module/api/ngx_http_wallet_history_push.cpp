@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "api_metrics.hpp"
 #include "api_request.hpp"
 #include "api_response.hpp"
 #include "api_sql.hpp"
@@ -110,6 +111,10 @@ struct Subscription {
     bool op_running = false;
     InflightPlace place;  // until it is live
     std::size_t pace_bytes = 0;  // a catch-up waits with more than this queued to the client
+    // Live: the first fetch that includes it (Hub::fetch_seq_), and its
+    // place in Hub::live_.
+    std::uint64_t live_from = 0;
+    std::size_t live_index = 0;
 
     bool matches(const api::PushedEvent& e) const {
         if (!filter.op_types.empty()) return std::binary_search(filter.op_types.begin(), filter.op_types.end(), e.op_type);
@@ -155,6 +160,8 @@ public:
     }
 
     ~Hub() {
+        count(&api::PushCounters::subscribers, -static_cast<std::int64_t>(subs_.size()));
+        count(&api::PushCounters::connections, -static_cast<std::int64_t>(by_client_.size()));
         if (retry_.timer_set) ngx_del_timer(&retry_);
         if (fetching_) api_.pool->cancel(&fetch_op_);
         for (auto& [id, sub] : subs_) {
@@ -165,6 +172,8 @@ public:
 
     bool serves(const ApiContext& api) const { return api.pool == api_.pool; }
     bool empty() const { return subs_.empty(); }
+    bool holds(const Client& client) const { return by_client_.contains(const_cast<Client*>(&client)); }
+    api::PushCounters* counters() const { return api_.counters; }
 
     std::string subscribe(Client& client, api::PushRequest& request, const Limits& limits, InflightPlace place) {
         auto& mine = by_client_[&client];
@@ -194,6 +203,8 @@ public:
             sub->has_start = true;
         }
         Subscription* s = sub.get();
+        if (mine.empty()) count(&api::PushCounters::connections, 1);
+        count(&api::PushCounters::subscribers, 1);
         mine.push_back(s->id);
         subs_.emplace(s->id, std::move(sub));
         ensure_listening();
@@ -213,7 +224,10 @@ public:
         }
         auto& mine = by_client_[&client];
         std::erase(mine, request.subscription);
-        if (mine.empty()) by_client_.erase(&client);
+        if (mine.empty()) {
+            by_client_.erase(&client);
+            count(&api::PushCounters::connections, -1);
+        }
         drop(it);
         std::string out(jsonrpc::kResultHead);
         out += "true";
@@ -239,6 +253,7 @@ public:
             if (it != subs_.end()) drop(it);
         }
         by_client_.erase(mine);
+        count(&api::PushCounters::connections, -1);
     }
 
     // A subscription's statement answered.
@@ -283,32 +298,34 @@ public:
             schedule_retry();
             return;
         }
-        // The live subscriptions this fetch was for, by account.
-        std::unordered_map<std::string, std::vector<Subscription*>> by_account;
-        std::vector<Subscription*> included;
-        for (const auto& id : fetch_subs_) {
-            auto it = subs_.find(id);
-            if (it == subs_.end() || it->second->state != Subscription::State::Live) continue;
-            included.push_back(it->second.get());
-            for (const auto& account : it->second->accounts) by_account[account].push_back(it->second.get());
-        }
+        // The live subscriptions this fetch was for: live when it was
+        // requested (its accounts were those of these), and still.
+        const auto included = [this](const Subscription* sub) { return sub->live_from <= fetch_seq_; };
         const int n = PQntuples(rows);
+        if (fetch_notified_us_ != 0) {
+            const std::uint64_t now = metrics::monotonic_us();
+            live_delay_us_ = now > fetch_notified_us_ ? now - fetch_notified_us_ : 1;
+        }
         Key last_row;
         for (int row = 0; row < n; ++row) {
             api::PushedEvent event = api::read_pushed_event(rows, row);
             last_row = key_of(event);
-            auto it = by_account.find(event.account);
-            if (it == by_account.end()) continue;
+            auto it = live_by_account_.find(event.account);
+            if (it == live_by_account_.end()) continue;
             for (Subscription* sub : it->second) {
-                if (!beyond_limit(*sub, event)) deliver(*sub, event);
+                if (included(sub) && !beyond_limit(*sub, event)) deliver(*sub, event);
             }
         }
+        live_delay_us_ = 0;
+        // A full answer: the rest of the notification's rows come with the next.
+        if (n >= kFetchRows && notified_us_ == 0) notified_us_ = fetch_notified_us_;
         // Every row of their accounts from the fetch's start up to the last
         // one was in this answer: the next fetch starts there (a quiet
         // account does not hold every fetch back to its last event), or,
         // irreversible_only, at most after the irreversible block.
         if (n > 0) {
-            for (Subscription* sub : included) {
+            for (Subscription* sub : live_) {
+                if (!included(sub)) continue;
                 sub->last = std::max(sub->last, sub->irreversible_only ? std::min(last_row, after_block(irreversible_)) : last_row);
             }
         }
@@ -332,6 +349,7 @@ public:
     // "rewound_above", "irreversible"}, or {"irreversible"} alone when the
     // node's last irreversible block moved.
     void notified(std::string_view payload) {
+        if (notified_us_ == 0) notified_us_ = metrics::monotonic_us();
         auto parsed = json::parse(payload);
         if (parsed) {
             const json_t* rewound = json_object_get(parsed.value().get(), "rewound_above");
@@ -390,6 +408,11 @@ private:
     void go_live(Subscription& sub) {
         sub.state = Subscription::State::Live;
         sub.place.release();
+        sub.live_from = fetch_seq_ + 1;
+        sub.live_index = live_.size();
+        live_.push_back(&sub);
+        for (const auto& account : sub.accounts) live_by_account_[account].push_back(&sub);
+        live_changed_ = true;
         request_fetch();
     }
 
@@ -408,6 +431,10 @@ private:
         out += "}}";
         sub.client->send_text(std::move(out));
         remember(sub, event, std::move(cursor));
+        if (api_.counters != nullptr) {
+            metrics::add(api_.counters->notifications);
+            if (live_delay_us_ != 0) api_.counters->delay.observe(live_delay_us_);
+        }
     }
 
     // irreversible_only: the event's block is not irreversible yet.
@@ -479,6 +506,7 @@ private:
             json::append_quoted(out, cursor);
             out += "}}";
             sub.client->send_text(std::move(out));
+            if (api_.counters != nullptr) metrics::add(api_.counters->retractions);
             sent.pop_back();
         }
     }
@@ -499,22 +527,28 @@ private:
             return;
         }
         again_ = false;
-        std::vector<std::string> accounts;
-        fetch_subs_.clear();
         const Key* after = nullptr;
-        for (auto& [id, sub] : subs_) {
-            if (sub->state != Subscription::State::Live) continue;
+        for (const Subscription* sub : live_) {
             // irreversible_only and at the irreversible block: nothing to fetch yet.
             if (sub->irreversible_only && sub->last >= after_block(irreversible_)) continue;
-            fetch_subs_.push_back(id);
-            accounts.insert(accounts.end(), sub->accounts.begin(), sub->accounts.end());
             if (after == nullptr || sub->last < *after) after = &sub->last;
         }
         if (after == nullptr) return;
-        std::sort(accounts.begin(), accounts.end());
-        accounts.erase(std::unique(accounts.begin(), accounts.end()), accounts.end());
+        if (live_changed_) {
+            // The accounts of the live subscriptions, as the statement's text[]
+            // (built again only when a subscription joined or left).
+            std::vector<std::string> accounts;
+            accounts.reserve(live_by_account_.size());
+            for (const auto& [account, subs] : live_by_account_) accounts.push_back(account);
+            std::sort(accounts.begin(), accounts.end());
+            live_accounts_ = pg::text_array_literal(accounts);
+            live_changed_ = false;
+        }
+        ++fetch_seq_;
+        fetch_notified_us_ = notified_us_;
+        notified_us_ = 0;
         fetch_op_.retried = false;
-        fetch_op_.params = {pg::text_array_literal(accounts), std::to_string(after->block_num), std::to_string(after->position),
+        fetch_op_.params = {live_accounts_, std::to_string(after->block_num), std::to_string(after->position),
                             after->account, std::to_string(kFetchRows)};
         fetching_ = true;
         api_.pool->submit(&fetch_op_);
@@ -534,8 +568,26 @@ private:
     }
 
     void drop(std::map<std::string, std::unique_ptr<Subscription>>::iterator it) {
-        if (it->second->op_running) api_.pool->cancel(&it->second->op);
+        Subscription& sub = *it->second;
+        if (sub.op_running) api_.pool->cancel(&sub.op);
+        if (sub.state == Subscription::State::Live) {
+            live_[sub.live_index] = live_.back();
+            live_[sub.live_index]->live_index = sub.live_index;
+            live_.pop_back();
+            for (const auto& account : sub.accounts) {
+                auto found = live_by_account_.find(account);
+                if (found == live_by_account_.end()) continue;  // named twice
+                std::erase(found->second, &sub);
+                if (found->second.empty()) live_by_account_.erase(found);
+            }
+            live_changed_ = true;
+        }
         subs_.erase(it);
+        count(&api::PushCounters::subscribers, -1);
+    }
+
+    void count(metrics::Counter api::PushCounters::*gauge, std::int64_t delta) {
+        if (api_.counters != nullptr) api::PushCounters::change(api_.counters->*gauge, delta);
     }
 
     ApiContext api_;
@@ -547,12 +599,24 @@ private:
     bool fetching_ = false;
     bool again_ = false;         // news came while a fetch ran
     bool fetch_failed_ = false;  // the last fetch failed: the retry runs it again
-    std::vector<std::string> fetch_subs_;
+    // The live subscriptions, by account too, kept as they join and leave
+    // (a fetch costs its rows, not a pass over every subscription's accounts).
+    std::vector<Subscription*> live_;
+    std::unordered_map<std::string, std::vector<Subscription*>> live_by_account_;
+    bool live_changed_ = false;
+    std::string live_accounts_;  // their accounts' text[] literal
+    std::uint64_t fetch_seq_ = 0;  // fetches requested
     std::map<std::string, std::unique_ptr<Subscription>> subs_;
     std::unordered_map<Client*, std::vector<std::string>> by_client_;
     ngx_event_t retry_{};
     ngx_msec_t retry_delay_ = 0;
     std::int64_t irreversible_ = 0;  // the store's irreversible block (migration 0027)
+    // Metrics: when the oldest notification no fetch has started for yet
+    // arrived, that of the running fetch's, and its delay while its rows
+    // are handed out (0: none, e.g. a fetch for a subscription going live).
+    std::uint64_t notified_us_ = 0;
+    std::uint64_t fetch_notified_us_ = 0;
+    std::uint64_t live_delay_us_ = 0;
 };
 
 std::unique_ptr<Hub> worker_hub;
@@ -622,5 +686,11 @@ void forget(Client& client) {
 }
 
 void shutdown() { worker_hub.reset(); }
+
+void dropped(const Client& client, api::PushDrop reason) {
+    if (worker_hub && worker_hub->holds(client) && worker_hub->counters() != nullptr) {
+        metrics::add(worker_hub->counters()->dropped[static_cast<std::size_t>(reason)]);
+    }
+}
 
 }  // namespace wallet::push

@@ -27,6 +27,8 @@ namespace wallet {
 class CursorCodec;
 namespace api {
 struct RequestLimits;
+struct PushCounters;
+enum class PushDrop : std::size_t;
 }
 namespace ngx {
 class PgPool;
@@ -67,6 +69,9 @@ void forget(Client& client);
 void drained(Client& client);
 // The worker exits: every subscription and the listener's connection end.
 void shutdown();
+// The server closes `client`'s connection for `reason`: counted in the
+// metrics when it holds subscriptions.
+void dropped(const Client& client, api::PushDrop reason);
 
 // What the API module of this worker lends push (ngx_http_wallet_history_module.cpp):
 // none when this nginx serves no wallet_history API.
@@ -75,6 +80,7 @@ struct ApiContext {
     const ngx::PgPoolSettings* pool_settings = nullptr;
     const CursorCodec* cursors = nullptr;
     const api::RequestLimits* limits = nullptr;
+    api::PushCounters* counters = nullptr;  // in the API's shared memory zone
 };
 std::optional<ApiContext> api_context();
 

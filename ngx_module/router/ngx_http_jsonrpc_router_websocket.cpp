@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "api_metrics.hpp"
 #include "ngx_http_jsonrpc_router_conf.hpp"
 #include "ngx_http_jsonrpc_router_exchange.hpp"
 #include "ngx_http_jsonrpc_router_metrics.hpp"
@@ -146,6 +147,7 @@ public:
             ngx_log_error(NGX_LOG_INFO, c_->log, 0,
                           "jsonrpc_router: WebSocket subscriber not reading: %uz bytes queued, closed with 1008",
                           out_bytes_);
+            wallet::push::dropped(*this, wallet::api::PushDrop::SlowConsumer);
             drop_unbegun();
             close_with(ws::close_code::policy_violation, "notifications not read fast enough");
         }
@@ -165,6 +167,7 @@ public:
                           "jsonrpc_router: WebSocket output of the worker over jsonrpc_router_ws_worker_output (%uz): "
                           "closing the client with the most queued (%uz bytes), 1013",
                           conf_->ws_worker_output, out_bytes_);
+            wallet::push::dropped(*this, wallet::api::PushDrop::WorkerOutput);
             drop_unbegun();
             close_with(kCloseTryAgainLater, "too many answers waiting to be read");
         }
@@ -204,6 +207,7 @@ private:
         ngx_log_error(NGX_LOG_INFO, s->c_->log, 0,
                       "jsonrpc_router: WebSocket client did not read its answers within %M ms (%uz bytes queued), closed",
                       s->conf_->ws_send_timeout, s->out_bytes_);
+        wallet::push::dropped(*s, wallet::api::PushDrop::SendTimeout);
         s->terminate();
     }
 

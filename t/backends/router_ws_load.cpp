@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "router_http.hpp"
 #include "router_websocket.hpp"
+#include "ws_load_client.hpp"
 
 namespace {
 
@@ -25,19 +25,6 @@ struct Client {
     int fd = -1;
     std::unique_ptr<router::ws::Decoder> decoder;
 };
-
-bool send_all(int fd, const std::string& data) {
-    std::size_t sent = 0;
-    while (sent < data.size()) {
-        ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EAGAIN) continue;
-            return false;
-        }
-        sent += static_cast<std::size_t>(n);
-    }
-    return true;
-}
 
 }  // namespace
 
@@ -56,40 +43,20 @@ int main(int argc, char** argv) {
     std::vector<Client> clients(static_cast<std::size_t>(connections));
     std::string frame = router::ws::encode_frame(router::ws::Opcode::Text, message, true);
     for (auto& c : clients) {
-        c.fd = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(static_cast<std::uint16_t>(port));
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-            std::perror("connect");
+        ws_load::Connection connection = ws_load::connect(port, "/");
+        if (!connection.error.empty()) {
+            std::fprintf(stderr, "%s\n", connection.error.c_str());
             return 1;
         }
-        int one = 1;
-        setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        send_all(c.fd, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + router::ws::make_client_key() + "\r\n\r\n");
-        router::HttpMessageParser parser(router::HttpMessageParser::Kind::Response, 0);
-        char buffer[4096];
-        while (parser.state() == router::HttpMessageParser::State::Incomplete) {
-            ssize_t n = recv(c.fd, buffer, sizeof(buffer), 0);
-            if (n <= 0) return 1;
-            parser.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
-        }
-        if (parser.status() != 101) {
-            std::fprintf(stderr, "handshake refused: %d\n", parser.status());
-            return 1;
-        }
-        c.decoder = std::make_unique<router::ws::Decoder>(router::ws::Decoder::Role::Client, 64 << 20);
-        c.decoder->feed(parser.take_leftover());
-        fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+        c.fd = connection.fd;
+        c.decoder = std::move(connection.decoder);
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.ptr = &c;
         epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
         std::string burst;
         for (int i = 0; i < depth; ++i) burst += frame;
-        send_all(c.fd, burst);
+        ws_load::send_all(c.fd, burst);
     }
     long messages = 0, errors = 0;
     auto start = std::chrono::steady_clock::now();
@@ -113,7 +80,7 @@ int main(int argc, char** argv) {
                 if (event.payload.find("\"result\"") == std::string::npos) ++errors;
                 replies += frame;
             }
-            if (!replies.empty()) send_all(c->fd, replies);
+            if (!replies.empty()) ws_load::send_all(c->fd, replies);
         }
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

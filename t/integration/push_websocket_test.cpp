@@ -14,7 +14,9 @@
 // parameter and limit is answered, the API's rate limit counts subscribes; a
 // catch-up waits for a slow reader, a live subscriber that does not read is
 // closed with 1008; `nginx -t` refuses bad push settings; a subscription
-// outlives a PostgreSQL restart. One stack for all cases: ctest runs the
+// outlives a PostgreSQL restart; /metrics counts subscribers, their
+// connections, notifications, the delay from the NOTIFY to the send, and the
+// connection closed for not reading. One stack for all cases: ctest runs the
 // binary as one test.
 //
 // The account: mefomu533, the synthetic chain's busiest with seed 7 (about
@@ -26,6 +28,7 @@
 #include "router_support.hpp"
 #include "support/api_support.hpp"
 #include "support/npm_packages.hpp"
+#include "support/prometheus_text.hpp"
 
 using namespace std::chrono_literals;
 using router_test::WsClient;
@@ -124,6 +127,14 @@ protected:
     // The router's server: push on its WebSocket endpoint, "/".
     static std::uint16_t port() { return router_port; }
 
+    static prometheus_text::Scrape metrics() {
+        harness::HttpResponse page = harness::http_request("GET", stack->nginx().url("/metrics"));
+        EXPECT_EQ(page.status, 200);
+        prometheus_text::Scrape s = prometheus_text::parse(page.body);
+        EXPECT_EQ(s.error, "") << page.body;
+        return s;
+    }
+
     // The next notification on c, an event or a retraction (answers and
     // pings skipped); none on timeout or close.
     static std::optional<Notification> next_notification(WsClient& c) {
@@ -221,6 +232,18 @@ TEST_F(PushWebSocket, LiveEventsArriveOnceInOrderAsGetWalletHistoryPrintsThem) {
         EXPECT_EQ(router_test::text_at(n.event.get(), "account"), kAccount);
     }
     expect_run_of(got, stored_events());
+    // The first case: this connection and subscription are the only ones.
+    {
+        const auto s = metrics();
+        EXPECT_EQ(s.value("wallet_history_push_subscribers"), 1);
+        EXPECT_EQ(s.value("wallet_history_push_connections"), 1);
+        EXPECT_GE(s.value("wallet_history_push_notifications_total").value_or(0), 20);
+        EXPECT_EQ(s.value("wallet_history_push_retractions_total"), 0);
+        // Live events after the first: each came with a NOTIFY (the first
+        // fetch is the subscription's own, when it goes live).
+        EXPECT_GE(s.value("wallet_history_push_delay_seconds_count").value_or(0), 10);
+        EXPECT_EQ(s.value("wallet_history_push_dropped_connections_total", {{"reason", "slow_consumer"}}), 0);
+    }
     // A notification's cursor is get_wallet_history's: the page after it
     // starts with the event before it.
     JsonPtr before = stack->result("wallet_history.get_wallet_history", std::string(R"({"account":")") + kAccount +
@@ -241,6 +264,9 @@ TEST_F(PushWebSocket, LiveEventsArriveOnceInOrderAsGetWalletHistoryPrintsThem) {
     ASSERT_EQ(router_test::text_at(done.get(), "result"), "true") << api_test::dump(done.get());
     c.set_timeout(1500ms);
     EXPECT_FALSE(next_event(c));  // the account's events keep being stored meanwhile
+    const auto after = metrics();
+    EXPECT_EQ(after.value("wallet_history_push_subscribers"), 0);
+    EXPECT_EQ(after.value("wallet_history_push_connections"), 0);
     EXPECT_TRUE(stack->nginx().fatal_log_lines().empty());
 }
 
@@ -456,6 +482,7 @@ TEST_F(PushWebSocket, AClientNotReadingItsLiveNotificationsIsClosedWith1008) {
     }
     ASSERT_TRUE(close_code);
     EXPECT_EQ(*close_code, ws::close_code::policy_violation);
+    EXPECT_GE(metrics().value("wallet_history_push_dropped_connections_total", {{"reason", "slow_consumer"}}).value_or(0), 1);
 }
 
 TEST_F(PushWebSocket, AWsClientResumingAfterALostConnectionMissesNothingAndGetsNothingTwice) {
@@ -583,6 +610,7 @@ TEST_F(PushWebSocket, AForkIsRetractedAndIrreversibleOnlyWaitsForIrreversibleBlo
     const auto stored = stored_events();
     expect_run_of(head, stored);
     expect_run_of(settled, stored);
+    EXPECT_GE(metrics().value("wallet_history_push_retractions_total").value_or(0), static_cast<double>(retracted));
 }
 
 // nginx reloads: the old worker closes the connection with 1001 (going

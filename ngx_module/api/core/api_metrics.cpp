@@ -13,6 +13,8 @@ constexpr std::array<const char*, static_cast<std::size_t>(PgError::Count)> kPgE
                                                                                           "unavailable"};
 constexpr std::array<const char*, static_cast<std::size_t>(Rerun::Count)> kReruns = {"behind_cursor",
                                                                                      "retryable_error"};
+constexpr std::array<const char*, static_cast<std::size_t>(PushDrop::Count)> kPushDrops = {
+    "slow_consumer", "worker_output", "send_timeout"};
 
 std::string_view method_label(std::size_t index) {
     return index < kMethodCount ? method_names()[index] : std::string_view("unknown");
@@ -75,6 +77,29 @@ void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters) {
                       "Statements run once more: behind_cursor (a standby had not replayed the cursor's block), "
                       "retryable_error (recovery conflict, serialization failure or lost connection: run elsewhere).",
                       "reason", kReruns, counters.reruns);
+    write_push_metrics(out, counters.push);
+}
+
+void write_push_metrics(metrics::TextWriter& out, const PushCounters& push) {
+    out.family("wallet_history_push_subscribers", "gauge", "Live push subscriptions (wallet_history.subscribe), all workers.");
+    out.sample("wallet_history_push_subscribers", {}, push.subscribers.load(std::memory_order_relaxed));
+    out.family("wallet_history_push_connections", "gauge", "WebSocket connections holding push subscriptions, all workers.");
+    out.sample("wallet_history_push_connections", {}, push.connections.load(std::memory_order_relaxed));
+    out.family("wallet_history_push_notifications_total", "counter",
+               "wallet_history.event notifications queued to subscribers (catch-up and live).");
+    out.sample("wallet_history_push_notifications_total", {}, push.notifications.load(std::memory_order_relaxed));
+    out.family("wallet_history_push_retractions_total", "counter",
+               "wallet_history.retract notifications queued to subscribers (events of blocks a fork removed).");
+    out.sample("wallet_history_push_retractions_total", {}, push.retractions.load(std::memory_order_relaxed));
+    write_counters_by(out, "wallet_history_push_dropped_connections_total",
+                      "Push subscribers' connections the server closed: slow_consumer (over "
+                      "jsonrpc_router_push_max_output queued, 1008), worker_output (the worker's "
+                      "jsonrpc_router_ws_worker_output reached, 1013), send_timeout (jsonrpc_router_ws_send_timeout).",
+                      "reason", kPushDrops, push.dropped);
+    out.family("wallet_history_push_delay_seconds", "histogram",
+               "Live notifications: from the writers' NOTIFY reaching the nginx worker to the notification queued "
+               "to its client.");
+    out.histogram("wallet_history_push_delay_seconds", {}, push.delay);
 }
 
 void write_database_metrics(metrics::TextWriter& out, const std::vector<DatabaseGauges>& databases) {

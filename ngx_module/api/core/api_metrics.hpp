@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,12 +42,39 @@ enum class PgError : std::size_t { Timeout, Failed, Unavailable, Count };
 // (recovery conflict, serialization failure, lost connection).
 enum class Rerun : std::size_t { BehindCursor, RetryableError, Count };
 
+// Why the server closed a push subscriber's connection
+// (docs/wallet-history-api.md, "Push over WebSocket"): slow_consumer (more
+// than jsonrpc_router_push_max_output of notifications queued, 1008),
+// worker_output (the worker's jsonrpc_router_ws_worker_output was reached
+// and this connection held the most, 1013), send_timeout (what waited was
+// not taken within jsonrpc_router_ws_send_timeout).
+enum class PushDrop : std::size_t { SlowConsumer, WorkerOutput, SendTimeout, Count };
+
+// Push over WebSocket. The two gauges are sums of what each worker adds and
+// takes back (unsigned wrap-around; a worker exiting takes back all it holds).
+struct PushCounters {
+    metrics::Counter subscribers{0};  // gauge: live subscriptions
+    metrics::Counter connections{0};  // gauge: WebSocket connections holding one or more
+    metrics::Counter notifications{0};
+    metrics::Counter retractions{0};
+    std::array<metrics::Counter, static_cast<std::size_t>(PushDrop::Count)> dropped{};
+    // From the writers' NOTIFY reaching the worker to the notification's
+    // frame queued to its client (live events; a catch-up's are not counted).
+    metrics::Histogram delay{};
+
+    // `delta` subscriptions or connections more (> 0) or fewer (< 0).
+    static void change(metrics::Counter& gauge, std::int64_t delta) {
+        gauge.fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_relaxed);
+    }
+};
+
 struct ApiCounters {
     std::array<std::array<metrics::Counter, static_cast<std::size_t>(Outcome::Count)>, kMethodCount + 1> requests{};
     std::array<metrics::Histogram, kMethodCount + 1> latency{};
     metrics::Counter pool_waits{0};  // statements that queued for a free connection
     std::array<metrics::Counter, static_cast<std::size_t>(PgError::Count)> pg_errors{};
     std::array<metrics::Counter, static_cast<std::size_t>(Rerun::Count)> reruns{};
+    PushCounters push;
 
     // Counts one finished request; `started_us` from metrics::monotonic_us().
     void record(std::optional<Method> method, Outcome outcome, std::uint64_t started_us);
@@ -55,7 +83,9 @@ struct ApiCounters {
 // The outcome of a request answered with a JSON-RPC error `code`.
 Outcome outcome_of_error(int code);
 
+// The request counters, then write_push_metrics'.
 void write_api_metrics(metrics::TextWriter& out, const ApiCounters& counters);
+void write_push_metrics(metrics::TextWriter& out, const PushCounters& push);
 
 // What a database of the pool answered to the database statement (api_sql.hpp).
 struct DatabaseReading {
