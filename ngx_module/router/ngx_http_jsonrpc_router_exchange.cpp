@@ -333,16 +333,17 @@ void Call::upstream_replied(int status, std::string body) {
     // A transport calls this once it let go of the call, maybe of itself too:
     // an exception ends this call here, not in the transport's handler.
     wallet::ngx::guard(
-        log(), "jsonrpc_router: upstream answer", [&] { take_reply(status, std::move(body)); },
-        [&] { fail_internal(); });
+        log(), "jsonrpc_router: upstream answer", [&] { take_reply(status, body); }, [&] { fail_internal(); });
+    // The body's memory serves the next answer (a transport's next body).
+    give_back_answer(std::move(body));
 }
 
-void Call::take_reply(int status, std::string body) {
+void Call::take_reply(int status, std::string_view body) {
     if (done_) return;
     WALLET_FAULT_POINT("router.upstream_replied");
     if (timer_.timer_set) ngx_del_timer(&timer_);
     const RouterInstance& instance = exchange_.instance();
-    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
+    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits, spare_answer());
     upstream_ended(reply.valid ? std::nullopt : std::optional(router::UpstreamError::BadAnswer));
     if (!reply.valid) {
         if (fail_over("bad answer")) return;

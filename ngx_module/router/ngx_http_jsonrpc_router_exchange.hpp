@@ -138,7 +138,7 @@ private:
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
     static void timer_failed(ngx_event_t* ev);
-    void take_reply(int http_status, std::string body);
+    void take_reply(int http_status, std::string_view body);
     // Ends the call with a JSON-RPC internal error after an exception.
     void fail_internal();
     // Upstream latency and errors of a client's call (polls are not counted).

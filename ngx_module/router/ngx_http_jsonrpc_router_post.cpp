@@ -18,12 +18,17 @@ using jsonrpc_router::RouterInstance;
 
 namespace {
 
+// The record of the request's client: the one its connection is counted on.
+jsonrpc_router::ClientHold hold_client(ngx_http_request_t* r, const RouterInstance& instance) {
+    if (const jsonrpc_router::ClientHold* counted = ngx_http_jsonrpc_router_connection_client(r)) return counted->share();
+    return {jsonrpc_router::Worker::get().clients(), wallet::ngx::client_address(r), ngx_current_msec,
+            instance.client_rate};
+}
+
 class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance)
-        : r_(r), instance_(instance),
-          client_(jsonrpc_router::Worker::get().clients(), wallet::ngx::client_address(r), ngx_current_msec,
-                  instance.client_rate),
+        : r_(r), instance_(instance), client_(hold_client(r, instance)),
           exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, client_.get()) {
         rate_timer_.handler = wallet::ngx::guarded<"jsonrpc_router: client rate", on_rate_timer, fail_rate_timer>;
         rate_timer_.data = this;
