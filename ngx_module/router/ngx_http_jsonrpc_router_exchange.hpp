@@ -223,8 +223,9 @@ public:
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
     const RequestId& request_id() const { return request_id_; }
-    // Headers that describe a single call: cache status, route, target.
-    std::string cache_status() const;
+    // Headers that describe a single call: cache status (a literal, or a
+    // batch's text written to `batch_text`), route, target.
+    std::string_view cache_status(std::string& batch_text) const;
     const router::Route* route() const;
     // The route's target (configuration: lives as long as the instance); empty without a route.
     std::string_view target_name() const;

@@ -66,12 +66,11 @@ public:
         ngx_int_t rc = NGX_ERROR;
         try {
             response_ = exchange.take_response();
-            cache_status_ = exchange.cache_status();
             // The values live as long as the request (the exchange, this
-            // job) or the configuration (route and target names).
+            // job), the configuration (route and target names) or the program.
             using wallet::ngx::add_response_header_unowned;
             add_response_header_unowned(r_, "X-JSONRPC-Request-Id", exchange.request_id());
-            add_response_header_unowned(r_, "X-JSONRPC-Cache", cache_status_);
+            add_response_header_unowned(r_, "X-JSONRPC-Cache", exchange.cache_status(batch_cache_status_));
             if (const router::Route* route = exchange.route()) {
                 add_response_header_unowned(r_, "X-JSONRPC-Route", route->pattern.text());
                 add_response_header_unowned(r_, "X-JSONRPC-Target", exchange.target_name());
@@ -108,7 +107,7 @@ private:
     std::string body_;  // a request waiting for its client's rate
     Exchange exchange_;
     std::string response_;  // referenced by the output chain until the request ends
-    std::string cache_status_;
+    std::string batch_cache_status_;  // a batch's X-JSONRPC-Cache
     bool finished_ = false;
 };
 
