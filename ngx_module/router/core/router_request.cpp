@@ -364,8 +364,16 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
         reply.problem = "not a JSON-RPC response object";
         return reply;
     }
-    auto result = doc.member(0, "result");
-    auto error = doc.member(0, "error");
+    // Both members in one pass (the first of a name counts, as with member()).
+    std::optional<std::size_t> result, error;
+    std::string key_scratch;
+    for (std::size_t key = 1, i = 0; i < doc.node(0).count; ++i) {
+        const std::size_t value = doc.node(key).next;
+        const std::string_view name = doc.string_view_of(key, key_scratch);
+        if (name == "result" && !result) result = value;
+        if (name == "error" && !error) error = value;
+        key = doc.node(value).next;
+    }
     if (!result && !error) {
         reply.problem = "neither result nor error";
         return reply;
