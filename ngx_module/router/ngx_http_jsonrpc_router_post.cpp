@@ -187,15 +187,17 @@ void stop_body_deadline(void* data) {
 }  // namespace
 
 ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
-    auto* timer = static_cast<ngx_event_t*>(ngx_pcalloc(r->pool, sizeof(ngx_event_t)));
-    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
-    if (timer == nullptr || cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    // Both allocated before the body is read: once nginx waits for the rest
+    // of it, the request can no longer be answered with a 500 here.
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(ngx_event_t));
+    if (cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    auto* timer = static_cast<ngx_event_t*>(cleanup->data);
+    ngx_memzero(timer, sizeof(ngx_event_t));
     timer->handler = wallet::ngx::guarded<"jsonrpc_router: request body deadline", body_too_slow>;
     timer->data = r;
     timer->log = r->connection->log;
     timer->cancelable = 1;  // a graceful stop does not wait for it
     cleanup->handler = stop_body_deadline;
-    cleanup->data = timer;
     r->request_body_in_single_buf = 1;
     ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
     // A body that came with its headers (most do) was handled inside the
