@@ -13,7 +13,6 @@ namespace jsonrpc {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 int hex_value(char c) {
@@ -169,10 +168,6 @@ JsonParseStatus JsonDocument::parse_indexing(std::string_view text, std::size_t 
 bool JsonDocument::fail(const char* what) {
     if (error_.empty()) error_ = std::string(what) + " at offset " + std::to_string(pos_);
     return false;
-}
-
-void JsonDocument::skip_space() {
-    while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
 }
 
 bool JsonDocument::parse_value(std::size_t depth) {

@@ -78,7 +78,12 @@ private:
     bool parse_string(bool indexed);
     bool parse_number(bool indexed);
     bool parse_literal(std::string_view word, JsonKind kind, bool indexed);
-    void skip_space();
+    // Inline: called around every value and separator (compact JSON has no space).
+    void skip_space() {
+        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+            ++pos_;
+        }
+    }
     bool fail(const char* what);
     void append_canonical(std::size_t index, std::string& out) const;
 

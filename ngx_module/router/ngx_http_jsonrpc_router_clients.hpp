@@ -95,6 +95,16 @@ public:
         }
         return *this;
     }
+    // Another hold on the same record (found once: no second lookup).
+    ClientHold share() const {
+        ClientHold other;
+        if (record_ != nullptr) {
+            ++record_->holders;
+            other.records_ = records_;
+            other.record_ = record_;
+        }
+        return other;
+    }
     void reset() {
         if (record_ != nullptr) records_->let_go(*record_);
         records_ = nullptr;

@@ -47,6 +47,9 @@ ngx_int_t ngx_http_jsonrpc_router_websocket(ngx_http_request_t* r, ngx_http_json
 bool ngx_http_jsonrpc_router_is_upgrade(ngx_http_request_t* r);
 // Reads a POST's body (ngx_http_read_client_request_body) within
 // jsonrpc_router_body_timeout and answers it; returns what the content handler returns.
+// The client record a POST's connection is counted on (claimed before its
+// body is read), or nullptr (no address).
+const jsonrpc_router::ClientHold* ngx_http_jsonrpc_router_connection_client(ngx_http_request_t* r);
 ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf);
 void ngx_http_jsonrpc_router_body_handler(ngx_http_request_t* r) noexcept;
 // A request's JSON-RPC internal error after an exception (ngx_wallet_guard),

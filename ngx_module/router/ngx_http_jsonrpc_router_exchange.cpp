@@ -31,12 +31,16 @@ std::string loggable(std::string_view text, std::size_t max = 100) {
     return out;
 }
 
-// The spare answer strings (spare_answer): about the answers a worker sends
-// at once; a string larger than kSpareAnswerBytes is let go.
+// The spare answer strings (spare_answer): about the answers and upstream
+// bodies a worker holds at once (a miss holds two); a string larger than
+// kSpareAnswerBytes is let go, and at most kLargeSpares over kSmallSpareBytes are kept.
 constexpr std::size_t kSpareAnswerBytes = 256 * 1024;
+constexpr std::size_t kSmallSpareBytes = 16 * 1024;
+constexpr std::size_t kLargeSpares = 16;
 struct SpareAnswers {
-    std::array<std::string, 16> texts;
+    std::array<std::string, 64> texts;
     std::size_t count = 0;
+    std::size_t large = 0;  // of them over kSmallSpareBytes
 };
 SpareAnswers spare_answers;
 
@@ -64,12 +68,19 @@ void give_back_plan(router::RequestPlan& plan) noexcept {
 
 std::string spare_answer() {
     if (spare_answers.count == 0) return {};
-    return std::move(spare_answers.texts[--spare_answers.count]);
+    std::string text = std::move(spare_answers.texts[--spare_answers.count]);
+    if (text.capacity() > kSmallSpareBytes) --spare_answers.large;
+    return text;
 }
 
 void give_back_answer(std::string text) noexcept {
     if (text.capacity() <= std::string().capacity() || text.capacity() > kSpareAnswerBytes) return;
-    if (spare_answers.count < spare_answers.texts.size()) spare_answers.texts[spare_answers.count++] = std::move(text);
+    if (spare_answers.count == spare_answers.texts.size()) return;
+    if (text.capacity() > kSmallSpareBytes) {
+        if (spare_answers.large == kLargeSpares) return;
+        ++spare_answers.large;
+    }
+    spare_answers.texts[spare_answers.count++] = std::move(text);
 }
 
 using wallet::ngx::post_event;
@@ -333,16 +344,17 @@ void Call::upstream_replied(int status, std::string body) {
     // A transport calls this once it let go of the call, maybe of itself too:
     // an exception ends this call here, not in the transport's handler.
     wallet::ngx::guard(
-        log(), "jsonrpc_router: upstream answer", [&] { take_reply(status, std::move(body)); },
-        [&] { fail_internal(); });
+        log(), "jsonrpc_router: upstream answer", [&] { take_reply(status, body); }, [&] { fail_internal(); });
+    // The body's memory serves the next answer (a transport's next body).
+    give_back_answer(std::move(body));
 }
 
-void Call::take_reply(int status, std::string body) {
+void Call::take_reply(int status, std::string_view body) {
     if (done_) return;
     WALLET_FAULT_POINT("router.upstream_replied");
     if (timer_.timer_set) ngx_del_timer(&timer_);
     const RouterInstance& instance = exchange_.instance();
-    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits);
+    router::UpstreamReply reply = router::rewrite_upstream_reply(body, plan().id, instance.limits, spare_answer());
     upstream_ended(reply.valid ? std::nullopt : std::optional(router::UpstreamError::BadAnswer));
     if (!reply.valid) {
         if (fail_over("bad answer")) return;
@@ -591,12 +603,13 @@ std::string Exchange::take_response() {
     return router::render_batch(parts);
 }
 
-std::string Exchange::cache_status() const {
+std::string_view Exchange::cache_status(std::string& batch_text) const {
     if (calls_.empty()) return "BYPASS";
     if (!plan_.batch) return calls_[0].cache_status;
     std::size_t hits = 0;
     for (const Call& call : calls_) hits += std::strcmp(call.cache_status, "HIT") == 0 ? 1 : 0;
-    return "BATCH hits=" + std::to_string(hits) + " calls=" + std::to_string(calls_.size());
+    batch_text = "BATCH hits=" + std::to_string(hits) + " calls=" + std::to_string(calls_.size());
+    return batch_text;
 }
 
 const router::Route* Exchange::route() const {

@@ -138,7 +138,7 @@ private:
     void fail(int code, const std::string& message, const std::string& detail);
     static void on_timer(ngx_event_t* ev);
     static void timer_failed(ngx_event_t* ev);
-    void take_reply(int http_status, std::string body);
+    void take_reply(int http_status, std::string_view body);
     // Ends the call with a JSON-RPC internal error after an exception.
     void fail_internal();
     // Upstream latency and errors of a client's call (polls are not counted).
@@ -223,8 +223,9 @@ public:
     // The response body (one object, or an array for a batch), moved out.
     std::string take_response();
     const RequestId& request_id() const { return request_id_; }
-    // Headers that describe a single call: cache status, route, target.
-    std::string cache_status() const;
+    // Headers that describe a single call: cache status (a literal, or a
+    // batch's text written to `batch_text`), route, target.
+    std::string_view cache_status(std::string& batch_text) const;
     const router::Route* route() const;
     // The route's target (configuration: lives as long as the instance); empty without a route.
     std::string_view target_name() const;

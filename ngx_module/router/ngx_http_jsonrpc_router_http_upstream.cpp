@@ -214,6 +214,7 @@ void HttpConn::start(Call& call, std::string_view request, bool reused) {
     reused_ = reused;
     got_bytes_ = false;
     parser_.reset();
+    parser_.reuse_body(spare_answer());  // the body was taken by the last call
     write(request);
 }
 

@@ -162,6 +162,13 @@ static void release_connection(void* data) {
     std::destroy_at(client);
 }
 
+const jsonrpc_router::ClientHold* ngx_http_jsonrpc_router_connection_client(ngx_http_request_t* r) {
+    for (const ngx_pool_cleanup_t* cleanup = r->pool->cleanup; cleanup != nullptr; cleanup = cleanup->next) {
+        if (cleanup->handler == release_connection) return static_cast<const jsonrpc_router::ClientHold*>(cleanup->data);
+    }
+    return nullptr;
+}
+
 // Nothing when counted (until the request ends), else what the handler returns.
 static std::optional<ngx_int_t> claim_connection(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
     // The address's record, as counted, is held from the request's pool until the release.

@@ -18,12 +18,17 @@ using jsonrpc_router::RouterInstance;
 
 namespace {
 
+// The record of the request's client: the one its connection is counted on.
+jsonrpc_router::ClientHold hold_client(ngx_http_request_t* r, const RouterInstance& instance) {
+    if (const jsonrpc_router::ClientHold* counted = ngx_http_jsonrpc_router_connection_client(r)) return counted->share();
+    return {jsonrpc_router::Worker::get().clients(), wallet::ngx::client_address(r), ngx_current_msec,
+            instance.client_rate};
+}
+
 class HttpJob final : public ExchangeOwner {
 public:
     HttpJob(ngx_http_request_t* r, const RouterInstance& instance)
-        : r_(r), instance_(instance),
-          client_(jsonrpc_router::Worker::get().clients(), wallet::ngx::client_address(r), ngx_current_msec,
-                  instance.client_rate),
+        : r_(r), instance_(instance), client_(hold_client(r, instance)),
           exchange_(instance, r->connection->log, *this, router::ClientTransport::Http, client_.get()) {
         rate_timer_.handler = wallet::ngx::guarded<"jsonrpc_router: client rate", on_rate_timer, fail_rate_timer>;
         rate_timer_.data = this;
@@ -61,12 +66,11 @@ public:
         ngx_int_t rc = NGX_ERROR;
         try {
             response_ = exchange.take_response();
-            cache_status_ = exchange.cache_status();
             // The values live as long as the request (the exchange, this
-            // job) or the configuration (route and target names).
+            // job), the configuration (route and target names) or the program.
             using wallet::ngx::add_response_header_unowned;
             add_response_header_unowned(r_, "X-JSONRPC-Request-Id", exchange.request_id());
-            add_response_header_unowned(r_, "X-JSONRPC-Cache", cache_status_);
+            add_response_header_unowned(r_, "X-JSONRPC-Cache", exchange.cache_status(batch_cache_status_));
             if (const router::Route* route = exchange.route()) {
                 add_response_header_unowned(r_, "X-JSONRPC-Route", route->pattern.text());
                 add_response_header_unowned(r_, "X-JSONRPC-Target", exchange.target_name());
@@ -103,7 +107,7 @@ private:
     std::string body_;  // a request waiting for its client's rate
     Exchange exchange_;
     std::string response_;  // referenced by the output chain until the request ends
-    std::string cache_status_;
+    std::string batch_cache_status_;  // a batch's X-JSONRPC-Cache
     bool finished_ = false;
 };
 
@@ -183,15 +187,17 @@ void stop_body_deadline(void* data) {
 }  // namespace
 
 ngx_int_t ngx_http_jsonrpc_router_read_body(ngx_http_request_t* r, const ngx_http_jsonrpc_router_loc_conf_t& conf) {
-    auto* timer = static_cast<ngx_event_t*>(ngx_pcalloc(r->pool, sizeof(ngx_event_t)));
-    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, 0);
-    if (timer == nullptr || cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    // Both allocated before the body is read: once nginx waits for the rest
+    // of it, the request can no longer be answered with a 500 here.
+    ngx_pool_cleanup_t* cleanup = ngx_pool_cleanup_add(r->pool, sizeof(ngx_event_t));
+    if (cleanup == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    auto* timer = static_cast<ngx_event_t*>(cleanup->data);
+    ngx_memzero(timer, sizeof(ngx_event_t));
     timer->handler = wallet::ngx::guarded<"jsonrpc_router: request body deadline", body_too_slow>;
     timer->data = r;
     timer->log = r->connection->log;
     timer->cancelable = 1;  // a graceful stop does not wait for it
     cleanup->handler = stop_body_deadline;
-    cleanup->data = timer;
     r->request_body_in_single_buf = 1;
     ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_jsonrpc_router_body_handler);
     // A body that came with its headers (most do) was handled inside the

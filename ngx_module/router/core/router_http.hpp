@@ -34,6 +34,12 @@ public:
     bool keep_alive() const { return keep_alive_; }
     const std::string& body() const { return body_; }
     std::string take_body() { return std::move(body_); }
+    // The next body is written into `memory` (a string given back after an
+    // earlier take_body): its capacity is kept, its contents dropped.
+    void reuse_body(std::string memory) {
+        memory.clear();
+        body_ = std::move(memory);
+    }
     // Bytes received after the end of the message (pipelined data, or the
     // first WebSocket frames after a 101).
     std::string take_leftover();

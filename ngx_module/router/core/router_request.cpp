@@ -35,6 +35,8 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
     // The envelope's members in one pass (the first of a name counts, as with member()).
     std::optional<std::size_t> id, version, method, params;
     bool id_twice = false;
+    bool named_twice = false;  // one of these four
+    bool other_names = false;
     std::size_t key = node + 1;
     std::string key_scratch;
     for (std::uint32_t i = 0; i < doc.node(node).count; ++i) {
@@ -46,13 +48,34 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
                                            : name == "params"  ? &params
                                                                : nullptr;
         id_twice = id_twice || (slot == &id && id);
-        if (slot != nullptr && !*slot) *slot = value;
+        if (slot == nullptr) {
+            other_names = true;
+        } else if (*slot) {
+            named_twice = true;
+        } else {
+            *slot = value;
+        }
         key = doc.node(value).next;
     }
+    // The envelope's own names are compared above (decoded): the whole
+    // object is searched again only when it has others, else the values
+    // that may hold objects.
+    const auto names_twice = [&] {
+        if (named_twice) return true;
+        if (other_names) return doc.has_duplicate_keys(node);
+        for (const auto& member : {id, version, method, params}) {
+            if (member && doc.node(*member).count > 0 &&
+                (doc.kind(*member) == JsonKind::Object || doc.kind(*member) == JsonKind::Array) &&
+                doc.has_duplicate_keys(*member)) {
+                return true;
+            }
+        }
+        return false;
+    };
     // The router would read one of two same-named members (a block_num that
     // decides how long an answer is cached) and the target maybe the other:
     // this call is refused, with its id unless that is what is named twice.
-    if (doc.has_duplicate_keys(node)) {
+    if (names_twice()) {
         if (id && !id_twice && (doc.kind(*id) == JsonKind::String || doc.kind(*id) == JsonKind::Number)) {
             call.id.assign(doc.text(*id));
         }
@@ -327,7 +350,8 @@ void plan_request(RequestPlan& plan, std::string_view body, const RoutingTable& 
     plan_call(doc, 0, table, plan.calls[0]);
 }
 
-UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits) {
+UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits,
+                                     std::string memory) {
     UpstreamReply reply;
     ScratchDocument scratch;
     JsonDocument& doc = *scratch;
@@ -340,14 +364,24 @@ UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view cal
         reply.problem = "not a JSON-RPC response object";
         return reply;
     }
-    auto result = doc.member(0, "result");
-    auto error = doc.member(0, "error");
+    // Both members in one pass (the first of a name counts, as with member()).
+    std::optional<std::size_t> result, error;
+    std::string key_scratch;
+    for (std::size_t key = 1, i = 0; i < doc.node(0).count; ++i) {
+        const std::size_t value = doc.node(key).next;
+        const std::string_view name = doc.string_view_of(key, key_scratch);
+        if (name == "result" && !result) result = value;
+        if (name == "error" && !error) error = value;
+        key = doc.node(value).next;
+    }
     if (!result && !error) {
         reply.problem = "neither result nor error";
         return reply;
     }
     reply.valid = true;
     std::string& out = reply.response;
+    memory.clear();
+    out = std::move(memory);
     out.reserve(body.size() + caller_id.size() + 32);
     out += "{\"jsonrpc\":\"2.0\"";
     if (result) {

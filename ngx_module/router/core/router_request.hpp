@@ -111,8 +111,10 @@ struct UpstreamReply {
 };
 
 // Checks an upstream body and rewrites its id to the caller's. The reply's
-// `result` points into `body`, which must outlive it.
-UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits);
+// `result` points into `body`, which must outlive it. The response is
+// written into `memory` (its capacity kept, its contents replaced).
+UpstreamReply rewrite_upstream_reply(std::string_view body, std::string_view caller_id, const RequestLimits& limits,
+                                     std::string memory = {});
 
 // A response built from a cached result, with the caller's id.
 std::string render_cached(std::string_view result, std::string_view caller_id);

@@ -400,6 +400,22 @@ TEST(RouterRequest, DuplicateMembersAreRefused) {
     ASSERT_TRUE(in_batch.calls[2].error);
     EXPECT_EQ(in_batch.calls[2].id, "null");
     EXPECT_FALSE(plan_request(R"({"jsonrpc":"2.0","method":"a.b","params":{"x":{"k":1},"y":{"k":2}},"id":1})", t, limits).error);
+    // The envelope's own names (compared decoded), names of its own, and
+    // objects in any member: the refusal comes before the members' checks.
+    for (const char* body : {R"({"jsonrpc":"2.0","method":"a.b","method":"a.c","id":1})",
+                             R"({"jsonrpc":"2.0","method":"a.b","\u006dethod":"a.c","id":1})",
+                             R"({"jsonrpc":"2.0","method":"a.b","x":1,"x":2,"id":1})",
+                             R"({"jsonrpc":"2.0","method":{"k":1,"k":2},"id":1})",
+                             R"({"jsonrpc":"2.0","method":"a.b","params":[[{"k":1,"k":2}]],"id":1})"}) {
+        auto plan = plan_request(body, t, limits);
+        ASSERT_EQ(plan.calls.size(), 1u) << body;
+        ASSERT_TRUE(plan.calls[0].error) << body;
+        EXPECT_EQ(plan.calls[0].error->message, "Invalid Request: an object names a member twice") << body;
+        EXPECT_EQ(plan.calls[0].id, "1") << body;
+    }
+    auto others = plan_request(R"({"jsonrpc":"2.0","method":"condenser_api.get_config","x":1,"y":{"k":1},"id":1})", t, limits);
+    ASSERT_EQ(others.calls.size(), 1u);
+    EXPECT_FALSE(others.calls[0].error);
 }
 
 TEST(RouterRequest, DottedAndLegacyFormsNormalizeToOnePath) {
