@@ -10,8 +10,8 @@
 -- every event of its account after after_block up to the pass's checkpoint
 -- (wallet_balance_snapshot_state.through_block): it has no through_block of
 -- its own. The next run of an account starts where its last closed run
--- ends. Readers take the account's last run starting at or below a block,
--- closed or open (the later of the two tables' probes). A rewind below the
+-- ends. Readers take the account's last run starting at or below a block:
+-- its open run when that starts at or below it, else its last closed one. A rewind below the
 -- checkpoint cuts both (wallet::store::cut_balance_runs).
 CREATE TABLE wallet_balance_open_runs (
     account_id  integer PRIMARY KEY,
@@ -33,8 +33,9 @@ GRANT SELECT ON wallet_balance_all_runs TO wallet_api_reader;
 
 -- 0024's reads on both tables: the same functions, rows and parameters (the
 -- previous release's module calls them too); the account's last run starting
--- at or below a block is the later of its last closed one (an index probe,
--- LIMIT 1) and its open one (a probe of the small table). get_balances'
+-- at or below a block is its open one when that starts at or below it (a
+-- probe of the small table), else its last closed one (an index probe, LIMIT
+-- 1; for a period boundary the later of the two). get_balances'
 -- events after the run (above the pass's checkpoint) are read by the keyset
 -- index, one range per `wide` (OFFSET 0 keeps the planner from scanning the
 -- account's whole wallet_events_type_keyset range: 100 of the busiest
@@ -46,13 +47,15 @@ LANGUAGE sql STABLE AS $$
 WITH st AS (SELECT s.indexed_block, coalesce($2, s.indexed_block) AS at_block, (SELECT id FROM wallet_accounts WHERE name = $1) AS account_id,
                  s.first_block, s.loading_from, s.stored_version FROM wallet_store_state s),
    outdated AS (SELECT o.outdated_from, o.outdated_to FROM wallet_balance_readiness($3) o WHERE (SELECT stored_version FROM st) < $3),
+   open_run AS MATERIALIZED (SELECT o.after_block, (SELECT k.through_block FROM wallet_balance_snapshot_state k) AS through_block,
+                                    o.state, o.changes FROM wallet_balance_open_runs o
+                              WHERE o.account_id = (SELECT account_id FROM st) AND o.after_block <= (SELECT at_block FROM st)),
    snap AS (SELECT least(r.through_block, (SELECT at_block FROM st)) AS block_num, r.after_block, r.state, r.changes
-              FROM (SELECT * FROM ((SELECT c.after_block, c.through_block, c.state, c.changes FROM wallet_balance_runs c
-                WHERE c.account_id = (SELECT account_id FROM st) AND c.after_block <= (SELECT at_block FROM st) ORDER BY c.after_block DESC LIMIT 1)
-              UNION ALL
-              SELECT o.after_block, (SELECT k.through_block FROM wallet_balance_snapshot_state k), o.state, o.changes
-                FROM wallet_balance_open_runs o
-               WHERE o.account_id = (SELECT account_id FROM st) AND o.after_block <= (SELECT at_block FROM st)) u ORDER BY u.after_block DESC LIMIT 1) r),
+              FROM (SELECT * FROM open_run
+                    UNION ALL
+                    (SELECT c.after_block, c.through_block, c.state, c.changes FROM wallet_balance_runs c
+                      WHERE c.account_id = (SELECT account_id FROM st) AND c.after_block <= (SELECT at_block FROM st) AND NOT EXISTS (SELECT 1 FROM open_run)
+                      ORDER BY c.after_block DESC LIMIT 1)) r),
    since AS (SELECT coalesce((SELECT block_num FROM snap), -1) AS block_num),
    undecodable AS (SELECT u.block_num, u.op_type FROM wallet_balance_undecodable u, st
                     WHERE u.account_id = st.account_id AND u.block_num <= st.at_block ORDER BY u.block_num LIMIT 1)
@@ -111,13 +114,15 @@ WITH bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_accounts WHERE na
                ORDER BY c.block_num DESC, c.block_seq DESC, c.role DESC LIMIT $6 + 1)) y
            ORDER BY y.block_num DESC, y.k DESC LIMIT $6 + 1),
    low AS (SELECT min(win.block_num) AS block_num FROM win),
+   open_run AS MATERIALIZED (SELECT o.after_block, (SELECT k.through_block FROM wallet_balance_snapshot_state k) AS through_block,
+                                    o.state, o.changes FROM wallet_balance_open_runs o
+                              WHERE o.account_id = (SELECT account_id FROM pos) AND o.after_block < (SELECT block_num FROM low)),
    snap AS (SELECT least(r.through_block, (SELECT block_num FROM low) - 1) AS block_num, r.after_block, r.state, r.changes
-              FROM (SELECT * FROM ((SELECT c.after_block, c.through_block, c.state, c.changes FROM wallet_balance_runs c
-                WHERE c.account_id = (SELECT account_id FROM pos) AND c.after_block < (SELECT block_num FROM low) ORDER BY c.after_block DESC LIMIT 1)
-              UNION ALL
-              SELECT o.after_block, (SELECT k.through_block FROM wallet_balance_snapshot_state k), o.state, o.changes
-                FROM wallet_balance_open_runs o
-               WHERE o.account_id = (SELECT account_id FROM pos) AND o.after_block < (SELECT block_num FROM low)) u ORDER BY u.after_block DESC LIMIT 1) r),
+              FROM (SELECT * FROM open_run
+                    UNION ALL
+                    (SELECT c.after_block, c.through_block, c.state, c.changes FROM wallet_balance_runs c
+                      WHERE c.account_id = (SELECT account_id FROM pos) AND c.after_block < (SELECT block_num FROM low) AND NOT EXISTS (SELECT 1 FROM open_run)
+                      ORDER BY c.after_block DESC LIMIT 1)) r),
    since AS (SELECT coalesce((SELECT block_num FROM snap), -1) AS block_num)
    SELECT 0 AS kind, pos.indexed_block::bigint, pos.at_block::bigint, pos.account_id::bigint, pos.first_block::bigint,
           pos.loading_from::bigint, NULL::bigint, (SELECT outdated_from::text FROM outdated), (SELECT outdated_to::text FROM outdated),
