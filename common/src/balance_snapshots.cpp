@@ -32,6 +32,18 @@ std::string integer_array(const std::vector<std::int32_t>& items) {
     return out + "}";
 }
 
+// A run's row for binary COPY: a closed run (wallet_balance_runs) with its
+// end, an open one (wallet_balance_open_runs, ending at the checkpoint) without.
+void add_run_row(pg::BinaryRows& rows, std::int32_t account, std::int64_t after, std::optional<std::int64_t> through,
+                 const std::string& state, const std::string& changes) {
+    rows.row(through ? 5 : 4);
+    rows.int4(account);
+    rows.int4(static_cast<std::int32_t>(after));
+    if (through) rows.int4(static_cast<std::int32_t>(*through));
+    rows.bytes(state);
+    rows.bytes(changes);
+}
+
 // The states of the accounts the period touches, each loaded once from its
 // last run (its open run, else its last closed run; none: all zero), and
 // their runs: the account's events that change its balances since the run's
@@ -128,12 +140,7 @@ public:
             Entry& value = entry->second;
             auto changes = encode_run(value.events, value.after);
             if (!changes) return make_error(changes.error());
-            closed_.row(5);
-            closed_.int4(value.id);
-            closed_.int4(static_cast<std::int32_t>(value.after));
-            closed_.int4(static_cast<std::int32_t>(block));
-            closed_.bytes(*value.start);
-            closed_.bytes(*changes);
+            add_run_row(closed_, value.id, value.after, block, *value.start, *changes);
             value.after = block;
             value.events.clear();
             value.start.reset();
@@ -157,11 +164,7 @@ public:
             if (!value.start) continue;
             auto changes = encode_run(value.events, value.after);
             if (!changes) return make_error(changes.error());
-            open.row(4);
-            open.int4(value.id);
-            open.int4(static_cast<std::int32_t>(value.after));
-            open.bytes(*value.start);
-            open.bytes(*changes);
+            add_run_row(open, value.id, value.after, std::nullopt, *value.start, *changes);
         }
         if (!replaced.empty()) {
             auto deleted = pg::exec_params(conn_,
@@ -455,13 +458,8 @@ Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through) {
             std::erase_if(events.value(), [&](const RunEvent& event) { return event.block_num > through; });
             auto kept = encode_run(*events, after);
             if (!kept) return make_error(kept.error());
-            auto& out = closed ? cut : open;
-            out.row(closed ? 5 : 4);
-            out.int4(static_cast<std::int32_t>(number_at(rows, row, 0)));
-            out.int4(static_cast<std::int32_t>(after));
-            if (closed) out.int4(static_cast<std::int32_t>(through));
-            out.bytes(*state);
-            out.bytes(*kept);
+            add_run_row(closed ? cut : open, static_cast<std::int32_t>(number_at(rows, row, 0)), after,
+                        closed ? std::optional<std::int64_t>(through) : std::nullopt, *state, *kept);
         }
     }
     for (const char* table : {"wallet_balance_runs", "wallet_balance_open_runs"}) {
