@@ -44,6 +44,20 @@ void add_run_row(pg::BinaryRows& rows, std::int32_t account, std::int64_t after,
     rows.bytes(changes);
 }
 
+// Writes closed runs' rows and open runs' rows (add_run_row) by binary COPY.
+Result<bool> copy_runs(PGconn* conn, pg::BinaryRows closed, pg::BinaryRows open) {
+    if (closed.count() > 0) {
+        auto written = pg::copy_binary(conn, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
+                                       std::move(closed));
+        if (!written) return make_error("runs: " + written.error());
+    }
+    if (open.count() > 0) {
+        auto written = pg::copy_binary(conn, "wallet_balance_open_runs", "account_id, after_block, state, changes", std::move(open));
+        if (!written) return make_error("runs: " + written.error());
+    }
+    return true;
+}
+
 // The states of the accounts the period touches, each loaded once from its
 // last run (its open run, else its last closed run; none: all zero), and
 // their runs: the account's events that change its balances since the run's
@@ -179,15 +193,8 @@ public:
             if (!deleted) return make_error("runs: " + deleted.error());
         }
         const auto count = static_cast<std::int64_t>(closed_.count() + open.count());
-        if (closed_.count() > 0) {
-            auto written = pg::copy_binary(conn_, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
-                                           std::move(closed_));
-            if (!written) return make_error("runs: " + written.error());
-        }
-        if (open.count() > 0) {
-            auto written = pg::copy_binary(conn_, "wallet_balance_open_runs", "account_id, after_block, state, changes", std::move(open));
-            if (!written) return make_error("runs: " + written.error());
-        }
+        auto written = copy_runs(conn_, std::move(closed_), std::move(open));
+        if (!written) return make_error(written.error());
         return count;
     }
 
@@ -466,15 +473,7 @@ Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through) {
         auto deleted = pg::exec_params(conn, std::string("DELETE FROM ") + table + " WHERE after_block > $1::integer", {at});
         if (!deleted) return make_error("runs: " + deleted.error());
     }
-    if (cut.count() > 0) {
-        auto written = pg::copy_binary(conn, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
-                                       std::move(cut));
-        if (!written) return make_error("runs: " + written.error());
-    }
-    if (open.count() > 0) {
-        auto written = pg::copy_binary(conn, "wallet_balance_open_runs", "account_id, after_block, state, changes", std::move(open));
-        if (!written) return make_error("runs: " + written.error());
-    }
+    if (auto written = copy_runs(conn, std::move(cut), std::move(open)); !written) return written;
     // The snapshots of before 0024, which the previous release's module reads until nginx reloads.
     auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {at});
     if (!snapshots) return make_error("runs: " + snapshots.error());
