@@ -32,10 +32,39 @@ std::string integer_array(const std::vector<std::int32_t>& items) {
     return out + "}";
 }
 
+// A run's row for binary COPY: a closed run (wallet_balance_runs) with its
+// end, an open one (wallet_balance_open_runs, ending at the checkpoint) without.
+void add_run_row(pg::BinaryRows& rows, std::int32_t account, std::int64_t after, std::optional<std::int64_t> through,
+                 const std::string& state, const std::string& changes) {
+    rows.row(through ? 5 : 4);
+    rows.int4(account);
+    rows.int4(static_cast<std::int32_t>(after));
+    if (through) rows.int4(static_cast<std::int32_t>(*through));
+    rows.bytes(state);
+    rows.bytes(changes);
+}
+
+// Writes closed runs' rows and open runs' rows (add_run_row) by binary COPY.
+Result<bool> copy_runs(PGconn* conn, pg::BinaryRows closed, pg::BinaryRows open) {
+    if (closed.count() > 0) {
+        auto written = pg::copy_binary(conn, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
+                                       std::move(closed));
+        if (!written) return make_error("runs: " + written.error());
+    }
+    if (open.count() > 0) {
+        auto written = pg::copy_binary(conn, "wallet_balance_open_runs", "account_id, after_block, state, changes", std::move(open));
+        if (!written) return make_error("runs: " + written.error());
+    }
+    return true;
+}
+
 // The states of the accounts the period touches, each loaded once from its
-// last run at or below the checkpoint (none: all zero), and their runs: the
-// account's events that change its balances since the run's start, cut at
-// the end of a block where a run reaches kRunEvents and at the period's end.
+// last run (its open run, else its last closed run; none: all zero), and
+// their runs: the account's events that change its balances since the run's
+// start. A run is closed at the end of a block where it reaches kRunEvents
+// (appended to wallet_balance_runs, never updated); the last one of each
+// account stays open (wallet_balance_open_runs, rewritten at the period's
+// end with the events up to it).
 class States {
 public:
     States(PGconn* conn, AccountIds& ids, std::int64_t through) : conn_(conn), ids_(ids), through_(through) {}
@@ -53,31 +82,49 @@ public:
             if (!id) return make_error("account " + name + " has no id");
             if (!name_of.emplace(*id, name).second) continue;
             wanted.push_back(*id);
-            states_.emplace(std::move(name), Entry{*id, BalanceState{}, through_, {}, {}, false});
+            states_.emplace(std::move(name), Entry{*id, BalanceState{}, through_, {}, {}, false, std::nullopt, false});
         }
-        // The account's last run (one index probe each): its state with every change applied.
+        // The account's open run, else its last closed one (an index probe each).
         auto rows = pg::exec_params(conn_,
-                                    "SELECT r.account_id, r.after_block, encode(r.state, 'hex'), encode(r.changes, 'hex')"
+                                    "SELECT a.id, r.after_block, r.through_block, encode(r.state, 'hex'), encode(r.changes, 'hex'), r.open"
                                     " FROM unnest($1::integer[]) AS a(id) CROSS JOIN LATERAL"
-                                    " (SELECT * FROM wallet_balance_runs r WHERE r.account_id = a.id AND r.after_block <= $2::integer"
-                                    "   ORDER BY r.after_block DESC LIMIT 1) r",
+                                    " (SELECT o.after_block, $2::integer AS through_block, o.state, o.changes, true AS open"
+                                    "   FROM wallet_balance_open_runs o WHERE o.account_id = a.id"
+                                    "  UNION ALL"
+                                    "  (SELECT c.after_block, c.through_block, c.state, c.changes, false FROM wallet_balance_runs c"
+                                    "    WHERE c.account_id = a.id AND c.after_block <= $2::integer ORDER BY c.after_block DESC LIMIT 1)"
+                                    "  ORDER BY open DESC LIMIT 1) r",
                                     {integer_array(wanted), std::to_string(through_)});
         if (!rows) return make_error("runs: " + rows.error());
         for (int row = 0; row < PQntuples(rows->get()); ++row) {
             const auto id = static_cast<std::int32_t>(number_at(rows->get(), row, 0));
             const std::int64_t after = number_at(rows->get(), row, 1);
-            const auto state = bytes_of_hex(PQgetvalue(rows->get(), row, 2));
-            const auto changes = bytes_of_hex(PQgetvalue(rows->get(), row, 3));
+            const std::int64_t end = number_at(rows->get(), row, 2);
+            const bool open = PQgetvalue(rows->get(), row, 5)[0] == 't';
+            const auto state = bytes_of_hex(PQgetvalue(rows->get(), row, 3));
+            const auto changes = bytes_of_hex(PQgetvalue(rows->get(), row, 4));
             auto loaded = state && changes ? run_state_at(*state, *changes, after, through_)
                                            : Result<BalanceState>(make_error("not hex"));
-            if (!loaded) {
+            auto events = open && changes ? decode_run(*changes, after) : Result<std::vector<RunEvent>>(std::vector<RunEvent>{});
+            if (!loaded || !events) {
                 return make_error("runs: the run of account id " + std::to_string(id) + " after " + std::to_string(after) +
-                                  " is unreadable: " + loaded.error());
+                                  " is unreadable: " + (loaded ? events.error() : loaded.error()));
             }
             Entry& entry = states_.at(name_of.at(id));
             entry.state = std::move(loaded).value();
-            // A run starting at the checkpoint (a genesis state at block 0) is replaced by the period's.
-            entry.replaces = after == through_;
+            if (open) {
+                // Goes on growing.
+                entry.after = after;
+                entry.start = *state;
+                entry.events = std::move(events).value();
+                entry.stored_open = true;
+            } else {
+                // The next run starts where the closed one ends; one without
+                // events (a genesis state, a snapshot of before 0024) is replaced
+                // by the run starting at its block.
+                entry.after = end;
+                if (after == end) entry.replaces = after;
+            }
         }
         return true;
     }
@@ -89,10 +136,11 @@ public:
     Result<bool> add(const std::string& account, RunEvent event) {
         auto& entry = *states_.find(account);
         Entry& value = entry.second;
-        if (value.events.empty()) {
+        if (!value.start) {
             const auto bytes = value.state.encode();
             if (!bytes) return make_error("runs: a balance of " + account + " is out of range");
             value.start = *bytes;
+            value.began = true;
         }
         for (const RunChange& change : event.changes) value.state.apply(change.to_change(account));
         value.events.push_back(std::move(event));
@@ -100,34 +148,53 @@ public:
         return true;
     }
 
-    // After every event of `block`: the runs that reached kRunEvents end there.
+    // After every event of `block`: the runs that reached kRunEvents are closed there.
     Result<bool> end_block(std::int64_t block) {
         for (auto* entry : full_) {
-            if (auto closed = close(*entry, block); !closed) return closed;
+            Entry& value = entry->second;
+            auto changes = encode_run(value.events, value.after);
+            if (!changes) return make_error(changes.error());
+            add_run_row(closed_, value.id, value.after, block, *value.start, *changes);
+            value.after = block;
+            value.events.clear();
+            value.start.reset();
         }
         full_.clear();
         return true;
     }
 
-    // Ends every run at `block` (the period's end) and writes the period's
-    // runs (binary COPY); returns how many.
-    Result<std::int64_t> write(std::int64_t block) {
-        for (auto& entry : states_) {
-            if (entry.second.events.empty()) continue;
-            if (auto closed = close(entry, block); !closed) return make_error(closed.error());
+    // Writes the period's closed runs and the open runs as they are at its
+    // end (binary COPY); returns how many runs were written.
+    Result<std::int64_t> write() {
+        std::vector<std::int32_t> reopened, replaced, replaced_at;
+        pg::BinaryRows open;
+        for (auto& [account, value] : states_) {
+            if (value.stored_open) reopened.push_back(value.id);
+            // (An account named by the period's events but without a change in them keeps it.)
+            if (value.replaces && value.began) {
+                replaced.push_back(value.id);
+                replaced_at.push_back(static_cast<std::int32_t>(*value.replaces));
+            }
+            if (!value.start) continue;
+            auto changes = encode_run(value.events, value.after);
+            if (!changes) return make_error(changes.error());
+            add_run_row(open, value.id, value.after, std::nullopt, *value.start, *changes);
         }
-        if (!replaced_.empty()) {
+        if (!replaced.empty()) {
             auto deleted = pg::exec_params(conn_,
-                                           "DELETE FROM wallet_balance_runs WHERE account_id = ANY($1::integer[])"
-                                           " AND after_block = $2::integer",
-                                           {integer_array(replaced_), std::to_string(through_)});
+                                           "DELETE FROM wallet_balance_runs r USING unnest($1::integer[], $2::integer[]) AS d(id, after_block)"
+                                           " WHERE r.account_id = d.id AND r.after_block = d.after_block AND r.through_block = d.after_block",
+                                           {integer_array(replaced), integer_array(replaced_at)});
             if (!deleted) return make_error("runs: " + deleted.error());
         }
-        const auto count = static_cast<std::int64_t>(rows_.count());
-        if (count == 0) return 0;
-        auto written = pg::copy_binary(conn_, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
-                                       std::move(rows_));
-        if (!written) return make_error("runs: " + written.error());
+        if (!reopened.empty()) {
+            auto deleted = pg::exec_params(conn_, "DELETE FROM wallet_balance_open_runs WHERE account_id = ANY($1::integer[])",
+                                           {integer_array(reopened)});
+            if (!deleted) return make_error("runs: " + deleted.error());
+        }
+        const auto count = static_cast<std::int64_t>(closed_.count() + open.count());
+        auto written = copy_runs(conn_, std::move(closed_), std::move(open));
+        if (!written) return make_error(written.error());
         return count;
     }
 
@@ -136,36 +203,19 @@ private:
         std::int32_t id = 0;
         BalanceState state;      // after every event replayed
         std::int64_t after = 0;  // the block of the run's start
-        std::string start;       // the state there (BalanceState::encode)
+        std::optional<std::string> start;  // the state there (BalanceState::encode), once the run has begun
         std::vector<RunEvent> events;
-        bool replaces = false;   // its stored last run starts at the checkpoint
+        bool stored_open = false;  // its open run was loaded (rewritten at the end)
+        std::optional<std::int64_t> replaces;  // the block of its stored run without events, replaced
+        bool began = false;  // a run of the period has begun (the first replaces that run)
     };
-
-    // The account's run, up to `block`, as a row; the next starts there.
-    Result<bool> close(std::pair<const std::string, Entry>& entry, std::int64_t block) {
-        Entry& value = entry.second;
-        auto changes = encode_run(value.events, value.after);
-        if (!changes) return make_error(changes.error());
-        rows_.row(5);
-        rows_.int4(value.id);
-        rows_.int4(static_cast<std::int32_t>(value.after));
-        rows_.int4(static_cast<std::int32_t>(block));
-        rows_.bytes(value.start);
-        rows_.bytes(*changes);
-        if (value.replaces) replaced_.push_back(value.id);
-        value.after = block;
-        value.events.clear();
-        value.replaces = false;
-        return true;
-    }
 
     PGconn* conn_;
     AccountIds& ids_;
     std::int64_t through_;
     std::map<std::string, Entry> states_;
     std::vector<std::pair<const std::string, Entry>*> full_;  // runs that reached kRunEvents in the current block
-    pg::BinaryRows rows_;  // the runs to write
-    std::vector<std::int32_t> replaced_;  // accounts whose stored run at the checkpoint the period's first replaces
+    pg::BinaryRows closed_;  // the closed runs to write
 };
 
 // The stored operations of the period's blocks (wallet_blocks.ops), read in
@@ -367,7 +417,7 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     if (open_block >= 0) {
         if (auto ended = states.end_block(open_block); !ended) return make_error(ended.error());
     }
-    auto written = states.write(next);
+    auto written = states.write();
     if (!written) return make_error(written.error());
     step.runs = *written;
     auto moved = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block = $1::integer",
@@ -375,6 +425,11 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     if (!moved) return make_error("snapshots: " + moved.error());
     auto committed = tx.value().commit();
     if (!committed) return make_error(committed.error());
+    // The open runs' previous versions, dead now: their space is reused by
+    // the next period's (the table stays about its live size plus a period's
+    // rewritten rows, whatever autovacuum's pace).
+    auto vacuumed = pg::exec(conn, "VACUUM wallet_balance_open_runs");
+    if (!vacuumed) return make_error("snapshots: " + vacuumed.error());
     step.advanced = true;
     step.through = next;
     return step;
@@ -386,35 +441,39 @@ namespace wallet::store {
 
 Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through) {
     const std::string at = std::to_string(through);
+    // The closed runs across the block keep their events up to it; the open
+    // runs (whose end is the checkpoint, above the block) too.
     auto across = pg::exec_params(conn,
                                   "DELETE FROM wallet_balance_runs WHERE after_block <= $1::integer AND through_block > $1::integer"
                                   " RETURNING account_id, after_block, encode(state, 'hex'), encode(changes, 'hex')",
                                   {at});
     if (!across) return make_error("runs: " + across.error());
-    pg::BinaryRows cut;
-    for (int row = 0; row < PQntuples(across->get()); ++row) {
-        const std::int64_t after = number_at(across->get(), row, 1);
-        const auto state = bytes_of_hex(PQgetvalue(across->get(), row, 2));
-        const auto changes = bytes_of_hex(PQgetvalue(across->get(), row, 3));
-        auto events = changes ? decode_run(*changes, after) : Result<std::vector<RunEvent>>(make_error("not hex"));
-        if (!state || !events) return make_error("runs: a run after block " + std::to_string(after) + " is unreadable");
-        std::erase_if(events.value(), [&](const RunEvent& event) { return event.block_num > through; });
-        auto kept = encode_run(*events, after);
-        if (!kept) return make_error(kept.error());
-        cut.row(5);
-        cut.int4(static_cast<std::int32_t>(number_at(across->get(), row, 0)));
-        cut.int4(static_cast<std::int32_t>(after));
-        cut.int4(static_cast<std::int32_t>(through));
-        cut.bytes(*state);
-        cut.bytes(*kept);
+    auto open_across = pg::exec_params(conn,
+                                       "DELETE FROM wallet_balance_open_runs WHERE after_block <= $1::integer"
+                                       " RETURNING account_id, after_block, encode(state, 'hex'), encode(changes, 'hex')",
+                                       {at});
+    if (!open_across) return make_error("runs: " + open_across.error());
+    pg::BinaryRows cut, open;
+    for (PGresult* rows : {across->get(), open_across->get()}) {
+        const bool closed = rows == across->get();
+        for (int row = 0; row < PQntuples(rows); ++row) {
+            const std::int64_t after = number_at(rows, row, 1);
+            const auto state = bytes_of_hex(PQgetvalue(rows, row, 2));
+            const auto changes = bytes_of_hex(PQgetvalue(rows, row, 3));
+            auto events = changes ? decode_run(*changes, after) : Result<std::vector<RunEvent>>(make_error("not hex"));
+            if (!state || !events) return make_error("runs: a run after block " + std::to_string(after) + " is unreadable");
+            std::erase_if(events.value(), [&](const RunEvent& event) { return event.block_num > through; });
+            auto kept = encode_run(*events, after);
+            if (!kept) return make_error(kept.error());
+            add_run_row(closed ? cut : open, static_cast<std::int32_t>(number_at(rows, row, 0)), after,
+                        closed ? std::optional<std::int64_t>(through) : std::nullopt, *state, *kept);
+        }
     }
-    auto deleted = pg::exec_params(conn, "DELETE FROM wallet_balance_runs WHERE after_block > $1::integer", {at});
-    if (!deleted) return make_error("runs: " + deleted.error());
-    if (cut.count() > 0) {
-        auto written = pg::copy_binary(conn, "wallet_balance_runs", "account_id, after_block, through_block, state, changes",
-                                       std::move(cut));
-        if (!written) return make_error("runs: " + written.error());
+    for (const char* table : {"wallet_balance_runs", "wallet_balance_open_runs"}) {
+        auto deleted = pg::exec_params(conn, std::string("DELETE FROM ") + table + " WHERE after_block > $1::integer", {at});
+        if (!deleted) return make_error("runs: " + deleted.error());
     }
+    if (auto written = copy_runs(conn, std::move(cut), std::move(open)); !written) return written;
     // The snapshots of before 0024, which the previous release's module reads until nginx reloads.
     auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {at});
     if (!snapshots) return make_error("runs: " + snapshots.error());

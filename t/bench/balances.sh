@@ -24,8 +24,8 @@
 #       the balance-history pages (the first, and the page below the middle
 #       of the account's events) and get_wallet_history's first page: mean
 #       and largest;
-#   (c) the balance tables' bytes (change runs, carried, undecodable, the
-#       pass's checkpoint, with their indexes and TOAST) per stored event,
+#   (c) the balance tables' bytes (change runs closed and open, carried,
+#       undecodable, the pass's checkpoint, with their indexes and TOAST) per stored event,
 #       and over the events' own bytes (wallet_events with its indexes);
 #   (d) reconciliation: every component of every stored account's
 #       get_balances at the head against the simulator's
@@ -105,6 +105,8 @@ started=$(date +%s)
 BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=$workers \
   BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=2500 DB_PASSWORD='' "$backfill" 2>"$work/backfill.log" ||
   { tail -50 "$work/backfill.log" >&2; exit 1; }
+# Its summary lines (their times give the balance pass's, the last).
+grep "summary:" "$work/backfill.log" | while read -r line; do log "wallet-backfill: $line"; done
 # The indexer to the head: a checkpoint, and the pass over what follows.
 CHAIN_RPC_URL=http://127.0.0.1:$port/ INDEXER_START_BLOCK=$((blocks + 1)) INDEXER_TARGET_IRREVERSIBLE=false \
   INDEXER_TRAIL_BLOCKS=0 INDEXER_POLL_INTERVAL_MS=100 INDEXER_HEALTH_ADDR= DB_PASSWORD='' "$indexer" >"$work/indexer.log" 2>&1 &
@@ -119,7 +121,7 @@ head=$(q -c "SELECT indexed_block FROM wallet_store_state")
 [ "$head" -ge $((blocks + 1)) ] || { echo "the indexer did not reach the head:" >&2; tail -50 "$work/indexer.log" >&2; exit 1; }
 q -c "VACUUM ANALYZE" >/dev/null
 events=$(q -c "SELECT count(*) FROM wallet_events")
-log "loaded $events events in $(( $(date +%s) - started )) s; indexed block $head, balance pass through $(q -c "SELECT through_block FROM wallet_balance_snapshot_state"), $(q -c "SELECT count(*) FROM wallet_balance_runs") change runs"
+log "loaded $events events in $(( $(date +%s) - started )) s; indexed block $head, balance pass through $(q -c "SELECT through_block FROM wallet_balance_snapshot_state"), $(q -c "SELECT count(*) FROM wallet_balance_runs") closed change runs, $(q -c "SELECT count(*) FROM wallet_balance_open_runs") open"
 
 read -r busy busy_events < <(q -F ' ' -c "SELECT a.name, e.n FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 DESC LIMIT 1) e JOIN wallet_accounts a ON a.id = e.account_id")
 read -r normal normal_events < <(q -F ' ' -c "SELECT a.name, e.n FROM (SELECT account_id, count(*) AS n FROM wallet_events GROUP BY 1 ORDER BY 2 OFFSET (SELECT count(DISTINCT account_id) / 2 FROM wallet_events) LIMIT 1) e JOIN wallet_accounts a ON a.id = e.account_id")
@@ -277,7 +279,8 @@ done <"$work/buffers"
 # ---- (c) the balance tables' bytes per event -------------------------------------------------
 read -r balance_bytes event_bytes < <(q -F ' ' -c "SELECT
     (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN
-      ('wallet_balance_runs', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state')),
+      ('wallet_balance_runs', 'wallet_balance_open_runs', 'wallet_balance_carried', 'wallet_balance_undecodable',
+       'wallet_balance_snapshot_state')),
     pg_total_relation_size('wallet_events')")
 added_bytes_per_event=$(calc "round($balance_bytes / $events, 2)")
 event_bytes_per_event=$(calc "round($event_bytes / $events, 2)")

@@ -613,8 +613,9 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     }
     const auto bytes = stack.pg().query(
         "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN"
-        " ('wallet_balance_runs', 'wallet_balance_carried', 'wallet_balance_undecodable', 'wallet_balance_snapshot_state'))::numeric"
-        " / (SELECT count(*) FROM wallet_events), (SELECT count(*) FROM wallet_balance_runs), (SELECT count(*) FROM wallet_events)");
+        " ('wallet_balance_runs', 'wallet_balance_open_runs', 'wallet_balance_carried', 'wallet_balance_undecodable',"
+        " 'wallet_balance_snapshot_state'))::numeric / (SELECT count(*) FROM wallet_events),"
+        " (SELECT count(*) FROM wallet_balance_all_runs), (SELECT count(*) FROM wallet_events)");
     std::printf("measured: get_status %.0f us/call, get_balances at head %.0f us/call, at %u %.0f us/call; balance tables %s"
                 " (bytes per event, change runs, events)\n",
                 status_us, balances_us, kMiddle, middle_us, bytes.at(0).c_str());
@@ -685,19 +686,23 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     // The change runs across them without those blocks' events (one
     // statement: a commit per run cost the test about 25 s).
     std::string cut_runs;
-    for (const auto& row : stack.pg().query("SELECT account_id || ' ' || after_block || ' ' || encode(changes, 'hex')"
-                                            " FROM wallet_balance_runs WHERE after_block < 1703 AND through_block > 1700")) {
-        const auto first = row.find(' '), second = row.find(' ', first + 1);
-        const std::string after = row.substr(first + 1, second - first - 1);
-        const auto changes = wallet::bytes_of_hex(row.substr(second + 1));
-        ASSERT_TRUE(changes) << row;
-        auto events = wallet::decode_run(*changes, std::stoll(after));
-        ASSERT_TRUE(events) << row << ": " << events.error();
-        std::erase_if(events.value(), [](const wallet::RunEvent& event) { return event.block_num >= 1701 && event.block_num <= 1703; });
-        const auto kept = wallet::encode_run(*events, std::stoll(after));
-        ASSERT_TRUE(kept) << kept.error();
-        cut_runs += "UPDATE wallet_balance_runs SET changes = decode('" + wallet::hex_of(*kept) + "', 'hex') WHERE account_id = " +
-                    row.substr(0, first) + " AND after_block = " + after + ";";
+    // The closed runs across them, and the open ones (each account's last, up to the pass's checkpoint).
+    for (const auto& [table, across] : {std::pair{"wallet_balance_runs", " AND through_block > 1700"},
+                                        std::pair{"wallet_balance_open_runs", ""}}) {
+        for (const auto& row : stack.pg().query(std::string("SELECT account_id || ' ' || after_block || ' ' || encode(changes, 'hex')"
+                                                            " FROM ") + table + " WHERE after_block < 1703" + across)) {
+            const auto first = row.find(' '), second = row.find(' ', first + 1);
+            const std::string after = row.substr(first + 1, second - first - 1);
+            const auto changes = wallet::bytes_of_hex(row.substr(second + 1));
+            ASSERT_TRUE(changes) << row;
+            auto events = wallet::decode_run(*changes, std::stoll(after));
+            ASSERT_TRUE(events) << row << ": " << events.error();
+            std::erase_if(events.value(), [](const wallet::RunEvent& event) { return event.block_num >= 1701 && event.block_num <= 1703; });
+            const auto kept = wallet::encode_run(*events, std::stoll(after));
+            ASSERT_TRUE(kept) << kept.error();
+            cut_runs += std::string("UPDATE ") + table + " SET changes = decode('" + wallet::hex_of(*kept) +
+                        "', 'hex') WHERE account_id = " + row.substr(0, first) + " AND after_block = " + after + ";";
+        }
     }
     ASSERT_FALSE(cut_runs.empty());
     stack.pg().query(cut_runs);
@@ -722,8 +727,10 @@ TEST_F(BalancesApi, EveryComponentOfEveryAccountEqualsTheNodeAtHeadAndTheLedgerA
     ASSERT_FALSE(late.empty());
     const std::string late_name = late.at(0).substr(0, late.at(0).find(' '));
     const auto late_first = static_cast<std::uint32_t>(std::stoul(late.at(0).substr(late.at(0).find(' ') + 1)));
-    stack.pg().query("DELETE FROM wallet_balance_runs r USING wallet_accounts a WHERE r.account_id = a.id AND"
-                     " r.after_block < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
+    for (const char* table : {"wallet_balance_runs", "wallet_balance_open_runs"}) {
+        stack.pg().query(std::string("DELETE FROM ") + table + " r USING wallet_accounts a WHERE r.account_id = a.id AND"
+                         " r.after_block < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");
+    }
     for (const char* table : {"wallet_events", "wallet_balance_carried"}) {
         stack.pg().query(std::string("DELETE FROM ") + table + " e USING wallet_accounts a WHERE e.account_id = a.id AND"
                          " e.block_num < " + std::to_string(late_first) + " AND a.name = '" + late_name + "'");

@@ -1,4 +1,4 @@
-// The balances' storage (migrations 0017, 0024; docs/store-layout.md,
+// The balances' storage (migrations 0017, 0024, 0026; docs/store-layout.md,
 // "Balances from the history"): the writers keep, in the transaction of the
 // rows, the events that carry a change of another account and those whose
 // changes the decoder cannot read; the balance pass replays the stored events
@@ -11,13 +11,15 @@
 //     the fork by its limit), give the same runs as one in-order load
 //     with the pass run after every batch;
 //   - every account's state from its runs equals the ledger's balances at
-//     period ends and between, every component the node shows; runs stay
-//     within periods and busy accounts' are cut at kRunEvents;
+//     period ends and between, every component the node shows; closed runs
+//     are cut at kRunEvents (across periods), each account's last is open;
 //   - a rewind below the pass cuts the runs and the pass redoes them;
+//   - a store with snapshots (0023) upgraded: its snapshots become runs and
+//     the pass goes on from them;
 //   - the carried rows name exactly the events with another account's change;
 //   - a batch killed mid-way (rolled back) adds nothing.
 //
-// Sizes: 300 accounts, 2,000 blocks, one PostgreSQL server with two stores.
+// Sizes: 300 accounts, 2,000 blocks, one PostgreSQL server with three stores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,6 +121,7 @@ struct Stores {
     PostgresServer pg;
     wallet::Settings in_order = pg.provision("in_order");
     wallet::Settings shuffled = pg.provision("shuffled");
+    wallet::Settings upgraded = pg.provision("upgraded", 23);  // with snapshots (0017..0023), upgraded by the test
 };
 
 Stores& stores() {
@@ -148,16 +151,17 @@ void commit(EventStore& store, const EventStore::Batch& batch) {
     ASSERT_TRUE(committed) << committed.error();
 }
 
-// The change runs by account name, their carrying accounts named (the two
-// stores give accounts their ids in different orders).
-std::vector<std::string> runs(const std::string& database) {
+// The change runs by account name, closed and open (an open run's end is
+// the pass's checkpoint), their carrying accounts named (the two stores give
+// accounts their ids in different orders).
+std::vector<std::string> runs(const std::string& database, const std::string& from = "wallet_balance_all_runs") {
     std::map<std::int32_t, std::string> names;
     for (const auto& row : stores().pg.query("SELECT id || ' ' || name FROM wallet_accounts", database)) {
         names[std::stoi(row.substr(0, row.find(' ')))] = row.substr(row.find(' ') + 1);
     }
     std::vector<std::string> out;
     for (const auto& row : stores().pg.query("SELECT a.name, r.after_block, r.through_block, encode(r.state, 'hex'),"
-                                             " encode(r.changes, 'hex') FROM wallet_balance_runs r"
+                                             " encode(r.changes, 'hex') FROM " + from + " r"
                                              " JOIN wallet_accounts a ON a.id = r.account_id",
                                              database)) {
         std::vector<std::string> cells;
@@ -255,7 +259,7 @@ void load() {
 
 void expect_the_in_order_runs() {
     const auto expected = runs("in_order");
-    EXPECT_GT(expected.size(), 1000u);
+    EXPECT_GT(expected.size(), 500u);
     EXPECT_EQ(runs("shuffled"), expected);
     EXPECT_EQ(through("shuffled"), std::to_string(kHead));
     EXPECT_EQ(through("in_order"), std::to_string(kHead));
@@ -264,27 +268,37 @@ void expect_the_in_order_runs() {
               stores().pg.query("SELECT count(*) FROM wallet_events", "in_order"));
 }
 
-// Every account's state at `block` (any block up to the pass's checkpoint)
-// from its change runs, as a read takes it (its last run starting at or
-// below the block, the run's changes up to it), is the ledger's there.
-void expect_the_ledger_at(std::uint32_t block, const std::string& database = "shuffled") {
-    const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
-    const auto ledger = chain().ledger()->balances_at(chain(), block, no_fork);
-    std::map<std::string, wallet::BalanceState> stored;
+// Every account's state at `block` (up to the pass's checkpoint) from its
+// runs, as a read takes it: its last run starting at or below the block,
+// closed or open, the run's changes up to the block.
+std::map<std::string, wallet::BalanceState> states_at(std::uint32_t block, const std::string& database) {
+    std::map<std::string, wallet::BalanceState> out;
     for (const auto& row : stores().pg.query("SELECT DISTINCT ON (r.account_id) a.name, r.after_block, encode(r.state, 'hex'),"
                                              " encode(r.changes, 'hex')"
-                                             " FROM wallet_balance_runs r JOIN wallet_accounts a ON a.id = r.account_id"
+                                             " FROM wallet_balance_all_runs r JOIN wallet_accounts a ON a.id = r.account_id"
                                              " WHERE r.after_block <= " + std::to_string(block) +
                                                  " ORDER BY r.account_id, r.after_block DESC",
                                              database)) {
         const auto first = row.find('\t'), second = row.find('\t', first + 1), third = row.find('\t', second + 1);
         const auto state = wallet::bytes_of_hex(row.substr(second + 1, third - second - 1));
         const auto changes = wallet::bytes_of_hex(row.substr(third + 1));
-        ASSERT_TRUE(state && changes) << row;
-        auto at = wallet::run_state_at(*state, *changes, std::stoll(row.substr(first + 1, second - first - 1)), block);
-        ASSERT_TRUE(at) << row << ": " << at.error();
-        stored.emplace(row.substr(0, first), std::move(at).value());
+        auto at = state && changes ? wallet::run_state_at(*state, *changes, std::stoll(row.substr(first + 1, second - first - 1)), block)
+                                   : wallet::Result<wallet::BalanceState>(wallet::make_error("not hex"));
+        if (!at) {
+            ADD_FAILURE() << row << ": " << at.error();
+            continue;
+        }
+        out.emplace(row.substr(0, first), std::move(at).value());
     }
+    return out;
+}
+
+// Every account's state at `block` from its change runs (states_at) is the
+// ledger's there.
+void expect_the_ledger_at(std::uint32_t block, const std::string& database = "shuffled") {
+    const auto no_fork = [](std::uint32_t) -> std::uint64_t { return 0; };
+    const auto ledger = chain().ledger()->balances_at(chain(), block, no_fork);
+    const auto stored = states_at(block, database);
     int compared = 0, differences = 0;
     for (std::uint32_t index = 0; index < chain().account_count(); ++index) {
         const std::string name(chain().account(index));
@@ -369,23 +383,26 @@ void expect_an_undecodable_event_stored_and_listed() {
     EXPECT_EQ(carried("shuffled"), carried_before);
 }
 
-// Runs are appended, never across a period's end, and cut at the end of
-// the block where they reach kRunEvents events: every run after block A
-// through block T has T within A's period, at most kRunEvents events plus
-// its last block's, and the runs of an account follow each other (each
-// starts where the previous ended, or at a later period's start).
+// Closed runs are appended, cut at the end of the block where they reach
+// kRunEvents events and not at the periods' ends (migration 0026); each
+// account's last run is its open run, with fewer events; the runs of an
+// account follow each other (each starts where the previous ended).
 void expect_runs_bounded_and_contiguous() {
     const std::string period = std::to_string(kPeriod);
-    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE through_block > after_block"
-                                " AND (through_block - 1) / " + period + " <> after_block / " + period,
-                                "shuffled"),
-              std::vector<std::string>{"0"});
     EXPECT_EQ(stores().pg.query("SELECT count(*) FROM (SELECT after_block, lag(through_block) OVER"
-                                " (PARTITION BY account_id ORDER BY after_block) AS previous FROM wallet_balance_runs) r"
-                                " WHERE r.after_block < r.previous",
+                                " (PARTITION BY account_id ORDER BY after_block) AS previous FROM wallet_balance_all_runs) r"
+                                " WHERE r.after_block <> r.previous",
                                 "shuffled"),
               std::vector<std::string>{"0"});
-    // Busy accounts' runs are cut within periods (the busiest has many more events in one).
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_open_runs o WHERE o.after_block < (SELECT max(r.through_block)"
+                                " FROM wallet_balance_runs r WHERE r.account_id = o.account_id)",
+                                "shuffled"),
+              std::vector<std::string>{"0"});
+    // Runs span periods: one for most accounts (fewer than kRunEvents events), the busy ones' cut within periods.
+    const auto spanning = stores().pg.query("SELECT count(*) FROM wallet_balance_all_runs WHERE through_block > after_block"
+                                            " AND (through_block - 1) / " + period + " <> after_block / " + period,
+                                            "shuffled");
+    EXPECT_GT(std::stoll(spanning.at(0)), 500);
     const auto busiest = stores().pg.query("SELECT max(n) FROM (SELECT count(*) AS n FROM wallet_events"
                                            " GROUP BY account_id, (block_num - 1) / " + period + ") g",
                                            "shuffled");
@@ -394,9 +411,21 @@ void expect_runs_bounded_and_contiguous() {
                                            " <> 0 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
                                        "shuffled");
     ASSERT_EQ(cut.size(), 1u);
+    const auto events_of_run = [](const std::string& run) {
+        return static_cast<std::size_t>(std::count(run.begin(), run.end(), '|'));
+    };
+    // Closed runs hold kRunEvents or more (the rest of the block where they reach it); open ones fewer.
+    // (Genesis runs of accounts without events stay closed, without events.)
     std::size_t longest = 0;
-    for (const auto& run : runs("shuffled")) {
-        longest = std::max<std::size_t>(longest, static_cast<std::size_t>(std::count(run.begin(), run.end(), '|')));
+    for (const auto& run : runs("shuffled", "(SELECT * FROM wallet_balance_runs WHERE through_block > after_block)")) {
+        longest = std::max(longest, events_of_run(run));
+        EXPECT_GE(events_of_run(run), static_cast<std::size_t>(wallet::store::kRunEvents)) << run.substr(0, 80);
+    }
+    const auto open = runs("shuffled", "(SELECT account_id, after_block, 0 AS through_block, state, changes"
+                                       " FROM wallet_balance_open_runs)");
+    EXPECT_GT(open.size(), 250u);  // of 300 accounts
+    for (const auto& run : open) {
+        EXPECT_LT(events_of_run(run), static_cast<std::size_t>(wallet::store::kRunEvents)) << run.substr(0, 80);
     }
     EXPECT_GE(longest, static_cast<std::size_t>(wallet::store::kRunEvents));
     EXPECT_LT(longest, static_cast<std::size_t>(wallet::store::kRunEvents + 16));
@@ -418,14 +447,68 @@ void expect_a_rewind_below_the_pass_cuts_the_runs() {
     // The indexer's batch rewinding to the block (wallet::store::delete_events_above) and storing the blocks again.
     commit(store, indexer_batch(kRewind + 1, kHead, 0, kRewind));
     EXPECT_EQ(through("in_order"), std::to_string(kRewind));
-    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE through_block > " + std::to_string(kRewind),
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_all_runs WHERE through_block > " + std::to_string(kRewind) +
+                                    " OR after_block > " + std::to_string(kRewind),
                                 "in_order"),
               std::vector<std::string>{"0"});
+    EXPECT_GT(std::stoll(stores().pg.query("SELECT count(*) FROM wallet_balance_open_runs", "in_order").at(0)), 100);
     expect_the_ledger_at(kRewind, "in_order");
     pass(stores().in_order, kHead);
     EXPECT_EQ(through("in_order"), std::to_string(kHead));
     expect_the_ledger_at(1777, "in_order");
     expect_the_ledger_at(kHead, "in_order");
+}
+
+// A store of the snapshots' release (migration 0023: wallet_balance_snapshots
+// with rows, the pass's checkpoint at the last) upgraded to this one: 0024
+// turns each snapshot into a run without events, and the pass goes on from
+// the checkpoint with runs (0026: the open runs apart), replacing the last
+// ones. The snapshots are every account's states at two period ends, as the
+// in-order store's runs give them; the events are then stored by indexer
+// batches and the pass run to the head: the states at the snapshots' blocks
+// and above the checkpoint are the ledger's.
+void expect_snapshots_upgraded_to_runs() {
+    constexpr std::uint32_t kFirst = 500, kLast = 1000;
+    std::string accounts, snapshots;
+    for (const std::uint32_t block : {kFirst, kLast}) {
+        for (const auto& [name, at] : states_at(block, "in_order")) {
+            const auto bytes = at.encode();
+            ASSERT_TRUE(bytes) << name;
+            if (block == kFirst) accounts += (accounts.empty() ? "('" : ",('") + name + "')";
+            snapshots += (snapshots.empty() ? "('" : ",('") + name + "'," + std::to_string(block) + ",'" + wallet::hex_of(*bytes) + "')";
+        }
+    }
+    ASSERT_FALSE(snapshots.empty());
+    stores().pg.query("INSERT INTO wallet_accounts (name) VALUES " + accounts + " ON CONFLICT DO NOTHING;"
+                      " INSERT INTO wallet_balance_snapshots (account_id, block_num, state) SELECT a.id, s.block, decode(s.state, 'hex')"
+                      " FROM (VALUES " + snapshots + ") AS s(name, block, state) JOIN wallet_accounts a ON a.name = s.name;"
+                      " UPDATE wallet_balance_snapshot_state SET through_block = " + std::to_string(kLast),
+                      "upgraded");
+    const auto snapshot_count = stores().pg.query("SELECT count(*) FROM wallet_balance_snapshots", "upgraded").at(0);
+    stores().upgraded = stores().pg.provision("upgraded");
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE after_block = through_block", "upgraded").at(0),
+              snapshot_count);
+    {
+        auto connected = EventStore::connect(stores().upgraded.db.indexer_url);
+        ASSERT_TRUE(connected) << connected.error();
+        EventStore store = std::move(connected).value();
+        store.set_balance_rules(rules());
+        for (std::uint32_t first = 1; first <= kHead; first += 1000) commit(store, indexer_batch(first, first + 999));
+    }
+    pass(stores().upgraded, kHead);
+    EXPECT_EQ(through("upgraded"), std::to_string(kHead));
+    // The converted runs at the first snapshots' block stay; those at the checkpoint are replaced by the
+    // pass's runs starting there (of the accounts with events above it).
+    const auto converted = [](std::uint32_t block) {
+        return std::stoll(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE after_block = through_block"
+                                            " AND after_block = " + std::to_string(block), "upgraded").at(0));
+    };
+    EXPECT_EQ(converted(kFirst) * 2, std::stoll(snapshot_count));
+    EXPECT_LT(converted(kLast) * 4, std::stoll(snapshot_count));
+    expect_the_ledger_at(kFirst, "upgraded");
+    expect_the_ledger_at(kLast, "upgraded");
+    expect_the_ledger_at(1333, "upgraded");
+    expect_the_ledger_at(kHead, "upgraded");
 }
 
 // The snapshot pass reads each operation from its block's stored text
@@ -498,7 +581,7 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
         expect_the_ledger_at(kHead);
     }
     {
-        SCOPED_TRACE("runs appended within periods, busy accounts' cut at kRunEvents");
+        SCOPED_TRACE("closed runs appended at kRunEvents, across periods; the open runs apart");
         expect_runs_bounded_and_contiguous();
     }
     {
@@ -516,6 +599,10 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
     {
         SCOPED_TRACE("an event the decoder cannot read the changes of");
         expect_an_undecodable_event_stored_and_listed();
+    }
+    {
+        SCOPED_TRACE("a store with snapshots upgraded to runs");
+        expect_snapshots_upgraded_to_runs();
     }
     {
         SCOPED_TRACE("a rewind below the pass");

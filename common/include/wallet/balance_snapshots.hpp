@@ -4,10 +4,12 @@
 // block: forks never reach it), one period of CHAIN_BALANCE_SNAPSHOT_BLOCKS at
 // a time, it applies every stored event's balance changes to the states of
 // their accounts and stores each account's events that change its balances
-// in change runs (wallet_balance_runs, wallet/balance_runs.hpp): a run is the
-// account's state after its start block and its events after it, up to
-// kRunEvents of them (cut at the end of a block) and never across the
-// period's end, so that runs are only ever appended. Each period is one
+// in change runs (wallet/balance_runs.hpp): a run is the account's state
+// after its start block and its events after it; it is closed at the end of
+// the block where it reaches kRunEvents events (appended to
+// wallet_balance_runs, never updated), and each account's last run stays open
+// (wallet_balance_open_runs, migration 0026: rewritten with the events up to
+// the checkpoint, one row per account). Each period is one
 // transaction with the pass's checkpoint: idempotent and restartable; passes
 // run beside each other wait for each other (the checkpoint row is locked).
 #pragma once
@@ -22,16 +24,16 @@
 namespace wallet::store {
 
 inline constexpr std::int64_t kDefaultSnapshotBlocks = 28'800;  // a day of 3-second blocks
-// A run ends at the end of the block where it reaches kRunEvents events
-// (about 600 bytes, under the TOAST threshold) and at the period's end; the
-// account's next run starts there with its state.
+// A run is closed at the end of the block where it reaches kRunEvents events
+// (about 800 bytes, under the TOAST threshold); the account's next run starts
+// there with its state.
 inline constexpr std::int64_t kRunEvents = 64;
 
 struct SnapshotStep {
     bool advanced = false;        // a period was done
     std::int64_t through = 0;     // the checkpoint after the step
     std::int64_t events = 0;      // events replayed
-    std::int64_t runs = 0;        // runs written
+    std::int64_t runs = 0;        // runs written (the closed ones, and the open ones rewritten)
 };
 
 // Does the next period if every block of it is stored and at or below
@@ -40,8 +42,8 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
                                                std::int64_t period_blocks, std::int64_t limit_block);
 
 // A rewind below the pass's checkpoint (delete_events_above): the runs keep
-// their events up to `through` (a run across it is cut there, later ones
-// deleted) and the checkpoint goes down to it, so that the pass redoes the
+// their events up to `through` (a closed or open run across it is cut there,
+// later ones deleted) and the checkpoint goes down to it, so that the pass redoes the
 // blocks after it.
 Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through);
 
