@@ -216,13 +216,11 @@ void drive_query(PgConnection* conn, ngx_event_t* ev) {
         conn->pool->on_broken(conn, false);
         return;
     }
-    bool notified = false;
-    while (PGnotify* notify = PQnotifies(pg)) {
-        PQfreemem(notify);
-        notified = true;
-    }
     const PgPoolSettings& settings = conn->pool->settings();
-    if (notified && settings.notified != nullptr) settings.notified(settings.listener);
+    while (PGnotify* notify = PQnotifies(pg)) {
+        if (settings.notified != nullptr) settings.notified(settings.listener, notify->extra);
+        PQfreemem(notify);
+    }
     if (conn->state == PgConnection::State::Idle) {
         // Input on an idle connection: the server is closing it, or it sent
         // a notice. A broken connection is dropped now, not at its next use.

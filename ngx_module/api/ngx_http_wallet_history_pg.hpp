@@ -76,9 +76,9 @@ struct PgPoolSettings {
     ngx_msec_t backoff_min_ms = 100;                // after a database's first failure
     ngx_msec_t backoff_max_ms = 5000;               // doubling up to this
     // A pool that LISTENs (the push listener, ngx_http_wallet_history_push.hpp):
-    // `notified` runs once per read that brought notifications, `lost` when
-    // a connection broke (a new one listens to nothing until told to again).
-    void (*notified)(void* data) = nullptr;
+    // `notified` runs once per notification (its payload), `lost` when a
+    // connection broke (a new one listens to nothing until told to again).
+    void (*notified)(void* data, const char* payload) = nullptr;
     void (*lost)(void* data) = nullptr;
     void* listener = nullptr;
 };
