@@ -88,12 +88,13 @@ void subscription_done(PgOp* op, PgOutcome outcome, PGresult* rows);
 void fetch_done(PgOp* op, PgOutcome outcome, PGresult* rows);
 void listen_done(PgOp* op, PgOutcome outcome, PGresult* rows);
 void retry_timer(ngx_event_t* ev);
-void on_notified(void* data, const char* payload) noexcept;
+void on_notified(void* data, const char* payload);
 void on_lost(void* data);
 constexpr auto subscription_handler = ngx::guarded<"wallet_history: push subscription", subscription_done>;
 constexpr auto fetch_handler = ngx::guarded<"wallet_history: push fetch", fetch_done>;
 constexpr auto listen_handler = ngx::guarded<"wallet_history: push listener", listen_done>;
 constexpr auto retry_handler = ngx::guarded<"wallet_history: push retry", retry_timer>;
+constexpr auto notified_handler = ngx::guarded<"wallet_history: push notification", on_notified>;
 
 class Hub {
 public:
@@ -104,7 +105,7 @@ public:
         settings.servers.resize(1);
         settings.servers[0]["application_name"] = "wallet_history_push";
         settings.max_connections = 1;
-        settings.notified = on_notified;
+        settings.notified = notified_handler;
         settings.lost = on_lost;
         settings.listener = this;
         listener_ = std::make_unique<ngx::PgPool>(std::move(settings), ngx_cycle->log);
@@ -466,7 +467,7 @@ void subscription_done(PgOp* op, PgOutcome outcome, PGresult* rows) {
 void fetch_done(PgOp* op, PgOutcome outcome, PGresult* rows) { static_cast<Hub*>(op->data)->fetched(outcome, rows); }
 void listen_done(PgOp* op, PgOutcome outcome, PGresult*) { static_cast<Hub*>(op->data)->listened(outcome); }
 void retry_timer(ngx_event_t* ev) { static_cast<Hub*>(ev->data)->retry(); }
-void on_notified(void* data, const char* payload) noexcept { static_cast<Hub*>(data)->notified(payload); }
+void on_notified(void* data, const char* payload) { static_cast<Hub*>(data)->notified(payload); }
 void on_lost(void* data) { static_cast<Hub*>(data)->lost(); }
 
 }  // namespace
