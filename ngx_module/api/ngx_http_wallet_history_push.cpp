@@ -31,6 +31,14 @@ using ngx::PgOutcome;
 // Rows of one live fetch and of one page of a subscription's catch-up.
 constexpr int kFetchRows = 1000;
 constexpr int kCatchUpRows = 500;
+// The live fetch reads by block range (wh_push_range) when the lowest
+// position is at most this many blocks below the notified head, else by
+// account (wh_push). By account costs two index probes per subscribed
+// account whatever the distance; by block, every event of the range: 100
+// blocks (5 minutes of Hive) are some 10,000-20,000 rows, less than the
+// probes of a few thousand accounts, and a hub that fell behind catches up
+// account by account.
+constexpr std::int64_t kRangeBlocks = 100;
 // After a failed statement or a lost listener, the next try waits this
 // long, doubling up to the maximum.
 constexpr ngx_msec_t kRetryMinMs = 100;
@@ -132,6 +140,7 @@ constexpr auto subscription_handler = ngx::guarded<"wallet_history: push subscri
 constexpr auto fetch_handler = ngx::guarded<"wallet_history: push fetch", fetch_done>;
 constexpr auto listen_handler = ngx::guarded<"wallet_history: push listener", listen_done>;
 constexpr auto retry_handler = ngx::guarded<"wallet_history: push retry", retry_timer>;
+constexpr auto notified_handler = ngx::guarded<"wallet_history: push notification", on_notified>;
 
 class Hub {
 public:
@@ -142,7 +151,7 @@ public:
         settings.servers.resize(1);
         settings.servers[0]["application_name"] = "wallet_history_push";
         settings.max_connections = 1;
-        settings.notified = on_notified;
+        settings.notified = notified_handler;
         settings.lost = on_lost;
         settings.listener = this;
         listener_ = std::make_unique<ngx::PgPool>(std::move(settings), ngx_cycle->log);
@@ -352,6 +361,7 @@ public:
         if (notified_us_ == 0) notified_us_ = metrics::monotonic_us();
         auto parsed = json::parse(payload);
         if (parsed) {
+            if (auto last = json::to_int64(json_object_get(parsed->get(), "last"))) head_ = std::max(head_, *last);
             const json_t* rewound = json_object_get(parsed.value().get(), "rewound_above");
             if (json_is_integer(rewound)) rewind(json_integer_value(rewound));
             const json_t* irreversible = json_object_get(parsed.value().get(), "irreversible");
@@ -534,6 +544,7 @@ private:
             if (after == nullptr || sub->last < *after) after = &sub->last;
         }
         if (after == nullptr) return;
+        const bool by_range = head_ >= after->block_num && head_ - after->block_num <= kRangeBlocks;
         if (live_changed_) {
             // The accounts of the live subscriptions, as the statement's text[]
             // (built again only when a subscription joined or left).
@@ -548,8 +559,10 @@ private:
         fetch_notified_us_ = notified_us_;
         notified_us_ = 0;
         fetch_op_.retried = false;
+        fetch_op_.statement = by_range ? "wh_push_range" : "wh_push";
         fetch_op_.params = {live_accounts_, std::to_string(after->block_num), std::to_string(after->position),
                             after->account, std::to_string(kFetchRows)};
+        if (by_range) fetch_op_.params.push_back(std::to_string(head_));
         fetching_ = true;
         api_.pool->submit(&fetch_op_);
     }
@@ -617,6 +630,7 @@ private:
     std::uint64_t notified_us_ = 0;
     std::uint64_t fetch_notified_us_ = 0;
     std::uint64_t live_delay_us_ = 0;
+    std::int64_t head_ = 0;  // the highest block notified
 };
 
 std::unique_ptr<Hub> worker_hub;
