@@ -443,6 +443,9 @@ TEST_F(ApiReplicas, PromotedStandbyKeepsServingWithoutRestart) {
     auto on_standby = nginx_for({standby.get()});
     Writer writer(primary_);
     ASSERT_TRUE(harness::wait_until([&] { return writer.blocks() >= 3; }));
+    // The new standby streams from the moment it is ready: it may not have
+    // replayed the first live blocks yet (both databases answer in turn).
+    standby->wait_replayed(primary_);
     for (int i = 0; i < 10; ++i) EXPECT_GE(indexed_block(*on_both), kFirstLiveBlock);
     writer.stop();
     standby->wait_replayed(primary_);
