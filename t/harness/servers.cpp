@@ -95,9 +95,8 @@ PostgresServer::PostgresServer() : dir_("wallet-pg") {
     fs::create_directories(dir_.path() / "run");
     chown_to_nobody(dir_.path());
     fs::permissions(dir_.path() / "data", fs::perms::owner_all);
-    port_ = free_port();
     password_ = "template-password";
-    start();
+    start_on_a_free_port();
     // Each cluster gets its own superuser password.
     std::string fresh = "pg-" + random_token(24);
     auto conn = wallet::pg::connect(superuser_url());
@@ -110,7 +109,6 @@ PostgresServer::PostgresServer() : dir_("wallet-pg") {
 PostgresServer::PostgresServer(const StandbyOf& standby) : dir_("wallet-pg-standby") {
     fs::create_directories(dir_.path() / "run");
     chown_to_nobody(dir_.path());
-    port_ = free_port();
     password_ = standby.primary.password_;
     settings_ = standby.settings;
     ProcessOptions options;
@@ -124,7 +122,7 @@ PostgresServer::PostgresServer(const StandbyOf& standby) : dir_("wallet-pg-stand
                                  options);
     auto status = backup.wait_exit(120s);
     if (!status || *status != 0) throw std::runtime_error("pg_basebackup failed:\n" + backup.log());
-    start();
+    start_on_a_free_port();
 }
 
 PostgresServer::~PostgresServer() { stop(); }
@@ -158,6 +156,18 @@ void PostgresServer::wait_replayed(const PostgresServer& primary) {
 }
 
 void PostgresServer::start() {
+    if (!launch()) throw std::runtime_error("PostgreSQL did not start: port " + std::to_string(port_) + " taken:\n" + process_.log());
+}
+
+void PostgresServer::start_on_a_free_port() {
+    for (int attempt = 0;; ++attempt) {
+        port_ = free_port();
+        if (launch()) return;
+        if (attempt == 4) throw std::runtime_error("PostgreSQL did not start: every port tried was taken:\n" + process_.log());
+    }
+}
+
+bool PostgresServer::launch() {
     ProcessOptions options;
     options.log_path = dir_.path() / "postgres.log";
     options.unprivileged = true;
@@ -171,14 +181,20 @@ void PostgresServer::start() {
         argv.push_back(setting);
     }
     process_ = Process::start(argv, options);
+    // Ready when its own unix socket answers: over TCP, a server of another
+    // test that took the same port (both chose it before either bound it)
+    // would pass for this one, which exits for want of a TCP socket.
     bool up = wait_until(
         [&] {
             if (!process_.running()) return true;
-            wallet::PgConnPtr c(PQconnectdb(superuser_url().c_str()));
+            wallet::PgConnPtr c(PQconnectdb(superuser_socket_conninfo("postgres").c_str()));
             return PQstatus(c.get()) == CONNECTION_OK;
         },
         60s, 25ms);
-    if (!up || !process_.running()) throw std::runtime_error("PostgreSQL did not start:\n" + process_.log());
+    if (up && process_.running()) return true;
+    const std::string log = process_.log();
+    if (log.find("could not create any TCP/IP sockets") != std::string::npos) return false;
+    throw std::runtime_error("PostgreSQL did not start:\n" + log);
 }
 
 void PostgresServer::stop() {

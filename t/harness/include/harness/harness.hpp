@@ -168,6 +168,12 @@ public:
     std::vector<std::string> query_analyzed(const std::string& sql, const std::string& database = "wallet") const;
 
 private:
+    // Starts the server on port_; false when another server took the port
+    // between free_port() and the bind (this one then exited).
+    bool launch();
+    // The first start: on a new port each time the chosen one was taken.
+    void start_on_a_free_port();
+
     TempDir dir_;
     std::uint16_t port_ = 0;
     std::string password_;
