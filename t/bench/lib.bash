@@ -7,6 +7,18 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # refuses to run as root), as it is otherwise.
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi; }
 
+# Waits until something listens on 127.0.0.1:PORT (10 s), else ends the bench.
+wait_port() { for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; exit 1; }
+
+# The EXIT trap of a bench that keeps its processes in `pids` and its
+# PostgreSQL and files in `work`: stops them all, then removes `work`.
+bench_cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  bench_pg_stop "$work"
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+
 bench_pg_bin=/usr/lib/postgresql/15/bin
 
 # bench_pg_start DIR PASSWORD [-c name=value ...]: a private, unsynced

@@ -73,14 +73,7 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/wallet-bench-push-XXXXXX")
 pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  bench_pg_stop "$work"
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-wait_port() { for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; exit 1; }
+trap bench_cleanup EXIT
 
 # ---- PostgreSQL 15 and the store -------------------------------------------
 pg_password=bench-superuser-password-1

@@ -75,7 +75,6 @@ cleanup() {
 trap cleanup EXIT
 
 source "$here/lib.bash"
-wait_port() { for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 did not open" >&2; exit 1; }
 
 redis_port=$(free_port); backend_port=$(free_port); sim_port=$(free_port)
 /usr/bin/redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" > "$work/redis.log" 2>&1 &
