@@ -43,17 +43,13 @@ int main(int argc, char** argv) {
     std::vector<Client> clients(static_cast<std::size_t>(connections));
     std::string frame = router::ws::encode_frame(router::ws::Opcode::Text, message, true);
     for (auto& c : clients) {
-        ws_load::Connection connection = ws_load::connect(port, "/");
+        ws_load::Connection connection = ws_load::connect_watched(ep, &c, port, "/");
         if (!connection.error.empty()) {
             std::fprintf(stderr, "%s\n", connection.error.c_str());
             return 1;
         }
         c.fd = connection.fd;
         c.decoder = std::move(connection.decoder);
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.ptr = &c;
-        epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
         std::string burst;
         for (int i = 0; i < depth; ++i) burst += frame;
         ws_load::send_all(c.fd, burst);

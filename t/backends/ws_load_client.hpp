@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -88,6 +89,20 @@ inline Connection connect(int port, std::string_view path, std::uint32_t source 
     c.decoder = std::make_unique<router::ws::Decoder>(router::ws::Decoder::Role::Client, 64 << 20);
     c.decoder->feed(parser.take_leftover());
     fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+    return c;
+}
+
+// connect(), then its input watched by the epoll instance `ep`, whose events
+// carry `data` (the tool's own record of the connection).
+inline Connection connect_watched(int ep, void* data, int port, std::string_view path,
+                                  std::uint32_t source = INADDR_LOOPBACK) {
+    Connection c = connect(port, path, source);
+    if (c.error.empty()) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.ptr = data;
+        epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
+    }
     return c;
 }
 

@@ -246,17 +246,13 @@ int main(int argc, char** argv) {
         Client& c = clients[i];
         c.index = i;
         ws_load::Connection connection =
-            ws_load::connect(port, "/ws", INADDR_LOOPBACK + i % static_cast<std::uint32_t>(addresses));
+            ws_load::connect_watched(ep, &c, port, "/ws", INADDR_LOOPBACK + i % static_cast<std::uint32_t>(addresses));
         if (!connection.error.empty()) {
             std::fprintf(stderr, "push_bench_client: client %u: %s\n", i, connection.error.c_str());
             return 1;
         }
         c.fd = connection.fd;
         c.decoder = std::move(connection.decoder);
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.ptr = &c;
-        epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
         ws_load::send_all(c.fd, subscribe_frame(i));
     }
     std::fprintf(stderr, "push_bench_client: %u connections open\n", clients_n);
