@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -42,8 +43,10 @@ namespace wallet::push {
 class Client {
 public:
     virtual ~Client() = default;
-    // Queues one text message (a notification) to the client.
-    virtual void send_text(std::string text) = 0;
+    // Queues one text message (a notification) to the client: `parts`,
+    // one after the other (written straight into the connection's queue).
+    virtual void send_text(std::span<const std::string_view> parts) = 0;
+    void send_text(std::string_view text) { send_text(std::span<const std::string_view>(&text, 1)); }
     // Who the client is for the limits: the address the router's limits
     // and the API's name it by (ngx_wallet_client.hpp).
     virtual std::string_view address() const = 0;

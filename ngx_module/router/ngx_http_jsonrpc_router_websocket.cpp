@@ -137,12 +137,20 @@ public:
 
     void notify_when_drained() override { push_drained_wanted_ = true; }
 
-    // A notification of a push subscription. Past jsonrpc_router_push_max_output
-    // queued the client does not keep up: what is not begun is dropped and
-    // a Close (1008) follows; its subscriptions end with the connection.
-    void send_text(std::string text) override {
+    using wallet::push::Client::send_text;
+    // A notification of a push subscription, `parts` in one frame written
+    // straight into the queue. Past jsonrpc_router_push_max_output queued
+    // the client does not keep up: what is not begun is dropped and a Close
+    // (1008) follows; its subscriptions end with the connection.
+    void send_text(std::span<const std::string_view> parts) override {
         if (closing_) return;
-        enqueue(ws::encode_frame(ws::Opcode::Text, text));
+        std::size_t size = 0;
+        for (const std::string_view part : parts) size += part.size();
+        std::string& out = tail_buffer(size + ws::kMaxFrameHeader);
+        const std::size_t before = out.size();
+        ws::append_frame_header(out, ws::Opcode::Text, size);
+        for (const std::string_view part : parts) out += part;
+        queued(out.size() - before);
         if (out_bytes_ > conf_->push_max_output) {
             ngx_log_error(NGX_LOG_INFO, c_->log, 0,
                           "jsonrpc_router: WebSocket subscriber not reading: %uz bytes queued, closed with 1008",
@@ -382,6 +390,20 @@ private:
         } else {
             out_.push_back(std::move(bytes));
         }
+        queued(n);
+    }
+
+    // The buffer of the queue that `n` more bytes are appended to (the
+    // last one while small frames coalesce); queued() counts them.
+    std::string& tail_buffer(std::size_t n) {
+        if (out_.empty() || out_.back().size() + n > kCoalescedBytes) {
+            out_.emplace_back().reserve(n);
+        }
+        return out_.back();
+    }
+
+    // `n` bytes were appended to the queue.
+    void queued(std::size_t n) {
         out_bytes_ += n;
         queued_total_ += n;
         Worker::get().ws_output().add(client_.get(), n);

@@ -35,22 +35,26 @@ std::string make_client_key() {
     return base64(nonce, sizeof(nonce));
 }
 
-std::string encode_frame(Opcode opcode, std::string_view payload, bool mask, bool fin) {
-    std::string out;
-    out.reserve(payload.size() + 14);
+void append_frame_header(std::string& out, Opcode opcode, std::size_t size, bool mask, bool fin) {
     out.push_back(static_cast<char>((fin ? 0x80 : 0x00) | static_cast<std::uint8_t>(opcode)));
     std::uint8_t mask_bit = mask ? 0x80 : 0x00;
-    std::size_t n = payload.size();
-    if (n < 126) {
-        out.push_back(static_cast<char>(mask_bit | n));
-    } else if (n <= 0xFFFF) {
+    if (size < 126) {
+        out.push_back(static_cast<char>(mask_bit | size));
+    } else if (size <= 0xFFFF) {
         out.push_back(static_cast<char>(mask_bit | 126));
-        out.push_back(static_cast<char>((n >> 8) & 0xFF));
-        out.push_back(static_cast<char>(n & 0xFF));
+        out.push_back(static_cast<char>((size >> 8) & 0xFF));
+        out.push_back(static_cast<char>(size & 0xFF));
     } else {
         out.push_back(static_cast<char>(mask_bit | 127));
-        for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xFF));
+        for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((size >> shift) & 0xFF));
     }
+}
+
+std::string encode_frame(Opcode opcode, std::string_view payload, bool mask, bool fin) {
+    std::string out;
+    out.reserve(payload.size() + kMaxFrameHeader);
+    append_frame_header(out, opcode, payload.size(), mask, fin);
+    const std::size_t n = payload.size();
     if (!mask) {
         out += payload;
         return out;

@@ -29,6 +29,11 @@ std::string accept_key(std::string_view client_key);
 // A random Sec-WebSocket-Key.
 std::string make_client_key();
 
+// The most bytes a frame's header takes (a masked frame's key included).
+constexpr std::size_t kMaxFrameHeader = 14;
+// Appends the header of a frame of `size` payload bytes (a masked frame's
+// key is not part of it).
+void append_frame_header(std::string& out, Opcode opcode, std::size_t size, bool mask = false, bool fin = true);
 // One frame; `mask` is set by clients (RFC 6455 §5.3).
 std::string encode_frame(Opcode opcode, std::string_view payload, bool mask = false, bool fin = true);
 std::string encode_close(std::uint16_t code, std::string_view reason, bool mask = false);
