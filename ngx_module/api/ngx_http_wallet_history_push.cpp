@@ -34,10 +34,11 @@ constexpr int kCatchUpRows = 500;
 // The live fetch reads by block range (wh_push_range) when the lowest
 // position is at most this many blocks below the notified head, else by
 // account (wh_push). By account costs two index probes per subscribed
-// account whatever the distance; by block, every event of the range: 100
-// blocks (5 minutes of Hive) are some 10,000-20,000 rows, less than the
-// probes of a few thousand accounts, and a hub that fell behind catches up
-// account by account.
+// account whatever the distance; by block, every event of the range, of
+// every account (a fetch a block behind: a block's events): 100 blocks (5
+// minutes of Hive) are some 2,000-20,000 rows, less than the probes of a
+// few thousand accounts, and a hub that fell behind catches up account by
+// account.
 constexpr std::int64_t kRangeBlocks = 100;
 // After a failed statement or a lost listener, the next try waits this
 // long, doubling up to the maximum.
@@ -64,11 +65,28 @@ Key key_of(const api::PushedEvent& e) { return Key{e.block_num, e.position, e.ac
 // After every event of `block`.
 Key after_block(std::int64_t block) { return Key{block, kAfterBlock, ""}; }
 
-// A notification sent, as a retraction names it.
+// (block_num, position, account) of `e` is above `key`.
+bool above(const api::PushedEvent& e, const Key& key) {
+    if (e.block_num != key.block_num) return e.block_num > key.block_num;
+    if (e.position != key.position) return e.position > key.position;
+    return e.account > key.account;
+}
+
+// A notification sent, as a retraction names it (its event's key and its
+// cursor are written only if it is retracted).
 struct Sent {
     Key key;
-    std::string event_key;  // {"block_num","block_seq","role","account"} of the notification's event
-    std::string cursor;     // the notification's cursor
+    CursorPosition position;  // the event's, as its cursor holds it
+};
+
+// The start of every event notification; the subscription's quoted id follows.
+constexpr std::string_view kEventHead = R"({"jsonrpc":"2.0","method":"wallet_history.event","params":{"subscription":)";
+
+// The rest of an event's notification after the subscription's id (the
+// event and its cursor): the same for every subscription of one filter.
+struct Rendered {
+    std::string fingerprint;
+    std::string tail;
 };
 
 class Hub;
@@ -104,6 +122,7 @@ struct Subscription {
 
     Hub* hub = nullptr;
     std::string id;
+    std::string quoted_id;  // as notifications print it
     Client* client = nullptr;
     std::vector<std::string> accounts;  // sorted
     api::PageQuery filter;
@@ -119,10 +138,12 @@ struct Subscription {
     bool op_running = false;
     InflightPlace place;  // until it is live
     std::size_t pace_bytes = 0;  // a catch-up waits with more than this queued to the client
-    // Live: the first fetch that includes it (Hub::fetch_seq_), and its
-    // place in Hub::live_.
+    // Live: the first fetch that includes it (Hub::fetch_seq_). Settled:
+    // a fetch including it ended at or above its position, and every fetch
+    // since includes it: its position is at least the hub's floor (of its
+    // kind), which the hub moves for all settled ones at once.
     std::uint64_t live_from = 0;
-    std::size_t live_index = 0;
+    bool settled = false;
 
     bool matches(const api::PushedEvent& e) const {
         if (!filter.op_types.empty()) return std::binary_search(filter.op_types.begin(), filter.op_types.end(), e.op_type);
@@ -194,6 +215,7 @@ public:
         auto sub = std::make_unique<Subscription>();
         sub->hub = this;
         sub->id = std::to_string(next_subscription_id++);
+        json::append_quoted(sub->quoted_id, sub->id);
         sub->client = &client;
         sub->accounts = std::move(request.accounts);
         sub->filter = std::move(request.filter);
@@ -290,6 +312,7 @@ public:
                 pace(sub);  // this row and the page's others are read again after the wait
                 return;
             } else {
+                rendered_used_ = 0;
                 deliver(sub, event);
             }
         }
@@ -311,16 +334,20 @@ public:
         // requested (its accounts were those of these), and still.
         const auto included = [this](const Subscription* sub) { return sub->live_from <= fetch_seq_; };
         const int n = PQntuples(rows);
-        if (fetch_notified_us_ != 0) {
-            const std::uint64_t now = metrics::monotonic_us();
-            live_delay_us_ = now > fetch_notified_us_ ? now - fetch_notified_us_ : 1;
-        }
         Key last_row;
         for (int row = 0; row < n; ++row) {
+            // wh_push_range's rows of accounts nobody here subscribed to are
+            // skipped unread (but the last, where the next fetch starts).
+            auto it = live_by_account_.find(PQgetvalue(rows, row, api::push_column::kAccount));
+            if (it == live_by_account_.end() && row != n - 1) continue;
             api::PushedEvent event = api::read_pushed_event(rows, row);
-            last_row = key_of(event);
-            auto it = live_by_account_.find(event.account);
+            if (row == n - 1) last_row = key_of(event);
             if (it == live_by_account_.end()) continue;
+            if (fetch_notified_us_ != 0) {
+                const std::uint64_t now = metrics::realtime_us();
+                live_delay_us_ = now > fetch_notified_us_ ? now - fetch_notified_us_ : 1;
+            }
+            rendered_used_ = 0;  // this row's notifications are rendered once per filter
             for (Subscription* sub : it->second) {
                 if (included(sub) && !beyond_limit(*sub, event)) deliver(*sub, event);
             }
@@ -331,12 +358,21 @@ public:
         // Every row of their accounts from the fetch's start up to the last
         // one was in this answer: the next fetch starts there (a quiet
         // account does not hold every fetch back to its last event), or,
-        // irreversible_only, at most after the irreversible block.
+        // irreversible_only, at most after the irreversible block. The
+        // settled subscriptions move with the floors; those that joined
+        // since the last fetch settle once they reach theirs.
         if (n > 0) {
-            for (Subscription* sub : live_) {
-                if (!included(sub)) continue;
-                sub->last = std::max(sub->last, sub->irreversible_only ? std::min(last_row, after_block(irreversible_)) : last_row);
-            }
+            const Key trusted = std::min(last_row, after_block(irreversible_));
+            floor_ = std::max(floor_, last_row);
+            irreversible_floor_ = std::max(irreversible_floor_, trusted);
+            std::erase_if(joining_, [&](Subscription* sub) {
+                if (!included(sub)) return false;
+                sub->last = std::max(sub->last, sub->irreversible_only ? trusted : last_row);
+                if (sub->last < floor_of(*sub)) return false;
+                sub->settled = true;
+                ++(sub->irreversible_only ? settled_irreversible_ : settled_);
+                return true;
+            });
         }
         if (n >= kFetchRows) again_ = true;
         if (again_) request_fetch();
@@ -358,15 +394,22 @@ public:
     // "rewound_above", "irreversible"}, or {"irreversible"} alone when the
     // node's last irreversible block moved.
     void notified(std::string_view payload) {
-        if (notified_us_ == 0) notified_us_ = metrics::monotonic_us();
+        std::uint64_t at = metrics::realtime_us();
         auto parsed = json::parse(payload);
         if (parsed) {
+            // The writer's clock at its NOTIFY, its transaction's last
+            // statement (migration 0028; an older writer's payload has none:
+            // its arrival here).
+            if (auto committed = json::to_int64(json_object_get(parsed->get(), "committed_us")); committed && *committed > 0) {
+                at = std::min(at, static_cast<std::uint64_t>(*committed));
+            }
             if (auto last = json::to_int64(json_object_get(parsed->get(), "last"))) head_ = std::max(head_, *last);
             const json_t* rewound = json_object_get(parsed.value().get(), "rewound_above");
             if (json_is_integer(rewound)) rewind(json_integer_value(rewound));
             const json_t* irreversible = json_object_get(parsed.value().get(), "irreversible");
             if (json_is_integer(irreversible)) move_irreversible(json_integer_value(irreversible));
         }
+        notified_us_ = notified_us_ == 0 ? at : std::min(notified_us_, at);
         request_fetch();
     }
 
@@ -419,28 +462,31 @@ private:
         sub.state = Subscription::State::Live;
         sub.place.release();
         sub.live_from = fetch_seq_ + 1;
-        sub.live_index = live_.size();
-        live_.push_back(&sub);
+        joining_.push_back(&sub);
         for (const auto& account : sub.accounts) live_by_account_[account].push_back(&sub);
         live_changed_ = true;
         request_fetch();
     }
 
+    // The floor of a settled subscription's kind (Subscription::settled).
+    const Key& floor_of(const Subscription& sub) const { return sub.irreversible_only ? irreversible_floor_ : floor_; }
+
+    // Everything up to here was delivered to the subscription (or skipped).
+    const Key& position(const Subscription& sub) const {
+        if (!sub.settled) return sub.last;
+        const Key& floor = floor_of(sub);
+        return sub.last < floor ? floor : sub.last;
+    }
+
     void deliver(Subscription& sub, const api::PushedEvent& event) {
-        const Key key = key_of(event);
-        if (key <= sub.last) return;  // delivered already: never twice
-        sub.last = key;
+        if (!above(event, position(sub))) return;  // delivered already: never twice
+        sub.last.block_num = event.block_num;
+        sub.last.position = event.position;
+        sub.last.account = event.account;
         if (!sub.matches(event)) return;
-        std::string cursor = api_.cursors->encode(event.cursor, event.account, sub.fingerprint);
-        std::string out = R"({"jsonrpc":"2.0","method":"wallet_history.event","params":{"subscription":)";
-        json::append_quoted(out, sub.id);
-        out += ",\"event\":";
-        out += event.json;
-        out += ",\"cursor\":";
-        json::append_quoted(out, cursor);
-        out += "}}";
-        sub.client->send_text(std::move(out));
-        remember(sub, event, std::move(cursor));
+        const std::string_view parts[] = {kEventHead, sub.quoted_id, rendered(sub, event)};
+        sub.client->send_text(parts);
+        remember(sub, event);
         if (api_.counters != nullptr) {
             metrics::add(api_.counters->notifications);
             if (live_delay_us_ != 0) api_.counters->delay.observe(live_delay_us_);
@@ -452,30 +498,42 @@ private:
         return sub.irreversible_only && event.block_num > irreversible_;
     }
 
+    // The notification's bytes after the subscription's id, rendered once
+    // per row and filter (fetched() starts each row with none).
+    std::string_view rendered(const Subscription& sub, const api::PushedEvent& event) {
+        for (std::size_t i = 0; i < rendered_used_; ++i) {
+            if (rendered_[i].fingerprint == sub.fingerprint) return rendered_[i].tail;
+        }
+        if (rendered_used_ == rendered_.size()) rendered_.emplace_back();
+        Rendered& r = rendered_[rendered_used_++];
+        r.fingerprint = sub.fingerprint;
+        r.tail = ",\"event\":";
+        r.tail += event.json;
+        r.tail += ",\"cursor\":";
+        json::append_quoted(r.tail, api_.cursors->encode(event.cursor, event.account, sub.fingerprint));
+        r.tail += "}}";
+        return r.tail;
+    }
+
     // A notification a fork may retract (of a block not yet irreversible).
-    void remember(Subscription& sub, const api::PushedEvent& event, std::string cursor) {
+    void remember(Subscription& sub, const api::PushedEvent& event) {
         if (sub.irreversible_only || event.block_num <= irreversible_) return;
-        std::string event_key = "{\"block_num\":" + std::to_string(event.block_num) +
-                                ",\"block_seq\":" + std::to_string(event.cursor.block_seq) + ",\"role\":";
-        json::append_quoted(event_key, event.cursor.role);
-        event_key += ",\"account\":";
-        json::append_quoted(event_key, event.account);
-        event_key += '}';
-        sub.retractable.push_back(Sent{key_of(event), std::move(event_key), std::move(cursor)});
+        forget_irreversible(sub);
+        sub.retractable.push_back(Sent{key_of(event), event.cursor});
         if (sub.retractable.size() > kMaxRetractable) sub.retractable.pop_front();
     }
 
-    // The store's irreversible block (migration 0027) moved: the
-    // notifications at or below it are never retracted, and the
-    // irreversible_only subscriptions may deliver up to it.
-    void move_irreversible(std::int64_t block) {
-        if (block <= irreversible_) return;
-        irreversible_ = block;
-        for (auto& [id, sub] : subs_) {
-            auto& sent = sub->retractable;
-            while (!sent.empty() && sent.front().key.block_num <= irreversible_) sent.pop_front();
-        }
+    // The notifications at or below the irreversible block are never
+    // retracted (forgotten when the subscription remembers one more, or
+    // before a rewind: not on every move of the block).
+    void forget_irreversible(Subscription& sub) const {
+        auto& sent = sub.retractable;
+        while (!sent.empty() && sent.front().key.block_num <= irreversible_) sent.pop_front();
     }
+
+    // The store's irreversible block (migration 0027) moved: the
+    // irreversible_only subscriptions may deliver up to it.
+    void move_irreversible(std::int64_t block) { irreversible_ = std::max(irreversible_, block); }
 
     // A fork removed the blocks above `block`: every notification of them is
     // retracted, newest first, each with the cursor to resume from (the one
@@ -485,7 +543,10 @@ private:
     // rewind may hold removed rows: they are dropped and run again.
     void rewind(std::int64_t block) {
         const Key fallback = after_block(block);
+        for (auto& [id, sub] : subs_) forget_irreversible(*sub);
         irreversible_ = std::min(irreversible_, block);  // a node that went back on its word: below it is all we know
+        floor_ = std::min(floor_, fallback);
+        irreversible_floor_ = std::min(irreversible_floor_, fallback);
         for (auto& [id, sub] : subs_) {
             retract_above(*sub, block);
             if (sub->has_start && sub->last > fallback) sub->last = fallback;
@@ -507,18 +568,30 @@ private:
         while (!sent.empty() && sent.back().key.block_num > block) {
             // The client's position after it: the notification before it
             // (retracted next, or kept), else after the fork's block.
-            const std::string cursor = sent.size() >= 2 ? sent[sent.size() - 2].cursor : cursor_after(sub, block);
+            const std::string cursor = sent.size() >= 2 ? cursor_of(sub, sent[sent.size() - 2]) : cursor_after(sub, block);
+            const Sent& gone = sent.back();
             std::string out = R"({"jsonrpc":"2.0","method":"wallet_history.retract","params":{"subscription":)";
-            json::append_quoted(out, sub.id);
-            out += ",\"event\":";
-            out += sent.back().event_key;
-            out += ",\"cursor\":";
+            out += sub.quoted_id;
+            out += ",\"event\":{\"block_num\":";
+            out += std::to_string(gone.position.block_num);
+            out += ",\"block_seq\":";
+            out += std::to_string(gone.position.block_seq);
+            out += ",\"role\":";
+            json::append_quoted(out, gone.position.role);
+            out += ",\"account\":";
+            json::append_quoted(out, gone.key.account);
+            out += "},\"cursor\":";
             json::append_quoted(out, cursor);
             out += "}}";
-            sub.client->send_text(std::move(out));
+            sub.client->send_text(out);
             if (api_.counters != nullptr) metrics::add(api_.counters->retractions);
             sent.pop_back();
         }
+    }
+
+    // The cursor of a notification sent.
+    std::string cursor_of(const Subscription& sub, const Sent& sent) const {
+        return api_.cursors->encode(sent.position, sent.key.account, sub.fingerprint);
     }
 
     // A cursor of the subscription for the position after every event of `block`.
@@ -537,11 +610,18 @@ private:
             return;
         }
         again_ = false;
+        // The lowest position of a live subscription: a floor (settled
+        // ones), or one of those that joined since the last fetch;
+        // irreversible_only and at the irreversible block: nothing to fetch yet.
+        const Key trusted = after_block(irreversible_);
         const Key* after = nullptr;
-        for (const Subscription* sub : live_) {
-            // irreversible_only and at the irreversible block: nothing to fetch yet.
-            if (sub->irreversible_only && sub->last >= after_block(irreversible_)) continue;
-            if (after == nullptr || sub->last < *after) after = &sub->last;
+        const auto lowest = [&after](const Key& key) {
+            if (after == nullptr || key < *after) after = &key;
+        };
+        if (settled_ > 0) lowest(floor_);
+        if (settled_irreversible_ > 0 && irreversible_floor_ < trusted) lowest(irreversible_floor_);
+        for (const Subscription* sub : joining_) {
+            if (!(sub->irreversible_only && sub->last >= trusted)) lowest(sub->last);
         }
         if (after == nullptr) return;
         const bool by_range = head_ >= after->block_num && head_ - after->block_num <= kRangeBlocks;
@@ -560,9 +640,13 @@ private:
         notified_us_ = 0;
         fetch_op_.retried = false;
         fetch_op_.statement = by_range ? "wh_push_range" : "wh_push";
-        fetch_op_.params = {live_accounts_, std::to_string(after->block_num), std::to_string(after->position),
-                            after->account, std::to_string(kFetchRows)};
-        if (by_range) fetch_op_.params.push_back(std::to_string(head_));
+        if (by_range) {
+            fetch_op_.params = {std::to_string(after->block_num), std::to_string(after->position), after->account,
+                                std::to_string(kFetchRows), std::to_string(head_)};
+        } else {
+            fetch_op_.params = {live_accounts_, std::to_string(after->block_num), std::to_string(after->position),
+                                after->account, std::to_string(kFetchRows)};
+        }
         fetching_ = true;
         api_.pool->submit(&fetch_op_);
     }
@@ -584,9 +668,11 @@ private:
         Subscription& sub = *it->second;
         if (sub.op_running) api_.pool->cancel(&sub.op);
         if (sub.state == Subscription::State::Live) {
-            live_[sub.live_index] = live_.back();
-            live_[sub.live_index]->live_index = sub.live_index;
-            live_.pop_back();
+            if (sub.settled) {
+                --(sub.irreversible_only ? settled_irreversible_ : settled_);
+            } else {
+                std::erase(joining_, &sub);
+            }
             for (const auto& account : sub.accounts) {
                 auto found = live_by_account_.find(account);
                 if (found == live_by_account_.end()) continue;  // named twice
@@ -612,10 +698,22 @@ private:
     bool fetching_ = false;
     bool again_ = false;         // news came while a fetch ran
     bool fetch_failed_ = false;  // the last fetch failed: the retry runs it again
-    // The live subscriptions, by account too, kept as they join and leave
-    // (a fetch costs its rows, not a pass over every subscription's accounts).
-    std::vector<Subscription*> live_;
+    // The live subscriptions by account, kept as they join and leave; those
+    // not settled yet, and how many are (Subscription::settled): a fetch
+    // costs its rows and the subscriptions of their accounts, not a pass
+    // over every subscription.
     std::unordered_map<std::string, std::vector<Subscription*>> live_by_account_;
+    std::vector<Subscription*> joining_;
+    std::size_t settled_ = 0;
+    std::size_t settled_irreversible_ = 0;
+    // Where every settled subscription is at least (irreversible_only ones:
+    // the second): the last row of the fetches so far.
+    Key floor_;
+    Key irreversible_floor_;
+    // The rendered notifications of the row being handed out, the first
+    // rendered_used_ (the strings' buffers are kept for the next rows).
+    std::vector<Rendered> rendered_;
+    std::size_t rendered_used_ = 0;
     bool live_changed_ = false;
     std::string live_accounts_;  // their accounts' text[] literal
     std::uint64_t fetch_seq_ = 0;  // fetches requested
@@ -624,9 +722,10 @@ private:
     ngx_event_t retry_{};
     ngx_msec_t retry_delay_ = 0;
     std::int64_t irreversible_ = 0;  // the store's irreversible block (migration 0027)
-    // Metrics: when the oldest notification no fetch has started for yet
-    // arrived, that of the running fetch's, and its delay while its rows
-    // are handed out (0: none, e.g. a fetch for a subscription going live).
+    // Metrics: when the writer committed the oldest news no fetch has
+    // started for yet (realtime_us: its clock, or the arrival of a payload
+    // without it), that of the running fetch's, and its delay while a row
+    // is handed out (0: none, e.g. a fetch for a subscription going live).
     std::uint64_t notified_us_ = 0;
     std::uint64_t fetch_notified_us_ = 0;
     std::uint64_t live_delay_us_ = 0;

@@ -10,11 +10,19 @@ std::uint64_t Histogram::count() const {
     return total;
 }
 
-std::uint64_t monotonic_us() {
+namespace {
+
+std::uint64_t clock_us(clockid_t clock) {
     timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
 }
+
+}  // namespace
+
+std::uint64_t monotonic_us() { return clock_us(CLOCK_MONOTONIC); }
+
+std::uint64_t realtime_us() { return clock_us(CLOCK_REALTIME); }
 
 std::string seconds_text(std::uint64_t us) {
     std::string fraction = std::to_string(us % 1000000);

@@ -42,6 +42,9 @@ inline void add(Counter& counter, std::uint64_t n = 1) { counter.fetch_add(n, st
 
 // Microseconds on the monotonic clock (latencies).
 std::uint64_t monotonic_us();
+// Microseconds since the epoch on the realtime clock (a delay from a time
+// another process took, e.g. a database writer's commit).
+std::uint64_t realtime_us();
 
 using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 

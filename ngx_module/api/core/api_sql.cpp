@@ -204,17 +204,22 @@ const std::map<std::string, std::string>& statements() {
             " WHERE a.name = ANY($1) AND (x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\")"
             " > ($2, $3, $4 COLLATE \"C\")"
             " ORDER BY x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\" LIMIT $5";
-        // wh_push's rows, read by block instead of by account: the events of
-        // blocks $2..$6 (the block_num BRIN index, migration 0004) of the
-        // named accounts. Same columns, order and keyset; the live fetch's
-        // choice when its lowest position is close to the notified head
-        // (ngx_http_wallet_history_push.cpp, kRangeBlocks).
+        // wh_push's rows read by block instead of by account, of every
+        // account: the events of blocks $1..$5 above the keyset ($1, $2, $3),
+        // oldest first, at most $4, each with its account's name (a probe of
+        // the accounts' key per row; the worker skips the rows of accounts
+        // nobody subscribed to). Naming the subscribed accounts here cost a
+        // comparison with each of them per account row read (a thousand
+        // names: tens of milliseconds a fetch). Same columns, order and
+        // keyset; the live fetch's choice when its lowest position is close
+        // to the notified head (ngx_http_wallet_history_push.cpp, kRangeBlocks).
         s["wh_push_range"] =
-            std::string("(text[], integer, integer, text, integer, integer) AS SELECT ") + kEventColumns +
-            ", a.name AS account, e.wide FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
-            " WHERE a.name = ANY($1) AND e.block_num BETWEEN $2 AND $6"
-            " AND (e.block_num, e.block_seq * 100 + e.role, a.name COLLATE \"C\") > ($2, $3, $4 COLLATE \"C\")"
-            " ORDER BY e.block_num, e.block_seq * 100 + e.role, a.name COLLATE \"C\" LIMIT $5";
+            std::string("(integer, integer, text, integer, integer) AS SELECT x.* FROM (SELECT ") + kEventColumns +
+            ", (SELECT a.name FROM wallet_accounts a WHERE a.id = e.account_id) AS account, e.wide"
+            " FROM wallet_events e WHERE e.block_num BETWEEN $1 AND $5"
+            " AND (e.block_num, e.block_seq * 100 + e.role) >= ($1, $2)) x"
+            " WHERE (x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\") > ($1, $2, $3 COLLATE \"C\")"
+            " ORDER BY x.block_num, x.block_seq * 100 + x.kind % 100, x.account COLLATE \"C\" LIMIT $4";
         // Where a subscription without a cursor starts: after every event
         // of the highest block stored (a block's rows commit together, and
         // the checkpoint's block may have none).
