@@ -306,7 +306,7 @@ public:
         bool at_limit = false;  // irreversible_only: a row above the irreversible block
         for (int row = 0; row < n && !at_limit; ++row) {
             api::PushedEvent event = api::read_pushed_event(rows, row);
-            if (beyond_limit(sub, event)) {
+            if (beyond_limit(sub, event, irreversible_)) {
                 at_limit = true;
             } else if (sub.client->queued_bytes() > sub.pace_bytes) {
                 pace(sub);  // this row and the page's others are read again after the wait
@@ -349,7 +349,7 @@ public:
             }
             rendered_used_ = 0;  // this row's notifications are rendered once per filter
             for (Subscription* sub : it->second) {
-                if (included(sub) && !beyond_limit(*sub, event)) deliver(*sub, event);
+                if (included(sub) && !beyond_limit(*sub, event, fetch_irreversible_)) deliver(*sub, event);
             }
         }
         live_delay_us_ = 0;
@@ -362,7 +362,7 @@ public:
         // settled subscriptions move with the floors; those that joined
         // since the last fetch settle once they reach theirs.
         if (n > 0) {
-            const Key trusted = std::min(last_row, after_block(irreversible_));
+            const Key trusted = std::min(last_row, after_block(fetch_irreversible_));
             floor_ = std::max(floor_, last_row);
             irreversible_floor_ = std::max(irreversible_floor_, trusted);
             std::erase_if(joining_, [&](Subscription* sub) {
@@ -493,9 +493,9 @@ private:
         }
     }
 
-    // irreversible_only: the event's block is not irreversible yet.
-    bool beyond_limit(const Subscription& sub, const api::PushedEvent& event) const {
-        return sub.irreversible_only && event.block_num > irreversible_;
+    // irreversible_only: the event's block is above `irreversible`.
+    bool beyond_limit(const Subscription& sub, const api::PushedEvent& event, std::int64_t irreversible) const {
+        return sub.irreversible_only && event.block_num > irreversible;
     }
 
     // The notification's bytes after the subscription's id, rendered once
@@ -624,6 +624,7 @@ private:
             if (!(sub->irreversible_only && sub->last >= trusted)) lowest(sub->last);
         }
         if (after == nullptr) return;
+        fetch_irreversible_ = irreversible_;
         const bool by_range = head_ >= after->block_num && head_ - after->block_num <= kRangeBlocks;
         if (live_changed_) {
             // The accounts of the live subscriptions, as the statement's text[]
@@ -722,6 +723,13 @@ private:
     ngx_event_t retry_{};
     ngx_msec_t retry_delay_ = 0;
     std::int64_t irreversible_ = 0;  // the store's irreversible block (migration 0027)
+    // irreversible_ when the running fetch was requested: its rows go to
+    // irreversible_only subscriptions up to that block only. The block may
+    // move on while the fetch runs, but the fetch started above where those
+    // subscriptions were then (a subscription at that block was left out
+    // of its start): the rows between were not read for them (the next
+    // fetch, which the move requests, reads them).
+    std::int64_t fetch_irreversible_ = 0;
     // Metrics: when the writer committed the oldest news no fetch has
     // started for yet (realtime_us: its clock, or the arrival of a payload
     // without it), that of the running fetch's, and its delay while a row
