@@ -25,20 +25,35 @@
 #     accounts' spec-type events above the block the subscriptions started
 #     after): lost, repeated, unexpected;
 #   - the delay from the writer's commit to the client's receipt, p50/p99:
-#     the commit time of a block is when push_bench_client's own LISTEN
-#     connection on the writers' channel receives the NOTIFY naming it (at
-#     commit, the same moment as nginx's listener); receipt is when the
-#     client's epoll loop read the frame (its own lag counts as delay);
+#     the commit time of a block is the writer's clock at the NOTIFY naming
+#     it, its transaction's last statement (the payload's "committed_us",
+#     migration 0028), read by push_bench_client's own LISTEN connection
+#     (without it: when that NOTIFY arrives there, as at nginx's listener);
+#     receipt is when the client's epoll loop read the frame (its own lag
+#     counts as delay);
 #   - notifications per second (first to last received);
-#   - the nginx worker's CPU (utime + stime from /proc) per notification over
-#     the run (from the last subscription to the client's end: the pings of
-#     10,000 idle connections included), beside the same worker's CPU per
-#     answer of a plain WebSocket echo of a frame of the notifications' mean
-#     size in the same nginx afterwards: router-ws-load (32 connections, 4
-#     messages in flight each) sending a call the router answers from its
-#     memory cache (route `^cached\.` cached 300 s, Redis behind it), whose
-#     answer router-test-backend padded to the notifications' mean size:
-#     the cheapest WebSocket answer of this nginx (median of BENCH_ROUNDS).
+#   - the nginx worker's CPU (its time on a CPU, /proc/PID/schedstat) per
+#     notification over the run (from the last subscription to the client's
+#     report: the pings of 10,000 idle connections included), beside the
+#     same worker's CPU per answer of a plain WebSocket echo of a frame of
+#     the notifications' mean size in the same nginx afterwards:
+#     router-ws-load (32 connections) sending a call the router answers
+#     from its memory cache (route `^cached\.` cached 300 s, Redis behind
+#     it), whose answer router-test-backend padded to the notifications'
+#     mean size, the cheapest WebSocket answer of this nginx; median of
+#     BENCH_ROUNDS rounds each way:
+#       - like for like (echo_burst_cpu_us, the ratio's): the run's frames
+#         a second, in a burst every block interval as the notifications
+#         of a block come, one a connection (200 connections), while the
+#         clients' 10,000 connections stay open, idle (their pings counted
+#         as in the run: the connections opened together, so their pings
+#         come together every 30 s; one round of BENCH_PACED_SECONDS (30),
+#         a whole ping interval, as the run holds one per 30 s);
+#       - the same rate evenly paced over 32 connections, the same way
+#         (echo_paced_cpu_us: a wake-up of the worker for nearly every answer);
+#       - saturated (echo_cpu_us): 32 connections with 4 messages in flight
+#         each, BENCH_ECHO_SECONDS (5) a round, BENCH_ROUNDS (3) rounds, the
+#         clients gone.
 # Goals (issue 29): delay_p99_ms <= 100, lost=0, repeated=0, cpu_ratio <= 2.
 # BENCH_PERF=FILE records the worker's profile over the run (perf record -g).
 #
@@ -56,6 +71,7 @@ seconds=${BENCH_SECONDS:-60}
 interval_ms=${BENCH_BLOCK_INTERVAL_MS:-300}
 rounds=${BENCH_ROUNDS:-3}
 echo_seconds=${BENCH_ECHO_SECONDS:-5}
+paced_seconds=${BENCH_PACED_SECONDS:-30}
 per_address=50
 addresses=$(( (clients + per_address - 1) / per_address ))
 module=$build/ngx_module/ngx_http_wallet_module.so
@@ -164,7 +180,9 @@ pids+=($nginx_pid)
 wait_port "$port"
 worker_pid=$(pgrep -P "$nginx_pid" | head -1)
 worker_ticks() { awk '{print $14 + $15}' "/proc/$worker_pid/stat"; }
-tick_us=$((1000000 / $(getconf CLK_TCK)))
+# Microseconds the worker ran, from the scheduler (nanoseconds: short echo
+# rounds are measured as precisely as the run).
+worker_cpu_us() { awk '{printf "%d", $1 / 1000}' "/proc/$worker_pid/schedstat"; }
 
 # ---- the subscribers ---------------------------------------------------------
 "$client" "$port" "$clients" "$addresses" "$work/accounts.txt" "$per_client" "$db_url" "$work/ready" "$after_block" \
@@ -197,7 +215,7 @@ for _ in $(seq 300); do
 done
 
 # ---- the run: a block every interval_ms for `seconds` --------------------------
-ticks0=$(worker_ticks)
+cpu0=$(worker_cpu_us)
 # BENCH_PERF=FILE: the worker's profile over the run (perf record -g), for perf report -i FILE.
 if [ -n "${BENCH_PERF:-}" ]; then
   perf record -F 499 -g -p "$worker_pid" -o "$BENCH_PERF" >"$work/perf.log" 2>&1 &
@@ -210,8 +228,12 @@ sim_control '{"block_interval_ms": 0}'
 head1=$(curl -sf "http://127.0.0.1:$sim_port/sim/status" | sed -n 's/.*"head":\([0-9]*\).*/\1/p')
 settle $((head1 - 10))
 kill -USR1 "$client_pid"
-wait "$client_pid" || { echo "push.sh: push_bench_client failed:" >&2; cat "$work/client.log" >&2; exit 1; }
-ticks1=$(worker_ticks)
+# Its report, then it holds its connections open, idle, for the echo.
+until [ -f "$work/ready.done" ]; do
+  kill -0 "$client_pid" 2>/dev/null || { echo "push.sh: push_bench_client failed:" >&2; cat "$work/client.log" >&2; exit 1; }
+  sleep 0.1
+done
+cpu1=$(worker_cpu_us)
 if [ -n "${BENCH_PERF:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
 result=$(cat "$work/client.out")
 echo "clients: $result" >&2
@@ -221,12 +243,12 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p;s/^$1=\([^ ]*\).*/\1/p" <<<"$result" 
 notifications=$(field notifications)
 events=$(sql "SELECT count(*) FROM wallet_events WHERE block_num > $after_block")
 blocks=$((head1 - head0))
-push_us=$(awk -v t="$((ticks1 - ticks0))" -v u="$tick_us" -v n="$notifications" 'BEGIN { printf "%.1f", (n > 0 ? t * u / n : 0) }')
+push_us=$(awk -v t="$((cpu1 - cpu0))" -v n="$notifications" 'BEGIN { printf "%.1f", (n > 0 ? t / n : 0) }')
 metrics=$(curl -sf "http://127.0.0.1:$port/metrics")
 metric() { awk -v m="$1" '$1 == m { print $2 }' <<<"$metrics"; }
 worker_delay_ms=$(awk -v s="$(metric wallet_history_push_delay_seconds_sum)" -v c="$(metric wallet_history_push_delay_seconds_count)" \
   'BEGIN { printf "%.1f", (c > 0 ? 1000 * s / c : 0) }')
-echo "worker: $((ticks1 - ticks0)) ticks for $notifications notifications: $push_us us each;" \
+echo "worker: $(((cpu1 - cpu0) / 1000)) ms of CPU for $notifications notifications: $push_us us each;" \
   "metrics: notifications_total=$(metric wallet_history_push_notifications_total)" \
   "delay mean from NOTIFY at the worker to the send ${worker_delay_ms} ms," \
   "slow consumers dropped $(metric 'wallet_history_push_dropped_connections_total{reason="slow_consumer"}')" >&2
@@ -242,22 +264,40 @@ echo_body='{"jsonrpc":"2.0","method":"cached.big","params":[],"id":1}'
 curl -sf -o /dev/null -d "$echo_body" "http://127.0.0.1:$echo_port/"
 answer=$(curl -sf -D "$work/echo_headers" -d "$echo_body" "http://127.0.0.1:$echo_port/")
 grep -qi '^x-jsonrpc-cache: HIT' "$work/echo_headers" || { echo "push.sh: the echo's call is not cached: $answer" >&2; exit 1; }
-echo_rounds=()
-for round in $(seq "$rounds"); do
-  before=$(worker_ticks)
-  out=$("$ws_load" --port "$echo_port" --connections 32 --depth 4 --seconds "$echo_seconds" --message "$echo_body")
-  after=$(worker_ticks)
-  case "$out" in *"errors=0"*) ;; *) echo "push.sh: echo errors: $out" >&2; exit 1 ;; esac
-  messages=$(sed -n 's/.*messages=\([0-9]*\).*/\1/p' <<<"$out")
-  echo_rounds+=("$(awk -v t="$((after - before))" -v u="$tick_us" -v n="$messages" 'BEGIN { printf "%.1f", (n > 0 ? t * u / n : 0) }')")
-  echo "echo round $round: $out, ${echo_rounds[-1]} us/answer (answer ${#answer} bytes)" >&2
-done
-echo_us=$(median <<<"${echo_rounds[*]}")
+# echo_rounds NAME ROUNDS SECONDS ARGS...: rounds of router-ws-load; prints
+# the median of the worker's microseconds of CPU per answer.
+echo_rounds() {
+  local name=$1 round_count=$2 round_seconds=$3 round before after out messages rounds_us=()
+  shift 3
+  for round in $(seq "$round_count"); do
+    before=$(worker_cpu_us)
+    out=$("$ws_load" --port "$echo_port" --connections 32 --seconds "$round_seconds" --message "$echo_body" "$@")
+    after=$(worker_cpu_us)
+    case "$out" in *"errors=0"*) ;; *) echo "push.sh: echo errors: $out" >&2; exit 1 ;; esac
+    messages=$(sed -n 's/.*messages=\([0-9]*\).*/\1/p' <<<"$out")
+    rounds_us+=("$(awk -v t="$((after - before))" -v n="$messages" 'BEGIN { printf "%.1f", (n > 0 ? t / n : 0) }')")
+    echo "echo $name round $round: $out, ${rounds_us[-1]} us/answer (answer ${#answer} bytes)" >&2
+  done
+  median <<<"${rounds_us[*]}"
+}
+# Like for like: the run's frame rate, beside the clients' idle connections.
+rate=$(field notifications_per_s)
+# (From addresses of their own: the clients' take the router's per-address cap.)
+echo_burst_us=$(echo_rounds "at $rate/s in bursts every ${interval_ms} ms beside $clients idle connections" 1 "$paced_seconds" \
+  --rate "$rate" --burst-ms "$interval_ms" --connections 200 --source 127.0.1.1 --sources 4) || exit 1
+echo_paced_us=$(echo_rounds "evenly paced at $rate/s beside $clients idle connections" 1 "$paced_seconds" --rate "$rate" \
+  --source 127.0.1.1) || exit 1
+kill -TERM "$client_pid"
+wait "$client_pid" || { echo "push.sh: push_bench_client failed:" >&2; cat "$work/client.log" >&2; exit 1; }
+# Saturated, alone.
+echo_us=$(echo_rounds saturated "$rounds" "$echo_seconds" --depth 4) || exit 1
 grep -E '\[(alert|emerg|crit)\]' "$work/logs/error.log" >&2 && { echo "push.sh: nginx logged fatal errors" >&2; exit 1; }
 
 echo "RESULT push subscribers=$clients delay_p50_ms=$(field delay_p50_ms) delay_p99_ms=$(field delay_p99_ms)" \
   "notifications_per_s=$(field notifications_per_s) lost=$(field lost) repeated=$(field repeated)" \
-  "cpu_us_per_notification=$push_us echo_cpu_us=$echo_us cpu_ratio=$(ratio_of "$push_us" "$echo_us")" \
+  "cpu_us_per_notification=$push_us echo_burst_cpu_us=$echo_burst_us cpu_ratio=$(ratio_of "$push_us" "$echo_burst_us")" \
+  "cpu_ratio_vs=echo_bursts_per_block_beside_idle echo_paced_cpu_us=$echo_paced_us echo_cpu_us=$echo_us" \
+  "cpu_ratio_paced=$(ratio_of "$push_us" "$echo_paced_us") cpu_ratio_saturated=$(ratio_of "$push_us" "$echo_us")" \
   "unexpected=$(field unexpected) closed=$(field closed) notifications=$notifications expected=$(field expected)" \
   "delay_max_ms=$(field delay_max_ms) no_commit_time=$(field no_commit_time) worker_delay_mean_ms=$worker_delay_ms" \
   "events=$events blocks=$blocks events_per_s=$(awk -v e="$events" -v s="$seconds" 'BEGIN { printf "%.1f", e / s }')" \

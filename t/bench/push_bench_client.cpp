@@ -5,10 +5,13 @@
 // accounts of the ACCOUNTS file (client i: accounts i*PER_CLIENT ... modulo
 // their number) with wallet_history.subscribe; one epoll loop reads them
 // all. Its own connection to PostgreSQL LISTENs on the writers' channel
-// (migration 0025) in a thread of its own: the moment a NOTIFY naming a
-// block arrives there is the block's commit time (nginx's listener gets the
-// same NOTIFY at the same moment). Framing is the router's own codec
-// (router_websocket.hpp: masked client frames, the client-side decoder).
+// (migration 0025) in a thread of its own: a block's commit time is the
+// writer's clock at its NOTIFY naming the block, its transaction's last
+// statement (the payload's "committed_us", migration 0028; a payload
+// without it: the moment it arrives here, as at nginx's listener). Times
+// are the realtime clock's (the writer's and this host's: one machine).
+// Framing is the router's own codec (router_websocket.hpp: masked client
+// frames, the client-side decoder).
 //
 //   push_bench_client PORT CLIENTS ADDRESSES ACCOUNTS_FILE PER_CLIENT DB_URL READY_FILE AFTER_BLOCK
 //
@@ -20,7 +23,9 @@
 // only (a subscription without op_types or scope), once each. Prints one line: clients=.. subscribed=..
 // notifications=.. expected=.. lost=.. repeated=.. unexpected=.. closed=..
 // delay_p50_ms=.. delay_p99_ms=.. delay_max_ms=.. no_commit_time=..
-// notifications_per_s=.. mean_bytes=.. seconds=..
+// notifications_per_s=.. mean_bytes=.. seconds=..; then it writes
+// READY_FILE.done and holds the connections open, idle (answering pings),
+// until SIGTERM (push.sh's echo runs beside them).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -59,9 +64,10 @@ namespace {
 
 namespace ws = router::ws;
 
+// The realtime clock (a writer's commit times are its).
 std::uint64_t now_us() {
     return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 // One event of one account: the store's key.
@@ -108,7 +114,8 @@ std::optional<std::string_view> string_after(std::string_view text, std::string_
     return text.substr(start, end - start);
 }
 
-// The commit time of each block: when the first NOTIFY naming it arrived.
+// The commit time of each block: the first NOTIFY naming it, its
+// "committed_us" or when it arrived.
 class CommitClock {
 public:
     explicit CommitClock(std::string url) : url_(std::move(url)) {}
@@ -135,6 +142,12 @@ public:
         return times_;
     }
 
+    // Notifications naming blocks that carried their commit time.
+    std::uint64_t from_payload() {
+        std::lock_guard lock(mutex_);
+        return from_payload_;
+    }
+
 private:
     void run() {
         const int fd = PQsocket(conn_.get());
@@ -151,9 +164,12 @@ private:
                 // {"first" : 5, "last" : 7, "rewound_above" : null}
                 const auto first = number_after(payload, "\"first\" : ");
                 const auto last = number_after(payload, "\"last\" : ");
+                const auto committed = number_after(payload, "\"committed_us\" : ");
                 if (first && last) {
                     std::lock_guard lock(mutex_);
-                    for (long b = *first; b <= *last; ++b) times_.emplace(static_cast<std::int32_t>(b), at);
+                    if (committed) ++from_payload_;
+                    const std::uint64_t time = committed ? static_cast<std::uint64_t>(*committed) : at;
+                    for (long b = *first; b <= *last; ++b) times_.emplace(static_cast<std::int32_t>(b), time);
                 }
                 PQfreemem(n);
             }
@@ -166,6 +182,7 @@ private:
     std::atomic<bool> stop_{false};
     std::mutex mutex_;
     std::unordered_map<std::int32_t, std::uint64_t> times_;
+    std::uint64_t from_payload_ = 0;
 };
 
 double percentile(std::vector<std::uint64_t>& sorted, double p) {
@@ -265,6 +282,98 @@ int main(int argc, char** argv) {
     constexpr std::uint64_t kQuietUs = 2000000;
     std::vector<epoll_event> events(256);
     char buffer[65536];
+    // Compares what each client got with the store and prints the line.
+    const auto report = [&]() -> bool {
+        clock.stop();
+
+        // Every client's expected events: its accounts' rows above AFTER_BLOCK.
+        auto times = clock.times();
+        wallet::PgConnPtr db(PQconnectdb(db_url.c_str()));
+        std::string literal = "{";
+        for (std::size_t i = 0; i < accounts.size(); ++i) {
+            if (i > 0) literal += ',';
+            literal += accounts[i];
+        }
+        literal += '}';
+        const char* params[2] = {literal.c_str(), after_text.c_str()};
+        wallet::PgResultPtr rows(PQexecParams(db.get(),
+                                              "SELECT a.name, e.block_num, e.block_seq, e.role FROM wallet_events e"
+                                              " JOIN wallet_accounts a ON a.id = e.account_id"
+                                              " WHERE a.name = ANY($1::text[]) AND e.block_num > $2::integer AND NOT e.wide",
+                                              2, nullptr, params, nullptr, nullptr, 0));
+        if (PQresultStatus(rows.get()) != PGRES_TUPLES_OK) {
+            std::fprintf(stderr, "push_bench_client: store: %s\n", PQerrorMessage(db.get()));
+            return false;
+        }
+        std::vector<std::vector<Key>> by_account(accounts.size());
+        for (int r = 0; r < PQntuples(rows.get()); ++r) {
+            const auto idx = account_index.at(PQgetvalue(rows.get(), r, 0));
+            by_account[idx].push_back(Key{std::atoi(PQgetvalue(rows.get(), r, 1)), std::atoi(PQgetvalue(rows.get(), r, 2)),
+                                          std::atoi(PQgetvalue(rows.get(), r, 3)), idx});
+        }
+        std::sort(received.begin(), received.end(),
+                  [](const Received& a, const Received& b) { return std::tie(a.client, a.key) < std::tie(b.client, b.key); });
+        std::uint64_t expected = 0, lost = 0, repeated = 0, unexpected = 0;
+        std::size_t at = 0;
+        for (std::uint32_t client = 0; client < clients_n; ++client) {
+            std::vector<Key> want;
+            for (std::uint32_t a : accounts_of(client)) want.insert(want.end(), by_account[a].begin(), by_account[a].end());
+            std::sort(want.begin(), want.end());
+            expected += want.size();
+            std::vector<Key> got;
+            while (at < received.size() && received[at].client == client) got.push_back(received[at++].key);
+            std::size_t w = 0, g = 0;
+            while (w < want.size() || g < got.size()) {
+                if (g < got.size() && g > 0 && got[g] == got[g - 1]) {
+                    ++repeated;
+                    ++g;
+                } else if (w < want.size() && (g == got.size() || want[w] < got[g])) {
+                    if (lost++ < 10) {
+                        std::fprintf(stderr, "push_bench_client: lost: client %u block %d seq %d role %d account %s\n", client,
+                                     want[w].block_num, want[w].block_seq, want[w].role, accounts[want[w].account].c_str());
+                    }
+                    ++w;
+                } else if (w == want.size() || got[g] < want[w]) {
+                    ++unexpected;
+                    ++g;
+                } else {
+                    ++w;
+                    ++g;
+                }
+            }
+        }
+        std::vector<std::uint64_t> delays;
+        std::uint64_t no_commit_time = 0, first_us = UINT64_MAX, last_us = 0;
+        for (const auto& r : received) {
+            first_us = std::min(first_us, r.at_us);
+            last_us = std::max(last_us, r.at_us);
+            auto it = times.find(r.key.block_num);
+            if (it == times.end()) {
+                ++no_commit_time;
+                continue;
+            }
+            delays.push_back(r.at_us > it->second ? r.at_us - it->second : 0);
+        }
+        std::sort(delays.begin(), delays.end());
+        const double seconds = last_us > first_us ? static_cast<double>(last_us - first_us) / 1e6 : 0;
+        std::printf("clients=%u subscribed=%llu notifications=%zu expected=%llu lost=%llu repeated=%llu unexpected=%llu "
+                    "closed=%llu others=%llu delay_p50_ms=%.1f delay_p99_ms=%.1f delay_max_ms=%.1f no_commit_time=%llu "
+                    "notifications_per_s=%.0f mean_bytes=%.0f seconds=%.1f after_block=%s ready_to_stop_s=%.1f commit_times_from_payload=%llu\n",
+                    clients_n, static_cast<unsigned long long>(subscribed), received.size(),
+                    static_cast<unsigned long long>(expected), static_cast<unsigned long long>(lost),
+                    static_cast<unsigned long long>(repeated), static_cast<unsigned long long>(unexpected),
+                    static_cast<unsigned long long>(closed), static_cast<unsigned long long>(others),
+                    percentile(delays, 0.50), percentile(delays, 0.99), delays.empty() ? 0.0 : static_cast<double>(delays.back()) / 1000.0,
+                    static_cast<unsigned long long>(no_commit_time),
+                    seconds > 0 ? static_cast<double>(received.size()) / seconds : 0.0,
+                    received.empty() ? 0.0 : static_cast<double>(bytes) / static_cast<double>(received.size()), seconds,
+                    after_text.c_str(), stop_us > ready_us ? static_cast<double>(stop_us - ready_us) / 1e6 : 0.0,
+                    static_cast<unsigned long long>(clock.from_payload()));
+        std::fflush(stdout);
+        return true;
+    };
+
+    bool reported = false;
     while (!quit) {
         const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 50);
         const std::uint64_t t = now_us();
@@ -357,92 +466,14 @@ int main(int argc, char** argv) {
                              static_cast<unsigned long long>(refused));
             }
         }
-        if (stopping && t > stop_us + kQuietUs && t > last_notification_us + kQuietUs) quit = true;
+        if (stopping && !reported && t > stop_us + kQuietUs && t > last_notification_us + kQuietUs) {
+            // Reported; the connections stay open, idle, until SIGTERM.
+            reported = true;
+            if (!report()) return 1;
+            std::ofstream(ready_file + ".done") << "done\n";
+        }
     }
-    clock.stop();
+    if (!reported && !report()) return 1;
     for (auto& c : clients) close(c.fd);
-
-    // Every client's expected events: its accounts' rows above AFTER_BLOCK.
-    auto times = clock.times();
-    wallet::PgConnPtr db(PQconnectdb(db_url.c_str()));
-    std::string literal = "{";
-    for (std::size_t i = 0; i < accounts.size(); ++i) {
-        if (i > 0) literal += ',';
-        literal += accounts[i];
-    }
-    literal += '}';
-    const char* params[2] = {literal.c_str(), after_text.c_str()};
-    wallet::PgResultPtr rows(PQexecParams(db.get(),
-                                          "SELECT a.name, e.block_num, e.block_seq, e.role FROM wallet_events e"
-                                          " JOIN wallet_accounts a ON a.id = e.account_id"
-                                          " WHERE a.name = ANY($1::text[]) AND e.block_num > $2::integer AND NOT e.wide",
-                                          2, nullptr, params, nullptr, nullptr, 0));
-    if (PQresultStatus(rows.get()) != PGRES_TUPLES_OK) {
-        std::fprintf(stderr, "push_bench_client: store: %s\n", PQerrorMessage(db.get()));
-        return 1;
-    }
-    std::vector<std::vector<Key>> by_account(accounts.size());
-    for (int r = 0; r < PQntuples(rows.get()); ++r) {
-        const auto idx = account_index.at(PQgetvalue(rows.get(), r, 0));
-        by_account[idx].push_back(Key{std::atoi(PQgetvalue(rows.get(), r, 1)), std::atoi(PQgetvalue(rows.get(), r, 2)),
-                                      std::atoi(PQgetvalue(rows.get(), r, 3)), idx});
-    }
-    std::sort(received.begin(), received.end(),
-              [](const Received& a, const Received& b) { return std::tie(a.client, a.key) < std::tie(b.client, b.key); });
-    std::uint64_t expected = 0, lost = 0, repeated = 0, unexpected = 0;
-    std::size_t at = 0;
-    for (std::uint32_t client = 0; client < clients_n; ++client) {
-        std::vector<Key> want;
-        for (std::uint32_t a : accounts_of(client)) want.insert(want.end(), by_account[a].begin(), by_account[a].end());
-        std::sort(want.begin(), want.end());
-        expected += want.size();
-        std::vector<Key> got;
-        while (at < received.size() && received[at].client == client) got.push_back(received[at++].key);
-        std::size_t w = 0, g = 0;
-        while (w < want.size() || g < got.size()) {
-            if (g < got.size() && g > 0 && got[g] == got[g - 1]) {
-                ++repeated;
-                ++g;
-            } else if (w < want.size() && (g == got.size() || want[w] < got[g])) {
-                if (lost++ < 10) {
-                    std::fprintf(stderr, "push_bench_client: lost: client %u block %d seq %d role %d account %s\n", client,
-                                 want[w].block_num, want[w].block_seq, want[w].role, accounts[want[w].account].c_str());
-                }
-                ++w;
-            } else if (w == want.size() || got[g] < want[w]) {
-                ++unexpected;
-                ++g;
-            } else {
-                ++w;
-                ++g;
-            }
-        }
-    }
-    std::vector<std::uint64_t> delays;
-    std::uint64_t no_commit_time = 0, first_us = UINT64_MAX, last_us = 0;
-    for (const auto& r : received) {
-        first_us = std::min(first_us, r.at_us);
-        last_us = std::max(last_us, r.at_us);
-        auto it = times.find(r.key.block_num);
-        if (it == times.end()) {
-            ++no_commit_time;
-            continue;
-        }
-        delays.push_back(r.at_us > it->second ? r.at_us - it->second : 0);
-    }
-    std::sort(delays.begin(), delays.end());
-    const double seconds = last_us > first_us ? static_cast<double>(last_us - first_us) / 1e6 : 0;
-    std::printf("clients=%u subscribed=%llu notifications=%zu expected=%llu lost=%llu repeated=%llu unexpected=%llu "
-                "closed=%llu others=%llu delay_p50_ms=%.1f delay_p99_ms=%.1f delay_max_ms=%.1f no_commit_time=%llu "
-                "notifications_per_s=%.0f mean_bytes=%.0f seconds=%.1f after_block=%s ready_to_stop_s=%.1f\n",
-                clients_n, static_cast<unsigned long long>(subscribed), received.size(),
-                static_cast<unsigned long long>(expected), static_cast<unsigned long long>(lost),
-                static_cast<unsigned long long>(repeated), static_cast<unsigned long long>(unexpected),
-                static_cast<unsigned long long>(closed), static_cast<unsigned long long>(others),
-                percentile(delays, 0.50), percentile(delays, 0.99), delays.empty() ? 0.0 : static_cast<double>(delays.back()) / 1000.0,
-                static_cast<unsigned long long>(no_commit_time),
-                seconds > 0 ? static_cast<double>(received.size()) / seconds : 0.0,
-                received.empty() ? 0.0 : static_cast<double>(bytes) / static_cast<double>(received.size()), seconds,
-                after_text.c_str(), stop_us > ready_us ? static_cast<double>(stop_us - ready_us) / 1e6 : 0.0);
     return 0;
 }
