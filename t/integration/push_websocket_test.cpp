@@ -10,7 +10,10 @@
 // that loses its connection and resumes with its last cursor (without
 // node/npm or the registry that case is skipped, and fails under CI=true),
 // and across an nginx reload (closed with 1001); a fork's events are
-// retracted, irreversible_only waits for irreversible blocks; every bad
+// retracted, irreversible_only waits for irreversible blocks; subscriptions
+// of one account with different filters, on one connection and on two, get
+// the frames of their own filter; the writers' news carries their commit
+// time (migration 0028); every bad
 // parameter and limit is answered, the API's rate limit counts subscribes; a
 // catch-up waits for a slow reader, a live subscriber that does not read is
 // closed with 1008; `nginx -t` refuses bad push settings; a subscription
@@ -21,7 +24,11 @@
 //
 // The account: mefomu533, the synthetic chain's busiest with seed 7 (about
 // 0.76 wallet events a block; see api_live_paging_test.cpp).
+#include <poll.h>
+
 #include <chrono>
+#include <map>
+#include <string_view>
 #include <thread>
 
 #include "indexer_support.hpp"
@@ -29,6 +36,7 @@
 #include "support/api_support.hpp"
 #include "support/npm_packages.hpp"
 #include "support/prometheus_text.hpp"
+#include "wallet/handles.hpp"
 
 using namespace std::chrono_literals;
 using router_test::WsClient;
@@ -306,6 +314,105 @@ TEST_F(PushWebSocket, FiltersAsGetWalletHistory) {
     ASSERT_EQ(got.size(), 8u);
     for (const auto& n : got) EXPECT_EQ(router_test::text_at(n.event.get(), "op_type"), "curation_reward");
     expect_run_of(got, stored_events(R"(,"op_types":["curation_reward"])"));
+}
+
+// One account, two filters on one connection and the first filter again on
+// another: each subscription gets the frames of its own filter, with its own
+// id and a cursor of its filter (a notification is rendered once per filter
+// and event, and its bytes shared by the subscriptions of that filter).
+TEST_F(PushWebSocket, SubscriptionsOfOneAccountWithDifferentFiltersGetTheirOwnFrames) {
+    WsClient c(port(), "/");
+    WsClient d(port(), "/");
+    const std::string account = std::string(R"({"accounts":[")") + kAccount + "\"]";
+    c.send_text(subscribe(account + "}", "\"all\""));
+    c.send_text(subscribe(account + R"(,"op_types":["curation_reward"]})", "\"curation\""));
+    JsonPtr other = router_test::parse_json(d.call(subscribe(account + "}")));
+    const std::string other_id = router_test::text_at(other.get(), "result.subscription");
+    ASSERT_NE(other_id, "<absent>") << api_test::dump(other.get());
+    std::map<std::string, std::string> ids;  // request id -> subscription id
+    std::map<std::string, std::vector<Notification>> got;  // by subscription id
+    const auto enough = [&] {
+        return ids.size() == 2 && got[ids["all"]].size() >= 12 && got[ids["curation"]].size() >= 4;
+    };
+    while (!enough()) {
+        const std::string text = c.next_message();
+        ASSERT_FALSE(text.empty()) << "timed out";
+        JsonPtr j = router_test::parse_json(text);
+        const std::string id = router_test::text_at(j.get(), "id");
+        if (id != "<absent>") {
+            ids[id] = router_test::text_at(j.get(), "result.subscription");
+            ASSERT_NE(ids[id], "<absent>") << text;
+            continue;
+        }
+        ASSERT_EQ(router_test::text_at(j.get(), "method"), "wallet_history.event") << text;
+        Notification n;
+        n.subscription = router_test::text_at(j.get(), "params.subscription");
+        n.event = wallet::json_ref(json_object_get(json_object_get(j.get(), "params"), "event"));
+        n.cursor = router_test::text_at(j.get(), "params.cursor");
+        got[n.subscription].push_back(std::move(n));
+    }
+    ASSERT_NE(ids["all"], ids["curation"]);
+    EXPECT_EQ(got.size(), 2u);  // no frame of another subscription
+    const auto& all = got[ids["all"]];
+    const auto& curation = got[ids["curation"]];
+    expect_run_of(all, stored_events());
+    expect_run_of(curation, stored_events(R"(,"op_types":["curation_reward"])"));
+    for (const auto& n : curation) EXPECT_EQ(router_test::text_at(n.event.get(), "op_type"), "curation_reward");
+    // Each cursor is one of its own filter: the page after it starts with the event before it.
+    const auto page_after = [](const Notification& n, const std::string& extra) {
+        return stack->result("wallet_history.get_wallet_history", std::string(R"({"account":")") + kAccount +
+                                                                      R"(","limit":1,"cursor":")" + n.cursor + "\"" + extra + "}");
+    };
+    JsonPtr before = page_after(curation[1], R"(,"op_types":["curation_reward"])");
+    EXPECT_TRUE(json_equal(json_array_get(json_object_get(before.get(), "items"), 0), curation[0].event.get()))
+        << api_test::dump(before.get());
+    before = page_after(all[1], "");
+    EXPECT_TRUE(json_equal(json_array_get(json_object_get(before.get(), "items"), 0), all[0].event.get()))
+        << api_test::dump(before.get());
+    // The other connection's subscription of the first filter: the same
+    // events with the same cursors, under its own id.
+    const auto others = events(d, 12);
+    ASSERT_EQ(others.size(), 12u);
+    std::map<std::string, std::string> cursor_of;
+    for (const auto& n : all) cursor_of[n.key()] = n.cursor;
+    std::size_t shared = 0;
+    for (const auto& n : others) {
+        EXPECT_EQ(n.subscription, other_id);
+        if (auto it = cursor_of.find(n.key()); it != cursor_of.end()) {
+            EXPECT_EQ(n.cursor, it->second) << n.key();
+            ++shared;
+        }
+    }
+    EXPECT_GT(shared, 0u);
+    expect_run_of(others, stored_events());
+}
+
+// The writers' news carries the writer's clock at its NOTIFY, its
+// transaction's last statement (migration 0028), in microseconds since the
+// epoch: the delay metric counts from it. (The bound only tells the unit.)
+TEST_F(PushWebSocket, TheWritersNewsCarriesTheirCommitTime) {
+    wallet::PgConnPtr conn(PQconnectdb(stack->pg().superuser_socket_conninfo("wallet").c_str()));
+    ASSERT_EQ(PQstatus(conn.get()), CONNECTION_OK) << PQerrorMessage(conn.get());
+    wallet::PgResultPtr listening(PQexec(conn.get(), "LISTEN wallet_events"));
+    ASSERT_EQ(PQresultStatus(listening.get()), PGRES_COMMAND_OK);
+    std::string payload;  // the first of a batch (the indexer stores 20 blocks a second)
+    for (int i = 0; i < 100 && payload.empty(); ++i) {
+        pollfd p{PQsocket(conn.get()), POLLIN, 0};
+        poll(&p, 1, 100);
+        ASSERT_EQ(PQconsumeInput(conn.get()), 1);
+        while (PGnotify* n = PQnotifies(conn.get())) {
+            if (payload.empty() && std::string_view(n->extra).find("\"first\"") != std::string_view::npos) payload = n->extra;
+            PQfreemem(n);
+        }
+    }
+    ASSERT_FALSE(payload.empty());
+    JsonPtr j = router_test::parse_json(payload);
+    const json_t* committed = json_object_get(j.get(), "committed_us");
+    ASSERT_TRUE(json_is_integer(committed)) << payload;
+    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    EXPECT_LE(json_integer_value(committed), now_us) << payload;
+    EXPECT_GT(json_integer_value(committed), now_us - 3'600'000'000LL) << payload;
 }
 
 TEST_F(PushWebSocket, EveryBadParameterAndLimitIsAnswered) {
