@@ -34,7 +34,7 @@
 # BENCH_SNAPSHOT_BLOCKS (the balance pass's period, default a tenth of the
 # blocks: the pass goes through ten periods and reads start from its runs),
 # BENCH_WORKERS (4, backfill), BENCH_ADVANCE (blocks added by the kill
-# stage, default a twentieth of the blocks, at least 200).
+# stage, default a period and a fortieth of the blocks: the pass goes on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -42,7 +42,9 @@ build=${WALLET_BUILD_DIR:-$root/build}
 blocks=${BENCH_BLOCKS:-20000}
 accounts=${BENCH_ACCOUNTS:-20000}
 workers=${BENCH_WORKERS:-4}
-advance=${BENCH_ADVANCE:-$(( blocks / 20 > 200 ? blocks / 20 : 200 ))}
+period=${BENCH_SNAPSHOT_BLOCKS:-$(( blocks / 10 ))}
+# The kill stage's catch-up crosses a period's end: the pass runs after the restart.
+advance=${BENCH_ADVANCE:-$(( period + blocks / 40 ))}
 shard=$(( blocks / 8 ))  # backfill shards: eight over the chain
 seed=28
 source "$here/lib.bash"
@@ -65,7 +67,7 @@ export WALLET_WRITER_PASSWORD=bench-writer-password-1 WALLET_API_READER_PASSWORD
 "$build/common/wallet-db-setup" >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; exit 1; }
 db="postgresql://postgres:$superpass@127.0.0.1:$pg_port/wallet"
 q() { "$bench_pg_bin/psql" -qAt -v ON_ERROR_STOP=1 "$db" "$@"; }
-export CHAIN_HARDFORKS=genesis CHAIN_BALANCE_SNAPSHOT_BLOCKS=${BENCH_SNAPSHOT_BLOCKS:-$(( blocks / 10 ))}
+export CHAIN_HARDFORKS=genesis CHAIN_BALANCE_SNAPSHOT_BLOCKS=$period
 # Several batches in the kill stage's catch-up.
 export INDEXER_MAX_BATCH_BLOCKS=25
 
