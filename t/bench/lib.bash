@@ -171,7 +171,8 @@ median() {
 largest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
-# ---- The synthetic chain with its ledger, loaded (balances.sh, reconcile.sh) ----------------
+# ---- The synthetic chain with its ledger, loaded (reconcile.sh; balances.sh's own load is ------
+# the same steps, not moved here yet) and reconciled with the node (both).
 # Each expects: bench_pg_start done, wallet-db-setup run (DB_* exported for the
 # daemons), q() a psql on the store, `build` the build tree, `work` the work dir.
 
