@@ -288,39 +288,7 @@ log "balance tables: $balance_bytes bytes, $added_bytes_per_event per event; wal
 
 # ---- (d) reconciliation with the node ------------------------------------------------------
 q -c "SELECT name FROM wallet_accounts ORDER BY name" >"$work/accounts"
-differences=$(python3 - "$api_port" "$port" "$work/accounts" <<'PY'
-import http.client, json, sys
-api = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
-node = http.client.HTTPConnection("127.0.0.1", int(sys.argv[2]))
-names = open(sys.argv[3]).read().split()
-members = {"hive_balance": "balance", "hbd_balance": "hbd_balance", "hive_savings": "savings_balance",
-           "hbd_savings": "savings_hbd_balance", "vesting_shares": "vesting_shares",
-           "delegated_vests": "delegated_vesting_shares", "received_vests": "received_vesting_shares",
-           "hive_rewards": "reward_hive_balance", "hbd_rewards": "reward_hbd_balance",
-           "vests_rewards": "reward_vesting_balance", "savings_withdraw_requests": "savings_withdraw_requests",
-           "vesting_withdraw_rate": "vesting_withdraw_rate", "to_withdraw": "to_withdraw", "withdrawn": "withdrawn"}
-def post(conn, method, params):
-    conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
-                 {"Content-Type": "application/json"})
-    return json.loads(conn.getresponse().read())
-def units(value):  # "1.234", 12, or a NAI asset
-    if isinstance(value, dict):
-        return int(value["amount"])
-    return int(str(value).replace(".", ""))
-differences = 0
-for first in range(0, len(names), 1000):
-    batch = names[first:first + 1000]
-    accounts = {a["name"]: a for a in post(node, "database_api.find_accounts", {"accounts": batch})["result"]["accounts"]}
-    for name in batch:
-        answer = post(api, "wallet_history.get_balances", {"account": name})
-        if "result" not in answer or name not in accounts:
-            differences += len(members)
-            continue
-        balances = answer["result"]["balances"]
-        differences += sum(units(balances[c]) != units(accounts[name][m]) for c, m in members.items())
-print(differences)
-PY
-)
+differences=$(balances_reconcile "$api_port" "$port" "$work/accounts")
 log "reconciliation: $differences differences over $(wc -l <"$work/accounts") accounts"
 
 balances_p99=$(printf '%s\n' "${p99[balances_head_busy]}" "${p99[balances_random_busy]}" "${p99[balances_head_normal]}" "${p99[balances_random_normal]}" | largest)

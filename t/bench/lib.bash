@@ -170,3 +170,108 @@ median() {
 }
 largest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+# ---- The synthetic chain with its ledger, loaded (reconcile.sh; balances.sh's own load is ------
+# the same steps, not moved here yet) and reconciled with the node (both).
+# Each expects: bench_pg_start done, wallet-db-setup run (DB_* exported for the
+# daemons), q() a psql on the store, `build` the build tree, `work` the work dir.
+
+# balances_chain_start SEED ACCOUNTS BLOCKS: stores the synthetic chain's
+# genesis balances (change runs without events at block 0, as the balances
+# tests store them) and starts the simulator with its ledger at head
+# BLOCKS + 1, blocks only on command. Sets node_port and node_pid.
+balances_chain_start() {
+  local seed=$1 accounts=$2 blocks=$3
+  "$build/t/bench/balances_bench_tool" genesis "$seed" "$accounts" | q >/dev/null
+  node_port=$(free_port)
+  "$build/t/sim/hive-node-sim" --synthetic --ledger --seed "$seed" --accounts "$accounts" --length $((blocks + 1)) \
+    --block-interval-ms 0 --port "$node_port" >"$work/sim.log" 2>&1 &
+  node_pid=$!
+  wait_port "$node_port"
+}
+
+# node_control JSON: the simulator's control endpoint (its answer: the node's state).
+node_control() { curl -sf -X POST --data "$1" "http://127.0.0.1:$node_port/sim/control"; }
+# node_state MEMBER: one member of the node's state (head, last_irreversible_block_num, head_block_id).
+node_state() { curl -sf "http://127.0.0.1:$node_port/sim/status" | grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2 | tr -d '"'; }
+
+# balances_backfill FIRST LAST WORKERS SHARD_BLOCKS: wallet-backfill over the
+# range from the simulator (row by row: the path that runs the balance pass;
+# its log appended to work/backfill.log).
+balances_backfill() {
+  BACKFILL_RPC_URLS=http://127.0.0.1:$node_port/ BACKFILL_START_BLOCK=$1 BACKFILL_END_BLOCK=$2 BACKFILL_WORKERS=$3 \
+    BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=$4 DB_PASSWORD='' "$build/backfill/wallet-backfill" --progress=none \
+    2>>"$work/backfill.log" || { tail -50 "$work/backfill.log" >&2; exit 1; }
+}
+
+# balances_indexer_start START: wallet-indexer tailing the simulator to its
+# head (reversible blocks included) from START, in the background. Sets indexer_pid.
+balances_indexer_start() {
+  CHAIN_RPC_URL=http://127.0.0.1:$node_port/ INDEXER_START_BLOCK=$1 INDEXER_TARGET_IRREVERSIBLE=false \
+    INDEXER_TRAIL_BLOCKS=0 INDEXER_POLL_INTERVAL_MS=100 INDEXER_MAX_BATCH_BLOCKS=${INDEXER_MAX_BATCH_BLOCKS:-100} \
+    INDEXER_HEALTH_ADDR= DB_PASSWORD='' "$build/indexer/wallet-indexer" >>"$work/indexer.log" 2>&1 &
+  indexer_pid=$!
+}
+
+# balances_indexed BLOCK [ID]: waits (120 s) until the store's indexed block is
+# BLOCK or above (with ID: its checkpoint is BLOCK with that id), the indexer alive.
+balances_indexed() {
+  local wanted=$1 id=${2:-}
+  for _ in $(seq 1200); do
+    if [ -n "$id" ]; then
+      [ "$(q -c "SELECT block_num || ' ' || block_id FROM indexer_checkpoint")" = "$wanted $id" ] && return 0
+    else
+      [ "$(q -c "SELECT coalesce(indexed_block, 0) FROM wallet_store_state")" -ge "$wanted" ] && return 0
+    fi
+    kill -0 "$indexer_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "the indexer did not reach block $wanted $id:" >&2
+  tail -50 "$work/indexer.log" >&2
+  exit 1
+}
+
+# balances_reconcile API_PORT NODE_PORT NAMES_FILE [CONNECTIONS]: compares
+# every component of get_balances (through the API on API_PORT) of every
+# account named in the file with database_api.find_accounts of the simulator
+# on NODE_PORT at its head, over CONNECTIONS (1) connections to the API;
+# prints the number of differing components (an account the API or the node
+# does not answer counts every component).
+balances_reconcile() {
+  python3 - "$1" "$2" "$3" "${4:-1}" <<'PY'
+import http.client, json, sys
+from concurrent.futures import ThreadPoolExecutor
+api_port, node_port, names, connections = int(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3]).read().split(), int(sys.argv[4])
+members = {"hive_balance": "balance", "hbd_balance": "hbd_balance", "hive_savings": "savings_balance",
+           "hbd_savings": "savings_hbd_balance", "vesting_shares": "vesting_shares",
+           "delegated_vests": "delegated_vesting_shares", "received_vests": "received_vesting_shares",
+           "hive_rewards": "reward_hive_balance", "hbd_rewards": "reward_hbd_balance",
+           "vests_rewards": "reward_vesting_balance", "savings_withdraw_requests": "savings_withdraw_requests",
+           "vesting_withdraw_rate": "vesting_withdraw_rate", "to_withdraw": "to_withdraw", "withdrawn": "withdrawn"}
+def post(conn, method, params):
+    conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                 {"Content-Type": "application/json"})
+    return json.loads(conn.getresponse().read())
+def units(value):  # "1.234", 12, or a NAI asset
+    if isinstance(value, dict):
+        return int(value["amount"])
+    return int(str(value).replace(".", ""))
+def compare(part):  # one connection to the API per part
+    api = http.client.HTTPConnection("127.0.0.1", api_port)
+    differences = 0
+    for first in range(0, len(part), 1000):
+        batch = part[first:first + 1000]
+        node = http.client.HTTPConnection("127.0.0.1", node_port)
+        accounts = {a["name"]: a for a in post(node, "database_api.find_accounts", {"accounts": batch})["result"]["accounts"]}
+        for name in batch:
+            answer = post(api, "wallet_history.get_balances", {"account": name})
+            if "result" not in answer or name not in accounts:
+                differences += len(members)
+                continue
+            balances = answer["result"]["balances"]
+            differences += sum(units(balances[c]) != units(accounts[name][m]) for c, m in members.items())
+    return differences
+with ThreadPoolExecutor(connections) as pool:
+    print(sum(pool.map(compare, [names[i::connections] for i in range(connections)])))
+PY
+}

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ledger.hpp"
 #include "synthetic_chain.hpp"
@@ -34,15 +36,12 @@ inline std::map<C, std::int64_t> components_of(const sim::AccountBalances& b) {
             {C::withdrawn, b.withdrawn}};
 }
 
-// SQL that stores every account of the chain and its genesis state at block
-// 0, a change run without events (before anything is loaded: the balance
-// pass starts from them).
-inline std::string genesis_runs_sql(const sim::SyntheticChain& chain) {
+// SQL that stores the accounts and their genesis states at block 0, change
+// runs without events (before anything is loaded: the balance pass starts
+// from them).
+inline std::string genesis_runs_sql(const std::vector<std::pair<std::string, wallet::BalanceState>>& accounts) {
     std::string names, rows;
-    for (std::uint32_t index = 0; index < chain.account_count(); ++index) {
-        const std::string name(chain.account(index));
-        wallet::BalanceState state;
-        for (const auto& [component, units] : components_of(sim::genesis_balances(chain, index))) state.set(component, units);
+    for (const auto& [name, state] : accounts) {
         const auto bytes = state.encode();
         const char* comma = names.empty() ? "" : ",";
         names += comma + ("('" + name + "')");
@@ -52,6 +51,17 @@ inline std::string genesis_runs_sql(const sim::SyntheticChain& chain) {
            " ON CONFLICT DO NOTHING; INSERT INTO wallet_balance_runs (account_id, after_block, through_block, state, changes)"
            " SELECT a.id, 0, 0, decode(g.state, 'hex'), '\\x00'::bytea FROM (VALUES " + rows +
            ") AS g(name, state) JOIN wallet_accounts a ON a.name = g.name";
+}
+
+// Every account of the chain with its genesis state (genesis_runs_sql).
+inline std::string genesis_runs_sql(const sim::SyntheticChain& chain) {
+    std::vector<std::pair<std::string, wallet::BalanceState>> accounts;
+    for (std::uint32_t index = 0; index < chain.account_count(); ++index) {
+        wallet::BalanceState state;
+        for (const auto& [component, units] : components_of(sim::genesis_balances(chain, index))) state.set(component, units);
+        accounts.emplace_back(std::string(chain.account(index)), std::move(state));
+    }
+    return genesis_runs_sql(accounts);
 }
 
 }  // namespace balances_test
