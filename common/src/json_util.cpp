@@ -1,5 +1,6 @@
 #include "wallet/json_util.hpp"
 
+#include "wallet/json_ascii.hpp"
 #include "wallet/json_scan.hpp"
 
 #include <array>
@@ -167,23 +168,6 @@ constexpr std::array<bool, 256> kNotAscii = [] {
     for (std::size_t c = 0x80; c < 0x100; ++c) table[c] = true;
     return table;
 }();
-
-#if defined(__SSE2__)
-// Bit i set where byte i of the block needs escaping (or, with kStopAtHigh,
-// is 0x80 or above).
-template <bool kStopAtHigh>
-int special_bytes(__m128i block) noexcept {
-    const __m128i last_control = _mm_set1_epi8(0x1f);
-    // Unsigned c <= 0x1f exactly when max(c, 0x1f) == 0x1f.
-    const __m128i control = _mm_cmpeq_epi8(_mm_max_epu8(block, last_control), last_control);
-    const __m128i quote_or_backslash =
-        _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('"')), _mm_cmpeq_epi8(block, _mm_set1_epi8('\\')));
-    const __m128i del = _mm_cmpeq_epi8(block, _mm_set1_epi8(0x7f));
-    const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(control, quote_or_backslash), del));
-    if constexpr (kStopAtHigh) return mask | _mm_movemask_epi8(block);
-    return mask;
-}
-#endif
 
 // plain_run, or with kStopAtHigh plain_ascii_run.
 template <bool kStopAtHigh>

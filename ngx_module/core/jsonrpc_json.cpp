@@ -1,5 +1,6 @@
 #include "jsonrpc_json.hpp"
 
+#include "wallet/json_ascii.hpp"
 #include "wallet/json_scan.hpp"
 #include "wallet/json_util.hpp"
 
@@ -63,6 +64,19 @@ void append_utf8(std::string& out, std::uint32_t cp) {
         out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
         out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
     }
+}
+
+// wallet::json::plain_ascii_run(text.substr(pos)), its whole blocks of
+// sixteen bytes inline (most strings end in the first).
+std::size_t plain_ascii_run_at(std::string_view text, std::size_t pos) noexcept {
+    std::size_t at = pos;
+#if defined(__SSE2__)
+    for (; text.size() - at >= 16; at += 16) {
+        const int mask = wallet::json::special_bytes<true>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + at)));
+        if (mask != 0) return at - pos + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    }
+#endif
+    return at - pos + wallet::json::plain_ascii_run(text.substr(at));
 }
 
 // Reads four hex digits at text[pos]; -1 when malformed.
@@ -132,6 +146,28 @@ bool json_unescape(std::string_view body, std::string& out) {
 
 // ---- parser ------------------------------------------------------------------
 
+[[gnu::always_inline]] inline bool JsonDocument::parse_short_string(bool indexed) {
+#if defined(__SSE2__)
+    if (text_.size() - pos_ > 16) {
+        const char* const body = text_.data() + pos_ + 1;
+        const int mask = wallet::json::special_bytes<true>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(body)));
+        if (mask != 0) {
+            const auto length = static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+            if (body[length] == '"') {
+                const auto begin = static_cast<std::uint32_t>(pos_);
+                pos_ += length + 2;
+                if (indexed) {
+                    nodes_.push_back({JsonKind::String, begin, static_cast<std::uint32_t>(pos_),
+                                      static_cast<std::uint32_t>(nodes_.size() + 1), 0});
+                }
+                return true;
+            }
+        }
+    }
+#endif
+    return parse_string(indexed);
+}
+
 JsonParseStatus JsonDocument::parse(std::string_view text, std::size_t max_depth) {
     return parse_indexing(text, max_depth, max_depth);
 }
@@ -172,10 +208,11 @@ bool JsonDocument::fail(const char* what) {
 
 bool JsonDocument::parse_value(std::size_t depth) {
     if (pos_ >= text_.size()) return fail("unexpected end of input");
+    const bool indexed = depth <= indexed_depth_;
+    if (!indexed) return skip_value(depth);
     std::size_t index = nodes_.size();
     auto begin = static_cast<std::uint32_t>(pos_);
     char c = text_[pos_];
-    const bool indexed = depth <= indexed_depth_;
     if (c == '{' || c == '[') {
         if (depth > max_depth_) {
             too_deep_ = true;
@@ -184,6 +221,14 @@ bool JsonDocument::parse_value(std::size_t depth) {
         bool object = c == '{';
         char close = object ? '}' : ']';
         if (indexed) nodes_.push_back({object ? JsonKind::Object : JsonKind::Array, begin, 0, 0, 0});
+        if (depth >= indexed_depth_) {
+            // Its elements are not indexed: checked in one loop.
+            if (!skip_value(depth)) return false;
+            nodes_[index].end = static_cast<std::uint32_t>(pos_);
+            nodes_[index].count = skipped_count_;
+            nodes_[index].next = static_cast<std::uint32_t>(nodes_.size());
+            return true;
+        }
         ++pos_;
         skip_space();
         std::uint32_t count = 0;
@@ -193,7 +238,7 @@ bool JsonDocument::parse_value(std::size_t depth) {
             for (;;) {
                 if (object) {
                     if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected an object key");
-                    if (!parse_string(depth < indexed_depth_)) return false;
+                    if (!parse_short_string(depth < indexed_depth_)) return false;
                     skip_space();
                     if (pos_ >= text_.size() || text_[pos_] != ':') return fail("expected ':'");
                     ++pos_;
@@ -222,12 +267,77 @@ bool JsonDocument::parse_value(std::size_t depth) {
         }
         return true;
     }
-    if (c == '"') return parse_string(indexed);
+    if (c == '"') return parse_short_string(indexed);
     if (c == '-' || is_digit(c)) return parse_number(indexed);
     if (c == 't') return parse_literal("true", JsonKind::True, indexed);
     if (c == 'f') return parse_literal("false", JsonKind::False, indexed);
     if (c == 'n') return parse_literal("null", JsonKind::Null, indexed);
     return fail("unexpected character");
+}
+
+bool JsonDocument::skip_key() {
+    if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected an object key");
+    if (!parse_short_string(false)) return false;
+    skip_space();
+    if (pos_ >= text_.size() || text_[pos_] != ':') return fail("expected ':'");
+    ++pos_;
+    skip_space();
+    return true;
+}
+
+bool JsonDocument::skip_value(std::size_t depth) {
+    // The value at depth + closers_.size(); closers_ ends with the innermost.
+    closers_.clear();
+    skipped_count_ = 0;
+    for (;;) {
+        if (pos_ >= text_.size()) return fail("unexpected end of input");
+        const char c = text_[pos_];
+        if (c == '{' || c == '[') {
+            if (depth + closers_.size() > max_depth_) {
+                too_deep_ = true;
+                return fail("nesting too deep");
+            }
+            const char close = c == '{' ? '}' : ']';
+            ++pos_;
+            skip_space();
+            if (pos_ >= text_.size() || text_[pos_] != close) {
+                if (closers_.empty()) skipped_count_ = 1;
+                closers_.push_back(close);
+                if (close == '}' && !skip_key()) return false;
+                continue;  // its first element
+            }
+            ++pos_;  // empty
+        } else if (c == '"') {
+            if (!parse_short_string(false)) return false;
+        } else if (c == '-' || is_digit(c)) {
+            if (!parse_number(false)) return false;
+        } else if (c == 't') {
+            if (!parse_literal("true", JsonKind::True, false)) return false;
+        } else if (c == 'f') {
+            if (!parse_literal("false", JsonKind::False, false)) return false;
+        } else if (c == 'n') {
+            if (!parse_literal("null", JsonKind::Null, false)) return false;
+        } else {
+            return fail("unexpected character");
+        }
+        // A value ended: the next element, or the end of what holds it.
+        for (;;) {
+            if (closers_.empty()) return true;
+            skip_space();
+            if (pos_ >= text_.size()) return fail("unexpected end of input");
+            const char close = closers_.back();
+            if (text_[pos_] == ',') {
+                ++pos_;
+                skip_space();
+                if (closers_.size() == 1) ++skipped_count_;
+                if (close == '}' && !skip_key()) return false;
+                break;
+            }
+            if (text_[pos_] != close) return fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+            ++pos_;
+            closers_.pop_back();
+        }
+    }
 }
 
 bool JsonDocument::parse_string(bool indexed) {
@@ -238,7 +348,7 @@ bool JsonDocument::parse_string(bool indexed) {
         // The run of plain printable ASCII (most of any string), sixteen
         // bytes at a time; the code below looks at what ends it (DEL too,
         // which it passes).
-        pos_ += wallet::json::plain_ascii_run(text_.substr(pos_));
+        pos_ += plain_ascii_run_at(text_, pos_);
         if (pos_ >= text_.size()) break;
         auto u = static_cast<unsigned char>(text_[pos_]);
         if (u == '"') {
@@ -289,7 +399,18 @@ bool JsonDocument::parse_string(bool indexed) {
 
 bool JsonDocument::parse_number(bool indexed) {
     auto begin = static_cast<std::uint32_t>(pos_);
-    if (!wallet::json::scan_number(text_, pos_)) return fail("bad number");
+    // A plain integer (most numbers: ids, counts, block numbers) here, any
+    // other by the scanner.
+    std::size_t end = pos_;
+    if (is_digit(text_[end]) && text_[end] != '0') {
+        while (++end < text_.size() && is_digit(text_[end])) {
+        }
+    }
+    if (end > pos_ && (end == text_.size() || (text_[end] != '.' && text_[end] != 'e' && text_[end] != 'E'))) {
+        pos_ = end;
+    } else if (!wallet::json::scan_number(text_, pos_)) {
+        return fail("bad number");
+    }
     if (indexed) nodes_.push_back({JsonKind::Number, begin, static_cast<std::uint32_t>(pos_),
                       static_cast<std::uint32_t>(nodes_.size() + 1), 0});
     return true;

@@ -74,8 +74,18 @@ public:
 private:
     JsonParseStatus parse_indexing(std::string_view text, std::size_t max_depth, std::size_t indexed_depth);
     bool parse_value(std::size_t depth);
+    // A value whose elements are deeper than indexed_depth_ (parse_top: an
+    // upstream result), checked as parse_value would (the same errors at the
+    // same offsets), without nodes and without recursion; skipped_count_ is
+    // its count of elements or members.
+    bool skip_value(std::size_t depth);
+    // An object key, its ':' and the spaces around it (skip_value).
+    bool skip_key();
     // `indexed`: the value gets a node (it is at most indexed_depth_ deep).
     bool parse_string(bool indexed);
+    // parse_string, the common string (its closing quote among its first
+    // sixteen bytes, nothing to check before it) inline.
+    bool parse_short_string(bool indexed);
     bool parse_number(bool indexed);
     bool parse_literal(std::string_view word, JsonKind kind, bool indexed);
     // Inline: called around every value and separator (compact JSON has no space).
@@ -94,6 +104,8 @@ private:
     bool too_deep_ = false;
     std::string error_;
     std::vector<JsonNode> nodes_;
+    std::string closers_;  // skip_value: what closes each open array or object
+    std::uint32_t skipped_count_ = 0;  // skip_value: the elements or members of the value it checked
 };
 
 // Decodes the body of a JSON string literal (without its quotes); false on a

@@ -50,7 +50,9 @@ class HttpUpstream final : public Upstream {
 public:
     HttpUpstream(const RouterInstance& instance, std::size_t target, std::size_t url)
         : instance_(instance), target_(instance.table.targets[target]), endpoint_(target_.urls[url]),
-          addr_(instance.target_addrs[target][url]) {}
+          addr_(instance.target_addrs[target][url]),
+          head_("POST " + endpoint_.path + " HTTP/1.1\r\nHost: " + endpoint_.host_header +
+                "\r\nContent-Type: application/json\r\nAccept: application/json\r\n") {}
     ~HttpUpstream() override = default;
 
     // At most jsonrpc_router_upstream_connections connections to the URL,
@@ -135,16 +137,13 @@ private:
 
     void send_now(Call& call) {
         call.upstream_id = Worker::get().next_upstream_id();
-        // Built in buffers that keep their memory from one request to the next.
-        body_.clear();
-        call.plan().append_upstream_body(body_, call.upstream_id);
+        // Built in a buffer that keeps its memory from one request to the
+        // next, the body written in place after its length.
+        const router::CallPlan& plan = call.plan();
+        const std::size_t body_size = plan.upstream_body_size(call.upstream_id);
         std::string& request = request_;
-        request.clear();
-        request += "POST ";
-        request += endpoint_.path;
-        request += " HTTP/1.1\r\nHost: ";
-        request += endpoint_.host_header;
-        request += "\r\nContent-Type: application/json\r\nAccept: application/json\r\n";
+        request.reserve(head_.size() + kClientHeaderBytes + body_size);
+        request.assign(head_);
         if (const std::string& client = call.exchange().client(); !client.empty()) {
             // Who the call is for, to the target's own limits: a proxy's
             // X-Forwarded-For, and the token-proven header an API of this
@@ -159,12 +158,12 @@ private:
         }
         request += "Content-Length: ";
         char digits[24];
-        request.append(digits, std::to_chars(digits, digits + sizeof digits, body_.size()).ptr);
+        request.append(digits, std::to_chars(digits, digits + sizeof digits, body_size).ptr);
         request += "\r\n\r\n";
-        request += body_;
+        plan.append_upstream_body(request, call.upstream_id);
         // A write goes on a fresh connection: a kept-alive one the target
         // closed meanwhile could not be retried (the write may have arrived).
-        const bool write = call.plan().write;
+        const bool write = plan.write;
         while (!write && !idle_.empty()) {
             HttpConn* conn = idle_.back();
             idle_.pop_back();
@@ -202,7 +201,11 @@ private:
     // Calls waiting for a connection, and the calls in service per client.
     router::FairQueue<Call*> queue_{instance_.upstream_client_connections()};
     bool pumping_ = false;
-    std::string body_;     // the request being built (scratch)
+    // The request line and header lines that every request to the URL starts with.
+    const std::string head_;
+    // The request being built; kClientHeaderBytes: room for a client's two
+    // headers (its address and their token) and the Content-Length line.
+    static constexpr std::size_t kClientHeaderBytes = 320;
     std::string request_;
 };
 

@@ -224,6 +224,25 @@ const Route* RoutingTable::match(std::string_view path) const {
     return nullptr;
 }
 
+RouteDecision RoutingTable::decide(std::string_view path) const {
+    if (const RouteDecision* known = memo.find(path)) return *known;
+    const RouteDecision decision{match(path), is_write(path)};
+    memo.remember(path, decision);
+    return decision;
+}
+
+const RouteDecision* RouteMemo::find(std::string_view path) const {
+    if (names_.empty()) return nullptr;
+    auto it = names_.find(path);
+    return it == names_.end() ? nullptr : &it->second;
+}
+
+void RouteMemo::remember(std::string_view path, RouteDecision decision) {
+    if (path.size() > kMaxNameBytes) return;
+    if (names_.size() >= kMaxNames) names_.clear();
+    names_.emplace(path, decision);
+}
+
 std::optional<std::size_t> RoutingTable::find_target(std::string_view name) const {
     for (std::size_t i = 0; i < targets.size(); ++i) {
         if (targets[i].name == name) return i;

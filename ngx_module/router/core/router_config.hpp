@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "wallet/result.hpp"
@@ -88,6 +89,40 @@ struct Route {
     bool expire_if_reversible = false;
 };
 
+// What a method name (api.method) is routed to: match() and is_write().
+struct RouteDecision {
+    const Route* route = nullptr;  // nullptr: no route
+    bool write = false;
+};
+
+// The decisions of the method names a table has seen, so that a name's
+// patterns are matched once per worker (each worker has its own copy of the
+// configuration, so no locking). Bounded: clients choose the names, and a
+// full memo starts over. A copy (or move) starts empty: its decisions point
+// into the table it was made for.
+class RouteMemo {
+public:
+    static constexpr std::size_t kMaxNames = 1024;
+    static constexpr std::size_t kMaxNameBytes = 128;  // a longer name is decided every time
+
+    RouteMemo() = default;
+    RouteMemo(const RouteMemo&) {}
+    RouteMemo& operator=(const RouteMemo&) {
+        names_.clear();
+        return *this;
+    }
+    const RouteDecision* find(std::string_view path) const;
+    void remember(std::string_view path, RouteDecision decision);
+    std::size_t size() const { return names_.size(); }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+    };
+    std::unordered_map<std::string, RouteDecision, Hash, std::equal_to<>> names_;
+};
+
 struct RoutingTable {
     std::string source;         // file name, for messages
     std::vector<Target> targets;
@@ -96,7 +131,11 @@ struct RoutingTable {
 
     // The first route whose pattern matches `path` (api.method), or nullptr.
     const Route* match(std::string_view path) const;
+    // match() and is_write() of `path`, remembered in this table's memo.
+    RouteDecision decide(std::string_view path) const;
     std::optional<std::size_t> find_target(std::string_view name) const;
+
+    mutable RouteMemo memo;
 };
 
 // Parses and validates a routing file's text; `source` names it in errors.

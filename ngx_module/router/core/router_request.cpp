@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
+#include <memory>
 #include <utility>
 
 #include "jsonrpc_json.hpp"
@@ -157,8 +159,9 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
         return;
     }
 
-    call.write = is_write(call.path);
-    call.route = table.match(call.path);
+    const RouteDecision decision = table.decide(call.path);
+    call.write = decision.write;
+    call.route = decision.route;
     if (call.route == nullptr) {
         call.error = jsonrpc::ErrorInfo{rpc::kMethodNotFound, "no route for method " + call.path};
         return;
@@ -201,28 +204,29 @@ void plan_call(const JsonDocument& doc, std::size_t node, const RoutingTable& ta
 // second one alive at the same time gets a document of its own.
 class ScratchDocument {
 public:
-    ScratchDocument() : shared_(!std::exchange(in_use(), true)) {}
+    ScratchDocument() : shared_(scratch()), own_(!std::exchange(shared_.in_use, true) ? nullptr : std::make_unique<JsonDocument>()) {}
     ~ScratchDocument() {
-        if (!shared_) return;
-        shared().release_memory_over(kKeptNodes);
-        in_use() = false;
+        if (own_) return;
+        shared_.doc.release_memory_over(kKeptNodes);
+        shared_.in_use = false;
     }
     ScratchDocument(const ScratchDocument&) = delete;
     ScratchDocument& operator=(const ScratchDocument&) = delete;
-    JsonDocument& operator*() { return shared_ ? shared() : own_; }
+    JsonDocument& operator*() { return own_ ? *own_ : shared_.doc; }
 
 private:
     static constexpr std::size_t kKeptNodes = 1024;
-    static JsonDocument& shared() {
-        thread_local JsonDocument doc;
-        return doc;
+    struct Shared {
+        JsonDocument doc;
+        bool in_use = false;
+    };
+    // One thread-local access per use (each costs a call in a shared library).
+    static Shared& scratch() {
+        thread_local Shared shared;
+        return shared;
     }
-    static bool& in_use() {
-        thread_local bool used = false;
-        return used;
-    }
-    bool shared_;
-    JsonDocument own_;
+    Shared& shared_;
+    std::unique_ptr<JsonDocument> own_;  // when the shared one is in use
 };
 
 std::string sha256_hex(std::string_view data) {
@@ -268,25 +272,49 @@ std::string CallPlan::upstream_body(std::uint64_t upstream_id) const {
     return out;
 }
 
-void CallPlan::append_upstream_body(std::string& out, std::uint64_t upstream_id) const {
-    out.reserve(out.size() + 50 + std::max(method_json.size(), path.size()) + params_json.size());
-    out += "{\"jsonrpc\":\"2.0\",\"method\":";
-    if (method_json.empty()) {
-        out += '"';
-        out += path;
-        out += '"';
-    } else {
-        out += method_json;
-    }
-    if (!params_json.empty()) {
-        out += ",\"params\":";
-        out += params_json;
-    }
-    out += ",\"id\":";
+namespace {
+constexpr std::string_view kUpstreamHead = "{\"jsonrpc\":\"2.0\",\"method\":";
+constexpr std::string_view kParamsMember = ",\"params\":";
+constexpr std::string_view kUpstreamIdMember = ",\"id\":";
+}  // namespace
+
+std::size_t CallPlan::upstream_body_size(std::uint64_t upstream_id) const {
     char digits[24];
     const auto written = std::to_chars(digits, digits + sizeof digits, upstream_id);
-    out.append(digits, written.ptr);
-    out += '}';
+    return kUpstreamHead.size() + (method_json.empty() ? path.size() + 2 : method_json.size()) +
+           (params_json.empty() ? 0 : kParamsMember.size() + params_json.size()) + kUpstreamIdMember.size() +
+           static_cast<std::size_t>(written.ptr - digits) + 1;
+}
+
+void CallPlan::append_upstream_body(std::string& out, std::uint64_t upstream_id) const {
+    char digits[24];
+    const std::string_view id_text(
+        digits, static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, upstream_id).ptr - digits));
+    // Sized once and copied into place (no check of room per member).
+    const std::size_t at = out.size();
+    out.resize(at + kUpstreamHead.size() + (method_json.empty() ? path.size() + 2 : method_json.size()) +
+               (params_json.empty() ? 0 : kParamsMember.size() + params_json.size()) + kUpstreamIdMember.size() +
+               id_text.size() + 1);
+    char* p = out.data() + at;
+    const auto put = [&p](std::string_view text) {
+        std::memcpy(p, text.data(), text.size());
+        p += text.size();
+    };
+    put(kUpstreamHead);
+    if (method_json.empty()) {
+        *p++ = '"';
+        put(path);
+        *p++ = '"';
+    } else {
+        put(method_json);
+    }
+    if (!params_json.empty()) {
+        put(kParamsMember);
+        put(params_json);
+    }
+    put(kUpstreamIdMember);
+    put(id_text);
+    *p = '}';
 }
 
 std::string cache_key(std::string_view path, std::string_view canonical_params) {

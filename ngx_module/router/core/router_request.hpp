@@ -45,6 +45,8 @@ struct CallPlan {
     // The request sent to the target, with the proxy's own id.
     std::string upstream_body(std::uint64_t upstream_id) const;
     void append_upstream_body(std::string& out, std::uint64_t upstream_id) const;
+    // upstream_body(upstream_id).size(), without building it.
+    std::size_t upstream_body_size(std::uint64_t upstream_id) const;
 };
 
 // The calls of a request: a single call (most requests) is held in place,

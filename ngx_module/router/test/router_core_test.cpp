@@ -81,6 +81,46 @@ TEST(RouterJson, TopIndexedParseChecksTheWholeText) {
     EXPECT_EQ(doc.parse_top(R"({"result":[[[[]]]]})", 5), jsonrpc::JsonParseStatus::Ok);
 }
 
+// What parse_top leaves unindexed is checked in one loop: the same answers,
+// errors and offsets as the full parse, and the counts of the top's children.
+TEST(RouterJson, TopIndexedParseFailsAsTheFullParse) {
+    jsonrpc::JsonDocument top;
+    jsonrpc::JsonDocument full;
+    ASSERT_EQ(top.parse_top(R"({"result":{"a":[1,{"b":2}],"c":[],"d":{}},"x":[1,2,3],"e":{}})", 8),
+              jsonrpc::JsonParseStatus::Ok);
+    EXPECT_EQ(top.node(*top.member(0, "result")).count, 3u);
+    EXPECT_EQ(top.node(*top.member(0, "x")).count, 3u);
+    EXPECT_EQ(top.node(*top.member(0, "e")).count, 0u);
+    for (std::string body :
+         {R"({"result":{"a":[1,{"b":2}],"c" 1}})", R"({"result":[1 2]})", R"({"result":{"a":1,}})",
+          R"({"result":{1:2}})", R"({"result":[tru]})", R"({"result":[-]})", R"({"result":[01]})",
+          R"({"result":[1.]})", R"({"result":[1e]})", R"({"result":[1.5e+3, -0, 12345678901234567890]})",
+          R"({"result":{"a":[)", R"({"result":{"a")", R"({"result":[1,)", R"({"result":["\ud800"]})",
+          "{\"result\":[\"\xc3\x28\"]}", R"({"result":[[[[[]]]]]})", R"({"result":[[[[1]]]]})",
+          R"({"result":{"a":{"b":{"c":{}}}}})", R"({"result":[ 1 , [ ] , { "a" : null } ] })"}) {
+        const auto full_status = full.parse(body, 5);
+        EXPECT_EQ(top.parse_top(body, 5), full_status) << body;
+        EXPECT_EQ(top.error(), full.error()) << body;
+    }
+}
+
+// Integers are read by the parser's own loop, other numbers by the scanner:
+// the same spans either way.
+TEST(RouterJson, NumbersKeepTheirTextWhicheverWayRead) {
+    jsonrpc::JsonDocument doc;
+    const std::string text = R"([0,7,42,12345678901234567890,-1,1.5,2e10,3E-2,0.25,9])";
+    ASSERT_EQ(doc.parse(text, 4), jsonrpc::JsonParseStatus::Ok);
+    const std::vector<std::string> expected = {"0", "7", "42", "12345678901234567890", "-1", "1.5", "2e10",
+                                               "3E-2", "0.25", "9"};
+    const auto elements = doc.children(0);
+    ASSERT_EQ(elements.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(doc.text(elements[i]), expected[i]);
+    EXPECT_EQ(doc.parse("12", 4), jsonrpc::JsonParseStatus::Ok);
+    EXPECT_EQ(doc.parse("[12.]", 4), jsonrpc::JsonParseStatus::Syntax);
+    EXPECT_EQ(doc.parse("[12e]", 4), jsonrpc::JsonParseStatus::Syntax);
+    EXPECT_EQ(doc.parse("[012]", 4), jsonrpc::JsonParseStatus::Syntax);
+}
+
 // Strings are read sixteen bytes at a time: escapes, DEL and UTF-8 past
 // the first block are found, and a key that differs from another only by
 // its escapes is still the same key.
@@ -147,6 +187,39 @@ TEST(RouterConfig, LoadsTargetsTimeoutsAndOrder) {
     EXPECT_EQ(t.match("condenser_api.get_content_replies"), &t.routes[0]);
     EXPECT_EQ(t.match("condenser_api.get_accounts"), &t.routes[1]);
     EXPECT_EQ(t.match("xcondenser_api.get_accounts"), nullptr);  // anchored at the start
+}
+
+// A name's decision is remembered per table: the same as matching, bounded
+// (a full memo starts over), and a copy of the table (a new configuration)
+// does not take the decisions, which point into the table they were made for.
+TEST(RouterConfig, RouteDecisionsAreRememberedBoundedAndNotCopied) {
+    RoutingTable t = small_table();
+    for (const char* path : {"condenser_api.get_content_replies", "condenser_api.get_accounts",
+                             "network_broadcast_api.broadcast_transaction", "xcondenser_api.get_accounts"}) {
+        for (int round = 0; round < 2; ++round) {  // decided, then remembered
+            const RouteDecision decision = t.decide(path);
+            EXPECT_EQ(decision.route, t.match(path)) << path;
+            EXPECT_EQ(decision.write, is_write(path)) << path;
+        }
+    }
+    EXPECT_EQ(t.memo.size(), 4u);
+    const std::string long_name = "condenser_api." + std::string(RouteMemo::kMaxNameBytes, 'x');
+    EXPECT_EQ(t.decide(long_name).route, &t.routes[1]);
+    EXPECT_EQ(t.memo.size(), 4u);  // not remembered
+    for (std::size_t i = t.memo.size(); i < RouteMemo::kMaxNames; ++i) t.decide("sprayed.name" + std::to_string(i));
+    EXPECT_EQ(t.memo.size(), RouteMemo::kMaxNames);
+    EXPECT_EQ(t.decide("condenser_api.get_block").route, &t.routes[1]);
+    EXPECT_EQ(t.memo.size(), 1u);  // full: started over
+
+    RoutingTable copy = t;
+    EXPECT_EQ(copy.memo.size(), 0u);
+    EXPECT_EQ(copy.decide("condenser_api.get_block").route, &copy.routes[1]);
+    RoutingTable moved = std::move(copy);
+    EXPECT_EQ(moved.memo.size(), 0u);
+    EXPECT_EQ(moved.decide("condenser_api.get_block").route, &moved.routes[1]);
+    moved = t;
+    EXPECT_EQ(moved.memo.size(), 0u);
+    EXPECT_EQ(moved.decide("condenser_api.get_content").route, &moved.routes[0]);
 }
 
 TEST(RouterConfig, IntTimeoutAppliesToEveryTarget) {
@@ -492,6 +565,12 @@ TEST(RouterRequest, TranslationOnlyWhenTrue) {
     EXPECT_EQ(escaped.calls[0].path, "bridge.get_post");
     EXPECT_EQ(escaped.calls[0].upstream_body(5),
               R"({"jsonrpc":"2.0","method":"bridge\u002eget_post","params":{"a":1},"id":5})");
+    // Its size is known before it is written (the Content-Length ahead of it).
+    for (const auto* plan : {&translated, &no_params, &explicit_false, &absent, &escaped}) {
+        for (std::uint64_t id : {0ull, 5ull, 1234567ull, 18446744073709551615ull}) {
+            EXPECT_EQ(plan->calls[0].upstream_body_size(id), plan->calls[0].upstream_body(id).size());
+        }
+    }
 }
 
 TEST(RouterRequest, IdsOfEveryTypeAreKept) {
