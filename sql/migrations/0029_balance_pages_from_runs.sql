@@ -156,7 +156,7 @@ WITH RECURSIVE bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_account
                 WHERE c.account_id = (SELECT account_id FROM pos) AND c.after_block < (SELECT ub FROM pos)
                   AND NOT EXISTS (SELECT 1 FROM open_run)
                 ORDER BY c.after_block DESC LIMIT 1)),
-   -- Newest first; `counted`: the events below the cursor of the runs so far.
+   -- Newest first; `counted`: the events below the cursor of the runs so far (none starts below block 0).
    walk AS (SELECT n.after_block, n.through_block, n.state, n.changes, wallet_run_count(n.changes) AS events,
                    CASE WHEN n.through_block < (SELECT ub FROM pos) THEN wallet_run_count(n.changes) ELSE 0 END AS counted
               FROM newest n
@@ -167,7 +167,7 @@ WITH RECURSIVE bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_account
                    SELECT r.after_block, r.through_block, r.state, r.changes FROM wallet_balance_runs r
                     WHERE r.account_id = (SELECT account_id FROM pos) AND r.after_block < w.after_block
                     ORDER BY r.after_block DESC LIMIT 1) c
-             WHERE w.counted <= $6 AND w.events > 0 AND w.after_block >= (SELECT lower_block FROM pos)),
+             WHERE w.counted <= $6 AND w.events > 0 AND w.after_block > 0 AND w.after_block >= (SELECT lower_block FROM pos)),
    -- The blocks no walked run holds, below the cursor: after each run up to the next one's start (none
    -- between runs since 0024) and after the newest; after nothing when the account has no run.
    gaps AS (SELECT g.lo, g.hi FROM (
@@ -180,7 +180,7 @@ WITH RECURSIVE bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_account
    run_events AS (SELECT e.block_num, e.carried_by FROM walk w CROSS JOIN LATERAL wallet_run_events(w.changes, w.after_block) e
                    WHERE e.block_num <= (SELECT ub FROM pos) AND e.block_num >= (SELECT lower_block FROM pos)),
    chunks AS (SELECT c.chunk, c.base, c.offsets FROM (SELECT DISTINCT r.block_num >> 8 AS chunk FROM run_events r) d
-                CROSS JOIN LATERAL (SELECT t.chunk, t.base, t.offsets FROM wallet_block_times t WHERE t.chunk = d.chunk) c)
+                CROSS JOIN LATERAL (SELECT t.chunk, t.base, t.offsets FROM wallet_block_times t WHERE t.chunk = d.chunk LIMIT 1) c)
    SELECT 0 AS kind, pos.indexed_block::bigint, pos.at_block::bigint, pos.account_id::bigint, pos.first_block::bigint,
           pos.loading_from::bigint, NULL::bigint, (SELECT outdated_from::text FROM outdated), (SELECT outdated_to::text FROM outdated),
           (SELECT block_num::text FROM undecodable), (SELECT wallet_op_type_name(op_type) FROM undecodable)
@@ -195,7 +195,7 @@ WITH RECURSIVE bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_account
      FROM (SELECT DISTINCT block_num FROM run_events) r LEFT JOIN chunks c ON c.chunk = r.block_num >> 8
    UNION ALL SELECT 5, a.id::bigint, NULL, NULL, NULL, NULL, NULL, a.name::text, NULL, NULL, NULL
      FROM (SELECT DISTINCT carried_by FROM run_events WHERE carried_by IS NOT NULL) d
-     CROSS JOIN LATERAL (SELECT x.id, x.name FROM wallet_accounts x WHERE x.id = d.carried_by) a
+     CROSS JOIN LATERAL (SELECT x.id, x.name FROM wallet_accounts x WHERE x.id = d.carried_by LIMIT 1) a
    UNION ALL SELECT 2, e.block_num::bigint, e.block_seq::bigint, extract(epoch FROM e.ts)::bigint, NULL, NULL, NULL,
           CASE WHEN e.account_id = (SELECT account_id FROM pos) THEN $1
                ELSE (SELECT a.name FROM wallet_accounts a WHERE a.id = e.account_id) END, wallet_role_name(e.role)::text,
@@ -203,10 +203,10 @@ WITH RECURSIVE bounds AS (SELECT s.indexed_block, (SELECT id FROM wallet_account
           wallet_operation_payload((SELECT b.ops -> e.block_seq::text FROM wallet_blocks b WHERE b.block_num = e.block_num),
                                    e.block_num, e.ts, e.op_in_trx, e.virtual_op, e.trx_id, e.op_type)::text
      FROM gaps g CROSS JOIN LATERAL (
-            SELECT o.* FROM wallet_events o
-             WHERE o.account_id = (SELECT account_id FROM pos) AND o.wide IN (false, true)
+            SELECT o.* FROM (VALUES (false), (true)) AS w(wide) CROSS JOIN LATERAL (SELECT * FROM wallet_events o
+             WHERE o.account_id = (SELECT account_id FROM pos) AND o.wide = w.wide
                AND o.block_num > g.lo AND o.block_num <= g.hi
-               AND (o.block_num, o.block_seq * 100 + o.role) < ((SELECT ub FROM pos), (SELECT uk FROM pos))
+               AND (o.block_num, o.block_seq * 100 + o.role) < ((SELECT ub FROM pos), (SELECT uk FROM pos)) OFFSET 0) o
             UNION ALL
             SELECT o.* FROM wallet_balance_carried c CROSS JOIN LATERAL (SELECT * FROM wallet_events o
                       WHERE o.account_id = c.event_account_id AND o.wide IN (false, true) AND o.block_num = c.block_num
