@@ -420,6 +420,10 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     auto written = states.write();
     if (!written) return make_error(written.error());
     step.runs = *written;
+    // The period's block times for the pages' readers (migration 0029).
+    auto timed = pg::exec_params(conn, "SELECT wallet_block_times_refresh($1::integer, $2::integer)",
+                                 {std::to_string(through + 1), std::to_string(next)});
+    if (!timed) return make_error("snapshots: " + timed.error());
     auto moved = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block = $1::integer",
                                  {std::to_string(next)});
     if (!moved) return make_error("snapshots: " + moved.error());
@@ -477,6 +481,8 @@ Result<bool> cut_balance_runs(PGconn* conn, std::int64_t through) {
     // The snapshots of before 0024, which the previous release's module reads until nginx reloads.
     auto snapshots = pg::exec_params(conn, "DELETE FROM wallet_balance_snapshots WHERE block_num > $1::integer", {at});
     if (!snapshots) return make_error("runs: " + snapshots.error());
+    auto timed = pg::exec_params(conn, "SELECT wallet_block_times_refresh($1::integer, $1::integer)", {at});
+    if (!timed) return make_error("runs: " + timed.error());
     auto moved = pg::exec_params(conn, "UPDATE wallet_balance_snapshot_state SET through_block = $1::integer", {at});
     if (!moved) return make_error("runs: " + moved.error());
     return true;

@@ -23,7 +23,9 @@
 #       role): get_balances of the same scenarios (BENCH_SAMPLE each) and
 #       the balance-history pages (the first, and the page below the middle
 #       of the account's events) and get_wallet_history's first page: mean
-#       and largest;
+#       and largest; beside them, the baseline in the same run, the same
+#       pages by the previous release's function (migration 0024's
+#       wallet_balance_history_run_rows: the page's events from wallet_events);
 #   (c) the balance tables' bytes (change runs closed and open, carried,
 #       undecodable, the pass's checkpoint, with their indexes and TOAST) per stored event,
 #       and over the events' own bytes (wallet_events with its indexes);
@@ -33,6 +35,7 @@
 # Ends with `RESULT balances balances_p99_ms=<largest p99 of the get_balances
 # scenarios> balances_buffers=<largest mean buffers of them>
 # balance_page_buffers=<largest mean buffers of the balance-history pages>
+# balance_page_buffers_previous=<the same by the previous release's function>
 # balance_page_p99_ms=<largest p99 of them> added_bytes_per_event=... differences=...
 # history_p99_ms=<largest p99 of the history pages>` and the figures of
 # each scenario.
@@ -243,6 +246,11 @@ for _ in range(int(sample)):
             position = deep[name] if "deep" in kind else ["2147483647", "0"]
             print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balance_history('%s', %s, %s, NULL, NULL, 100, %s);"
                   % (name, position[0], position[1], version))
+            # The baseline in the same run: the previous release's page function (migration 0024's, kept for
+            # its module until nginx reloads), which reads the page's events from wallet_events.
+            print("\\echo %s_previous" % kind)
+            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM wallet_balance_history_run_rows('%s', %s, %s, NULL, NULL, 100, %s::smallint);"
+                  % (name, position[0], position[1], version))
         elif kind.startswith("history"):
             # As a warm worker asks: with the account's id and the store's generation.
             print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);"
@@ -280,7 +288,7 @@ done <"$work/buffers"
 read -r balance_bytes event_bytes < <(q -F ' ' -c "SELECT
     (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN
       ('wallet_balance_runs', 'wallet_balance_open_runs', 'wallet_balance_carried', 'wallet_balance_undecodable',
-       'wallet_balance_snapshot_state')),
+       'wallet_balance_snapshot_state', 'wallet_block_times')),
     pg_total_relation_size('wallet_events')")
 added_bytes_per_event=$(calc "round($balance_bytes / $events, 2)")
 event_bytes_per_event=$(calc "round($event_bytes / $events, 2)")
@@ -298,12 +306,13 @@ history_buffers=$(printf '%s\n' "${buffers_mean[history_busy]}" "${buffers_mean[
 pages="page_first_busy page_deep_busy page_first_normal page_deep_normal"
 page_p99=$(for name in $pages; do echo "${p99[$name]}"; done | largest)
 page_buffers=$(for name in $pages; do echo "${buffers_mean[$name]}"; done | largest)
+page_buffers_previous=$(for name in $pages; do echo "${buffers_mean[${name}_previous]}"; done | largest)
 figures=""
 for name in balances_head_busy balances_random_busy balances_head_normal balances_random_normal $pages history_busy history_normal; do
   figures+=" ${name}_rps=${rps[$name]} ${name}_p99_ms=${p99[$name]} ${name}_buffers=${buffers_mean[$name]} ${name}_buffers_max=${buffers_max[$name]}"
 done
 echo "RESULT balances balances_p99_ms=$balances_p99 balances_buffers=$balances_buffers balance_page_buffers=$page_buffers" \
-  "balance_page_p99_ms=$page_p99 added_bytes_per_event=$added_bytes_per_event differences=$differences history_p99_ms=$history_p99" \
+  "balance_page_buffers_previous=$page_buffers_previous balance_page_p99_ms=$page_p99 added_bytes_per_event=$added_bytes_per_event differences=$differences history_p99_ms=$history_p99" \
   "history_buffers=$history_buffers balances_to_history_p99_ratio=$(ratio_of "$balances_p99" "$history_p99")" \
   "event_bytes_per_event=$event_bytes_per_event events=$events blocks=$blocks accounts=$accounts$figures"
 if [ -n "${BENCH_HOLD_SECONDS:-}" ]; then log "holding: $db"; sleep "$BENCH_HOLD_SECONDS"; fi

@@ -181,7 +181,7 @@ protected:
     // of `limit`, as the cursors lead), each as its JSON text too.
     struct Change {
         std::int64_t block = 0, prev = 0, balance = 0, change = 0;
-        std::string text;
+        std::string text, timestamp;
     };
     std::vector<Change> history(const std::string& account, C component, int limit, const std::string& window = "") {
         std::vector<Change> out;
@@ -201,7 +201,8 @@ protected:
             json_array_foreach(json_object_get(result, "items"), i, item) {
                 out.push_back({json_integer_value(json_object_get(item, "block_num")),
                                json_units(json_object_get(item, "prev_balance")), json_units(json_object_get(item, "balance")),
-                               json_units(json_object_get(item, "balance_change")), api_test::dump(item)});
+                               json_units(json_object_get(item, "balance_change")), api_test::dump(item),
+                               api_test::str(item, "timestamp")});
             }
             json_t* next = json_object_get(result, "next_cursor");
             if (!json_is_string(next)) break;
@@ -339,6 +340,36 @@ protected:
             const auto small = history(busiest, component, 37);
             ASSERT_EQ(big.size(), small.size()) << wallet::component_name(component);
             for (std::size_t i = 0; i < big.size(); ++i) EXPECT_EQ(big[i].text, small[i].text);
+        }
+
+        // Pages from the change runs (migration 0029): pages of the wallet page's 25 (cursors inside closed
+        // runs) give the rows of pages of 200 too, and every row's timestamp is its block's
+        // (wallet_block_times below the pass's checkpoint, the events' own above it).
+        {
+            std::map<std::int64_t, std::string> time_of;
+            for (const auto& row : stack.pg().query("SELECT block_num || ' ' || to_char(ts AT TIME ZONE 'UTC',"
+                                                    " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM wallet_blocks")) {
+                time_of[std::stoll(row.substr(0, row.find(' ')))] = row.substr(row.find(' ') + 1);
+            }
+            const auto big = history(busiest, C::hive_balance, 200);
+            const auto pages = history(busiest, C::hive_balance, 25);
+            ASSERT_EQ(big.size(), pages.size());
+            for (std::size_t i = 0; i < big.size(); ++i) {
+                EXPECT_EQ(big[i].text, pages[i].text);
+                EXPECT_EQ(pages[i].timestamp, time_of[pages[i].block]) << pages[i].text;
+            }
+            // The first page's rows: every event of the account above the checkpoint (its own and those
+            // carrying a change of it) from wallet_events, and below it the open run and closed ones.
+            const std::string account_id = "(SELECT id FROM wallet_accounts WHERE name = '" + busiest + "')";
+            const std::string above = "(SELECT through_block FROM wallet_balance_snapshot_state)";
+            EXPECT_EQ(stack.pg().query("SELECT count(*) FILTER (WHERE kind = 1) >= 2, count(*) FILTER (WHERE kind = 2)"
+                                       " FROM wallet_balance_history_page_rows('" + busiest +
+                                       "', 2147483647, 0, NULL, NULL, 100, 32767::smallint)")
+                          .at(0),
+                      "t\t" + stack.pg().query("SELECT (SELECT count(*) FROM wallet_events WHERE account_id = " + account_id +
+                                              " AND block_num > " + above + ") + (SELECT count(*) FROM wallet_balance_carried"
+                                              " WHERE account_id = " + account_id + " AND block_num > " + above + ")")
+                                  .at(0));
         }
 
         // Bad input: each its error.

@@ -436,6 +436,22 @@ void expect_runs_bounded_and_contiguous() {
     expect_the_ledger_at(1333);
 }
 
+// wallet_block_times against wallet_blocks up to the pass's checkpoint: the
+// stored blocks at or below it whose packed time differs (or is missing),
+// and the blocks above it with a packed time ("0 0" when they agree).
+std::string block_times_differing(const std::string& db) {
+    return stores()
+        .pg.query("SELECT (SELECT count(*) FROM wallet_blocks b, wallet_balance_snapshot_state k"
+                  "   WHERE b.block_num <= k.through_block AND b.ts IS DISTINCT FROM"
+                  "    (SELECT t.base + t.offsets[(b.block_num & 255) + 1] * interval '1 second' FROM wallet_block_times t"
+                  "      WHERE t.chunk = b.block_num >> 8))"
+                  " || ' ' || (SELECT count(*) FROM wallet_block_times t, wallet_balance_snapshot_state k,"
+                  "   generate_series(1, 256) AS i(n)"
+                  "   WHERE t.offsets[i.n] IS NOT NULL AND t.chunk * 256 + i.n - 1 > k.through_block)",
+                  db)
+        .at(0);
+}
+
 // A rewind below the pass's checkpoint (not done by the indexer, whose pass
 // stays below forks, but kept consistent): the runs are cut at the block,
 // the checkpoint goes down to it, and the pass redoing the blocks after it
@@ -454,9 +470,12 @@ void expect_a_rewind_below_the_pass_cuts_the_runs() {
                                 "in_order"),
               std::vector<std::string>{"0"});
     EXPECT_GT(std::stoll(stores().pg.query("SELECT count(*) FROM wallet_balance_open_runs", "in_order").at(0)), 100);
+    // The pages' block times (migration 0029) are cut with them, and follow the pass again.
+    EXPECT_EQ(block_times_differing("in_order"), "0 0");
     expect_the_ledger_at(kRewind, "in_order");
     pass(stores().in_order, kHead);
     EXPECT_EQ(through("in_order"), std::to_string(kHead));
+    EXPECT_EQ(block_times_differing("in_order"), "0 0");
     expect_the_ledger_at(1777, "in_order");
     expect_the_ledger_at(kHead, "in_order");
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <utility>
 
 #include "jsonrpc_writer.hpp"
@@ -10,6 +11,7 @@
 #include "wallet/decimal.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_util.hpp"
+#include "wallet/operation_types.hpp"
 
 namespace wallet::api {
 
@@ -77,8 +79,10 @@ BalanceRows read_balance_rows(PGresult* rows) {
         } else if (kind == 2) {
             const auto role = parse_role(PQgetvalue(rows, row, col::kT2));
             out.steps.push_back({number(rows, row, col::kN1), number(rows, row, col::kN2), role ? role_code(*role) : 0, row});
-        } else {
+        } else if (kind == 3) {
             out.marks.push_back(row);
+        } else {
+            out.extras.push_back(row);
         }
     }
     std::sort(out.steps.begin(), out.steps.end(), [](const BalanceStep& a, const BalanceStep& b) { return a.key() < b.key(); });
@@ -94,7 +98,7 @@ std::optional<BalanceState> run_row_state(PGresult* rows, int row) {
 }
 
 std::optional<RpcError> apply_step(BalanceState& state, std::string_view account, PGresult* rows, const BalanceStep& step,
-                                   const store::BalanceRules& rules) {
+                                   const store::BalanceRules& rules, bool* changed) {
     WalletEvent event;
     event.account = PQgetvalue(rows, step.row, col::kT1);
     event.role = role_of_code(step.role).value_or(Role::Sender);
@@ -109,8 +113,11 @@ std::optional<RpcError> apply_step(BalanceState& state, std::string_view account
         return unavailable("the balance changes of block " + std::to_string(step.block) + " (" + event.op_type +
                            ") cannot be read by this decoder version");
     }
+    if (changed) *changed = false;
     for (const auto& change : *changes) {
-        if (change.account == account) state.apply(change);
+        if (change.account != account) continue;
+        state.apply(change);
+        if (changed) *changed = true;
     }
     return std::nullopt;
 }
@@ -300,41 +307,144 @@ std::string component_result_head(const BalanceHistoryQuery& query) {
     return out;
 }
 
+// One event of a history page: from a walked change run (its decoded
+// changes) or a row of kind 2 (replayed from its operation), with what the
+// page prints of it.
+struct PageEvent {
+    std::int64_t block = 0;
+    std::int64_t block_seq = 0;
+    int role = 0;  // role_code
+    std::string_view role_name;
+    std::string_view op_type;
+    std::string_view event_account;
+    std::int64_t epoch = 0;
+    const RunEvent* run = nullptr;      // its changes, from a run
+    const BalanceStep* step = nullptr;  // else its row
+    auto key() const { return std::tie(block, block_seq, role); }
+};
+
 // One change of the component: the event and the value before and after.
 struct ChangeRow {
-    const BalanceStep* step = nullptr;
+    const PageEvent* event = nullptr;
     BalanceState::Units before = 0;
     BalanceState::Units after = 0;
 };
 
-void append_change_row(std::string& out, const BalanceHistoryQuery& query, PGresult* rows, const ChangeRow& change) {
-    const int row = change.step->row;
-    out += "{\"block_num\":" + std::to_string(change.step->block);
-    out += ",\"block_seq\":" + std::to_string(change.step->block_seq);
+void append_change_row(std::string& out, const BalanceHistoryQuery& query, const ChangeRow& change) {
+    const PageEvent& event = *change.event;
+    out += "{\"block_num\":" + std::to_string(event.block);
+    out += ",\"block_seq\":" + std::to_string(event.block_seq);
     out += ",\"op_type\":";
-    json::append_quoted(out, PQgetvalue(rows, row, col::kT3));
+    json::append_quoted(out, event.op_type);
     out += ",\"role\":";
-    json::append_quoted(out, PQgetvalue(rows, row, col::kT2));
+    json::append_quoted(out, event.role_name);
     // A change carried by another account's event (a routed power-down
     // payment): that event's account.
-    if (const std::string_view account = PQgetvalue(rows, row, col::kT1); account != query.account) {
+    if (event.event_account != query.account) {
         out += ",\"event_account\":";
-        json::append_quoted(out, account);
+        json::append_quoted(out, event.event_account);
     }
     out += ",\"timestamp\":";
-    append_time(out, number(rows, row, col::kN3));
+    append_time(out, event.epoch);
     append_balance_move(out, query.component, change.before, change.after);
     out += '}';
 }
 
-std::string position_cursor(const BalanceHistoryQuery& query, PGresult* rows, const BalanceStep& step,
-                            const CursorCodec& cursors) {
+std::string position_cursor(const BalanceHistoryQuery& query, const PageEvent& event, const CursorCodec& cursors) {
     CursorPosition position;
-    if (auto time = Timestamp::from_seconds(number(rows, step.row, col::kN3))) position.timestamp = *time;
-    position.block_num = step.block;
-    position.block_seq = static_cast<std::int32_t>(step.block_seq);
-    position.role = PQgetvalue(rows, step.row, col::kT2);
+    if (auto time = Timestamp::from_seconds(event.epoch)) position.timestamp = *time;
+    position.block_num = event.block;
+    position.block_seq = static_cast<std::int32_t>(event.block_seq);
+    position.role = std::string(event.role_name);
     return cursors.encode(position, query.account, balance_history_fingerprint(query));
+}
+
+// A page's events in replay order and the state before the first: the
+// walked runs' events below the page's upper key (kind 3: block, key) and
+// the rows of kind 2 (migration 0029); `failed` when a run is unreadable.
+struct PageEvents {
+    BalanceState state;
+    std::vector<std::vector<RunEvent>> runs;  // owns the runs' events
+    std::vector<PageEvent> events;
+    bool failed = false;
+};
+
+PageEvents page_events(const BalanceHistoryQuery& query, PGresult* result, const BalanceRows& rows) {
+    PageEvents out;
+    const int mark = rows.marks.front();
+    const std::int64_t upper_block = number(result, mark, col::kN2);
+    const std::int64_t upper_key = number(result, mark, col::kN3);
+    std::map<std::int64_t, std::int64_t> times;  // block -> epoch (kind 4)
+    std::map<std::int64_t, std::string_view> names;  // account id -> name (kind 5)
+    for (const int row : rows.extras) {
+        if (number(result, row, col::kKind) == 4 && !is_null(result, row, col::kN2)) {
+            times[number(result, row, col::kN1)] = number(result, row, col::kN2);
+        } else if (number(result, row, col::kKind) == 5) {
+            names[number(result, row, col::kN1)] = PQgetvalue(result, row, col::kT1);
+        }
+    }
+    // The runs oldest first: the state at the oldest one's start, then their events.
+    std::vector<int> runs = rows.snapshots;
+    std::sort(runs.begin(), runs.end(),
+              [&](int a, int b) { return number(result, a, col::kN3) < number(result, b, col::kN3); });
+    out.runs.reserve(runs.size());
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const int row = runs[i];
+        const auto changes = bytes_of_hex(PQgetvalue(result, row, col::kT2));
+        auto decoded = changes ? decode_run(*changes, number(result, row, col::kN3))
+                               : Result<std::vector<RunEvent>>(make_error("not hex"));
+        if (!decoded) {
+            out.failed = true;
+            return out;
+        }
+        if (i == 0) {
+            const auto state = bytes_of_hex(PQgetvalue(result, row, col::kT1));
+            auto start = state ? BalanceState::decode(*state) : std::nullopt;
+            if (!start) {
+                out.failed = true;
+                return out;
+            }
+            out.state = std::move(*start);
+        }
+        out.runs.push_back(std::move(decoded).value());
+    }
+    for (const auto& run : out.runs) {
+        for (const RunEvent& event : run) {
+            const int role = role_code(event.role);
+            if (event.block_num > upper_block ||
+                (event.block_num == upper_block && event.block_seq * 100 + role >= upper_key)) {
+                continue;
+            }
+            PageEvent& page = out.events.emplace_back();
+            page.block = event.block_num;
+            page.block_seq = event.block_seq;
+            page.role = role;
+            page.role_name = wallet::role_name(event.role);
+            const auto op = static_cast<std::size_t>(event.op_type);
+            page.op_type = op < kOperationTypes.size() ? kOperationTypes[op] : std::string_view();
+            page.event_account = query.account;
+            if (event.carried_by) {
+                const auto name = names.find(*event.carried_by);
+                page.event_account = name == names.end() ? std::string_view() : name->second;
+            }
+            const auto time = times.find(event.block_num);
+            page.epoch = time == times.end() ? 0 : time->second;
+            page.run = &event;
+        }
+    }
+    for (const BalanceStep& step : rows.steps) {
+        PageEvent& page = out.events.emplace_back();
+        page.block = step.block;
+        page.block_seq = step.block_seq;
+        page.role = step.role;
+        page.role_name = PQgetvalue(result, step.row, col::kT2);
+        page.op_type = PQgetvalue(result, step.row, col::kT3);
+        page.event_account = PQgetvalue(result, step.row, col::kT1);
+        page.epoch = number(result, step.row, col::kN3);
+        page.step = &step;
+    }
+    std::sort(out.events.begin(), out.events.end(), [](const PageEvent& a, const PageEvent& b) { return a.key() < b.key(); });
+    return out;
 }
 
 }  // namespace
@@ -347,31 +457,44 @@ BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult
         answer.error = replay.error.value_or(RpcError{jsonrpc::kInternalError, "internal error"});
         return answer;
     }
-    const auto& steps = replay.rows.steps;
-    if (!replay.rows.snapshots.empty()) {
-        auto decoded = run_row_state(result, replay.rows.snapshots.front());
-        if (!decoded) {
-            answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
-            return answer;
-        }
-        replay.state = std::move(*decoded);
+    PageEvents page = page_events(query, result, replay.rows);
+    if (page.failed) {
+        answer.error = RpcError{jsonrpc::kInternalError, "internal error"};
+        return answer;
     }
-    // The page's events: the newest `scan` at or above the window's first
-    // block; the steps below them only bring the state up to them.
+    // Replayed in order; the page looks at the newest `scan` events at or
+    // above the window's first block that change the account's balances
+    // (every event of a run does); those below them only bring the state up.
     const std::int64_t lower_block = number(result, replay.rows.marks.front(), col::kN1);
     const std::size_t scan = static_cast<std::size_t>(balance_history_scan(query.limit));
-    const auto in_window = static_cast<std::size_t>(
-        std::count_if(steps.begin(), steps.end(), [&](const BalanceStep& step) { return step.block >= lower_block; }));
-    const std::size_t first_looked_at = steps.size() - std::min(in_window, scan);
-    std::vector<ChangeRow> changes;
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-        const BalanceState::Units before = replay.state.value(query.component);
-        if (auto error = apply_step(replay.state, query.account, result, steps[i], rules)) {
+    struct Replayed {
+        const PageEvent* event = nullptr;
+        BalanceState::Units before = 0;
+        BalanceState::Units after = 0;
+    };
+    std::vector<Replayed> looked;  // the events that may be looked at, oldest first
+    for (const PageEvent& event : page.events) {
+        const BalanceState::Units before = page.state.value(query.component);
+        bool changed = true;
+        if (event.run) {
+            if (event.run->undecodable) {
+                // The readiness refuses such a block first (wallet_balance_undecodable).
+                answer.error = RpcError{kBalanceUnavailable, "the balance changes of block " + std::to_string(event.block) + " (" +
+                                                                 std::string(event.op_type) +
+                                                                 ") cannot be read by this decoder version"};
+                return answer;
+            }
+            for (const RunChange& change : event.run->changes) page.state.apply(change.to_change(query.account));
+        } else if (auto error = apply_step(page.state, query.account, result, *event.step, rules, &changed)) {
             answer.error = std::move(error);
             return answer;
         }
-        const BalanceState::Units after = replay.state.value(query.component);
-        if (i >= first_looked_at && after != before) changes.push_back({&steps[i], before, after});
+        if (changed && event.block >= lower_block) looked.push_back({&event, before, page.state.value(query.component)});
+    }
+    const std::size_t first_looked_at = looked.size() - std::min(looked.size(), scan);
+    std::vector<ChangeRow> changes;
+    for (std::size_t i = first_looked_at; i < looked.size(); ++i) {
+        if (looked[i].after != looked[i].before) changes.push_back({looked[i].event, looked[i].before, looked[i].after});
     }
     // Newest first, at most `limit`; the next page starts below the last
     // row, or below the last event looked at when the page ran out of them.
@@ -379,19 +502,20 @@ BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult
     std::string out = component_result_head(query) + ",\"items\":[";
     for (std::size_t i = 0; i < shown; ++i) {
         if (i > 0) out += ',';
-        append_change_row(out, query, result, changes[changes.size() - 1 - i]);
+        append_change_row(out, query, changes[changes.size() - 1 - i]);
     }
     out += "],\"next_cursor\":";
     if (shown < changes.size()) {
-        json::append_quoted(out, position_cursor(query, result, *changes[changes.size() - shown].step, cursors));
-    } else if (in_window > scan) {
-        json::append_quoted(out, position_cursor(query, result, steps[first_looked_at], cursors));
+        json::append_quoted(out, position_cursor(query, *changes[changes.size() - shown].event, cursors));
+    } else if (looked.size() > scan) {
+        json::append_quoted(out, position_cursor(query, *looked[first_looked_at].event, cursors));
     } else {
         out += "null";
     }
     answer.result = out + '}';
     return answer;
 }
+
 
 BalancesAnswer balance_aggregation_answer(const BalanceHistoryQuery& query, PGresult* result,
                                           const store::BalanceRules& rules, std::int64_t max_periods) {

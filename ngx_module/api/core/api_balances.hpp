@@ -40,7 +40,8 @@ BalancesAnswer balances_answer(const BalanceQuery& query, PGresult* rows, const 
 BalancesAnswer delegations_answer(const BalanceQuery& query, PGresult* rows, const store::BalanceRules& rules);
 
 // get_balance_history: a page of the component's changes, newest first,
-// from the rows of wh_balance_history (migration 0020).
+// from the rows of wh_balance_history (migrations 0020 and 0029: the
+// account's change runs, and the events no run holds).
 BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult* rows, const store::BalanceRules& rules,
                                       const CursorCodec& cursors);
 // get_balance_aggregation: per period the balance at its end and its
@@ -66,6 +67,7 @@ struct BalanceRows {
     std::vector<int> snapshots;    // kind 1
     std::vector<BalanceStep> steps;  // kind 2, sorted in replay order
     std::vector<int> marks;        // kind 3
+    std::vector<int> extras;       // kinds 4 and 5 (a history page's block times and account names)
 };
 BalanceRows read_balance_rows(PGresult* rows);
 
@@ -76,9 +78,10 @@ std::optional<RpcError> check_readiness(const BalanceQuery& query, PGresult* row
 // its changes up to the block); nullopt when it cannot be decoded.
 std::optional<BalanceState> run_row_state(PGresult* rows, int row);
 // Applies the changes of the step's event to `account` (its state); an
-// error when this decoder cannot read them.
+// error when this decoder cannot read them. `changed`, when given, says
+// whether the event has a change of the account.
 std::optional<RpcError> apply_step(BalanceState& state, std::string_view account, PGresult* rows, const BalanceStep& step,
-                                   const store::BalanceRules& rules);
+                                   const store::BalanceRules& rules, bool* changed = nullptr);
 // A component's value as JSON: an exact decimal string at the component's
 // precision, or an integer for the counts.
 void append_component_value(std::string& out, BalanceComponent component, BalanceState::Units units);

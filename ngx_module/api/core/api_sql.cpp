@@ -156,10 +156,11 @@ constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM
 constexpr const char* kBalancesAtTimeSql =
     "(text, timestamptz, smallint) AS SELECT * FROM wallet_balance_run_rows_at_time($1, $2, $3)";
 // get_balance_history and get_balance_aggregation (api_balance_history.hpp):
-// the rows of migration 0024's functions (0020 says what they are).
+// the rows of migration 0029's (pages from the change runs) and 0024's
+// functions (0020 says what they are).
 constexpr const char* kBalanceHistorySql =
     "(text, integer, integer, timestamptz, timestamptz, integer, smallint) AS"
-    " SELECT * FROM wallet_balance_history_run_rows($1, $2, $3, $4, $5, $6, $7)";
+    " SELECT * FROM wallet_balance_history_page_rows($1, $2, $3, $4, $5, $6, $7)";
 constexpr const char* kBalancePeriodsSql =
     "(text, text, timestamptz, timestamptz, integer, smallint) AS"
     " SELECT * FROM wallet_balance_period_run_rows($1, $2, $3, $4, $5, $6)";

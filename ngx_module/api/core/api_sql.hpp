@@ -74,6 +74,10 @@ inline constexpr int kT4 = 10; // header: its op type; events: payload
 // events' epoch in kN3, and rows of kind 3: the history page's lowest block
 // (kN1), or a period boundary (kN1 its index, kN2 its block, kN3 its epoch);
 // a period statement's runs carry their boundary's index in kN2.
+// The history page statement of migration 0029 also gives the page's upper
+// key in its kind 3 row (kN2 block, kN3 block_seq * 100 + role), one run
+// row per walked run (kN1 the last block it holds), and rows of kind 4 (a
+// block's time: kN1 block, kN2 epoch) and 5 (kN1 an account id, kT1 its name).
 // get_balances at a time (migration 0022) adds one row of kind 3: the last
 // stored block at or before the time (kN1, NULL: none) and its epoch (kN2),
 // indexed_block's epoch as get_status answers it (kN3), the first stored
