@@ -288,7 +288,7 @@ done <"$work/buffers"
 read -r balance_bytes event_bytes < <(q -F ' ' -c "SELECT
     (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN
       ('wallet_balance_runs', 'wallet_balance_open_runs', 'wallet_balance_carried', 'wallet_balance_undecodable',
-       'wallet_balance_snapshot_state', 'wallet_block_times')),
+       'wallet_balance_snapshot_state', 'wallet_block_time_segments')),
     pg_total_relation_size('wallet_events')")
 added_bytes_per_event=$(calc "round($balance_bytes / $events, 2)")
 event_bytes_per_event=$(calc "round($event_bytes / $events, 2)")
