@@ -89,6 +89,15 @@ BalanceRows read_balance_rows(PGresult* rows) {
     return out;
 }
 
+std::optional<RememberedAccount> balance_rows_account(PGresult* rows) {
+    for (int row = 0; row < PQntuples(rows); ++row) {
+        if (number(rows, row, col::kKind) != 0) continue;
+        if (is_null(rows, row, col::kN3) || is_null(rows, row, col::kN6)) return std::nullopt;
+        return RememberedAccount{number(rows, row, col::kN3), number(rows, row, col::kN6)};
+    }
+    return std::nullopt;
+}
+
 std::optional<BalanceState> run_row_state(PGresult* rows, int row) {
     const auto state = bytes_of_hex(PQgetvalue(rows, row, col::kT1));
     const auto changes = bytes_of_hex(PQgetvalue(rows, row, col::kT2));
