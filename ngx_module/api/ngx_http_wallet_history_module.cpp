@@ -307,10 +307,15 @@ ngx_int_t respond_to_rows(WalletHistoryRequest* ctx, PGresult* rows) {
     case api::Method::GetStatus:
         return send_result_unowned(ctx, api::status_result(rows, rt.pool_size));
     case api::Method::GetBalances:
+        if (worker_accounts && !ctx->call.balances.time) {
+            worker_accounts->learn(ctx->call.balances.account, api::balance_rows_account(rows));
+        }
         return send_balances_answer(ctx, api::balances_answer(ctx->call.balances, rows, rt.config.balance_rules));
     case api::Method::GetDelegations:
+        if (worker_accounts) worker_accounts->learn(ctx->call.balances.account, api::balance_rows_account(rows));
         return send_balances_answer(ctx, api::delegations_answer(ctx->call.balances, rows, rt.config.balance_rules));
     case api::Method::GetBalanceHistory:
+        if (worker_accounts) worker_accounts->learn(ctx->call.history.account, api::balance_rows_account(rows));
         return send_balances_answer(
             ctx, api::balance_history_answer(ctx->call.history, rows, rt.config.balance_rules, rt.cursors));
     case api::Method::GetBalanceAggregation:
@@ -467,10 +472,10 @@ ngx_int_t handle_body(ngx_http_request_t* r, WalletHistoryRequest* ctx) {
         break;
     case api::Method::GetBalances:
     case api::Method::GetDelegations:
-        statement = api::balances_statement(ctx->call.balances);
+        statement = api::balances_statement(ctx->call.balances, remembered_account(ctx->call.balances.account));
         break;
     case api::Method::GetBalanceHistory:
-        statement = api::balance_history_statement(ctx->call.history);
+        statement = api::balance_history_statement(ctx->call.history, remembered_account(ctx->call.history.account));
         break;
     case api::Method::GetBalanceAggregation:
         statement = api::balance_periods_statement(ctx->call.history, rt.limits.max_range_days);

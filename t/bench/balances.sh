@@ -230,8 +230,8 @@ sample, head, busy, busy_id, normal, normal_id, version, generation, busy_deep, 
 deep = {busy: busy_deep.split(), normal: normal_deep.split()}
 random.seed(28)
 print("\\o /dev/null")
-print("EXECUTE wh_balances('%s', NULL, %s);" % (normal, version))
-print("EXECUTE wh_balance_history('%s', 2147483647, 0, NULL, NULL, 100, %s);" % (normal, version))
+print("EXECUTE wh_balances('%s', NULL, %s, %s, %s);" % (normal, version, normal_id, generation))
+print("EXECUTE wh_balance_history('%s', 2147483647, 0, NULL, NULL, 100, %s, %s, %s);" % (normal, version, normal_id, generation))
 print("EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);" % (normal, normal_id, generation))
 print("\\o")
 for _ in range(int(sample)):
@@ -244,8 +244,8 @@ for _ in range(int(sample)):
         if kind.startswith("page"):
             # As the API asks for a page of 25 (it looks at 4 x 25 events).
             position = deep[name] if "deep" in kind else ["2147483647", "0"]
-            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balance_history('%s', %s, %s, NULL, NULL, 100, %s);"
-                  % (name, position[0], position[1], version))
+            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balance_history('%s', %s, %s, NULL, NULL, 100, %s, %s, %s);"
+                  % (name, position[0], position[1], version, account_id, generation))
             # The baseline in the same run: the previous release's page function (migration 0024's, kept for
             # its module until nginx reloads), which reads the page's events from wallet_events.
             print("\\echo %s_previous" % kind)
@@ -256,7 +256,8 @@ for _ in range(int(sample)):
             print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_page('%s', '-infinity', 'infinity', 2147483647, 0, '', 51, %s, %s);"
                   % (name, account_id, generation))
         else:
-            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balances('%s', %s, %s);" % (name, block, version))
+            print("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE wh_balances('%s', %s, %s, %s, %s);"
+                  % (name, block, version, account_id, generation))
 PY
 { echo "\\i $work/prepare.sql"; cat "$work/buffers.sql"; } | psql -qAt -v ON_ERROR_STOP=1 "$reader" >"$work/plans"
 python3 - "$work/plans" >"$work/buffers" <<'PY'
@@ -288,7 +289,7 @@ done <"$work/buffers"
 read -r balance_bytes event_bytes < <(q -F ' ' -c "SELECT
     (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname IN
       ('wallet_balance_runs', 'wallet_balance_open_runs', 'wallet_balance_carried', 'wallet_balance_undecodable',
-       'wallet_balance_snapshot_state', 'wallet_block_times')),
+       'wallet_balance_snapshot_state', 'wallet_block_time_segments')),
     pg_total_relation_size('wallet_events')")
 added_bytes_per_event=$(calc "round($balance_bytes / $events, 2)")
 event_bytes_per_event=$(calc "round($event_bytes / $events, 2)")

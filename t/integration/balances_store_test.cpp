@@ -436,18 +436,18 @@ void expect_runs_bounded_and_contiguous() {
     expect_the_ledger_at(1333);
 }
 
-// wallet_block_times against wallet_blocks up to the pass's checkpoint: the
-// stored blocks at or below it whose packed time differs (or is missing),
-// and the blocks above it with a packed time ("0 0" when they agree).
+// The block-time segments (migration 0030) against wallet_blocks up to the
+// pass's checkpoint: the stored blocks at or below it whose time by their
+// segment differs (or that have none), and the segments starting above it
+// ("0 0" when they agree).
 std::string block_times_differing(const std::string& db) {
     return stores()
         .pg.query("SELECT (SELECT count(*) FROM wallet_blocks b, wallet_balance_snapshot_state k"
                   "   WHERE b.block_num <= k.through_block AND b.ts IS DISTINCT FROM"
-                  "    (SELECT t.base + t.offsets[(b.block_num & 255) + 1] * interval '1 second' FROM wallet_block_times t"
-                  "      WHERE t.chunk = b.block_num >> 8))"
-                  " || ' ' || (SELECT count(*) FROM wallet_block_times t, wallet_balance_snapshot_state k,"
-                  "   generate_series(1, 256) AS i(n)"
-                  "   WHERE t.offsets[i.n] IS NOT NULL AND t.chunk * 256 + i.n - 1 > k.through_block)",
+                  "    (SELECT t.base + (b.block_num - t.first_block) * interval '3 seconds' FROM wallet_block_time_segments t"
+                  "      WHERE t.first_block <= b.block_num ORDER BY t.first_block DESC LIMIT 1))"
+                  " || ' ' || (SELECT count(*) FROM wallet_block_time_segments t, wallet_balance_snapshot_state k"
+                  "   WHERE t.first_block > k.through_block)",
                   db)
         .at(0);
 }
@@ -470,12 +470,22 @@ void expect_a_rewind_below_the_pass_cuts_the_runs() {
                                 "in_order"),
               std::vector<std::string>{"0"});
     EXPECT_GT(std::stoll(stores().pg.query("SELECT count(*) FROM wallet_balance_open_runs", "in_order").at(0)), 100);
-    // The pages' block times (migration 0029) are cut with them, and follow the pass again.
+    // The pages' block times (migrations 0029, 0030) are cut with them, and follow the pass again.
     EXPECT_EQ(block_times_differing("in_order"), "0 0");
     expect_the_ledger_at(kRewind, "in_order");
+    // Missed blocks after the rewind (the chain's blocks are all 3 s apart): 7 s more from block 1701 on,
+    // 30 s more from 1751 on; the pass starts a segment at each.
+    stores().pg.query("UPDATE wallet_blocks SET ts = ts + interval '7 seconds' WHERE block_num > 1700;"
+                      " UPDATE wallet_blocks SET ts = ts + interval '30 seconds' WHERE block_num > 1750",
+                      "in_order");
     pass(stores().in_order, kHead);
     EXPECT_EQ(through("in_order"), std::to_string(kHead));
     EXPECT_EQ(block_times_differing("in_order"), "0 0");
+    EXPECT_EQ(stores().pg.query("SELECT string_agg(first_block::text, ' ' ORDER BY first_block) FROM wallet_block_time_segments",
+                                "in_order"),
+              std::vector<std::string>{stores().pg.query("SELECT min(block_num) || ' ' || min(block_num) FILTER (WHERE block_num > 1700)"
+                                                         " || ' ' || min(block_num) FILTER (WHERE block_num > 1750) FROM wallet_blocks",
+                                                         "in_order").at(0)});
     expect_the_ledger_at(1777, "in_order");
     expect_the_ledger_at(kHead, "in_order");
 }

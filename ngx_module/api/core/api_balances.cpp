@@ -89,6 +89,15 @@ BalanceRows read_balance_rows(PGresult* rows) {
     return out;
 }
 
+std::optional<RememberedAccount> balance_rows_account(PGresult* rows) {
+    for (int row = 0; row < PQntuples(rows); ++row) {
+        if (number(rows, row, col::kKind) != 0) continue;
+        if (is_null(rows, row, col::kN3) || is_null(rows, row, col::kN6)) return std::nullopt;
+        return RememberedAccount{number(rows, row, col::kN3), number(rows, row, col::kN6)};
+    }
+    return std::nullopt;
+}
+
 std::optional<BalanceState> run_row_state(PGresult* rows, int row) {
     const auto state = bytes_of_hex(PQgetvalue(rows, row, col::kT1));
     const auto changes = bytes_of_hex(PQgetvalue(rows, row, col::kT2));
@@ -366,6 +375,9 @@ struct PageEvents {
     BalanceState state;
     std::vector<std::vector<RunEvent>> runs;  // owns the runs' events
     std::vector<PageEvent> events;
+    // The block of a snapshot of before 0024 (a run without events after block 0) where the walk
+    // stopped: the account's history goes on below it, on a next page.
+    std::optional<std::int64_t> snapshot_block;
     bool failed = false;
 };
 
@@ -405,6 +417,8 @@ PageEvents page_events(const BalanceHistoryQuery& query, PGresult* result, const
                 return out;
             }
             out.state = std::move(*start);
+            const std::int64_t after = number(result, row, col::kN3);
+            if (decoded->empty() && after > 0) out.snapshot_block = after;
         }
         out.runs.push_back(std::move(decoded).value());
     }
@@ -509,6 +523,15 @@ BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult
         json::append_quoted(out, position_cursor(query, *changes[changes.size() - shown].event, cursors));
     } else if (looked.size() > scan) {
         json::append_quoted(out, position_cursor(query, *looked[first_looked_at].event, cursors));
+    } else if (page.snapshot_block && *page.snapshot_block >= lower_block) {
+        // Below the snapshot: below its block's largest key (the statement's key is block_seq * 100 +
+        // role in an integer), so that every event up to the block is below it and the next page's
+        // newest run is the one before the snapshot.
+        PageEvent below;
+        below.block = *page.snapshot_block;
+        below.block_seq = 21474835;
+        below.role_name = wallet::role_name(Role::Taker);
+        json::append_quoted(out, position_cursor(query, below, cursors));
     } else {
         out += "null";
     }

@@ -70,6 +70,9 @@ struct BalanceRows {
     std::vector<int> extras;       // kinds 4 and 5 (a history page's block times and account names)
 };
 BalanceRows read_balance_rows(PGresult* rows);
+// The account id and store generation a get_balances or page statement used
+// (its header row; none for an unknown account), for the worker to remember.
+std::optional<RememberedAccount> balance_rows_account(PGresult* rows);
 
 // The readiness checks of the header row (docs/wallet-history-api.md,
 // get_balances): an error when the store cannot answer at its block.

@@ -151,16 +151,19 @@ constexpr const char* kReplayDelaySeconds =
     "CASE WHEN pg_is_in_recovery() AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()"
     " THEN greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())) ELSE 0 END";
 
-constexpr const char* kBalancesSql = "(text, integer, smallint) AS SELECT * FROM wallet_balance_run_rows($1, $2, $3)";
+// $4, $5: the remembered account id and its generation (migration 0030; NULL: none).
+constexpr const char* kBalancesSql =
+    "(text, integer, smallint, integer, bigint) AS SELECT * FROM wallet_balance_run_rows($1, $2, $3, $4, $5)";
 // get_balances at a time: the same rows and where the time falls (migrations 0022, 0024).
 constexpr const char* kBalancesAtTimeSql =
     "(text, timestamptz, smallint) AS SELECT * FROM wallet_balance_run_rows_at_time($1, $2, $3)";
 // get_balance_history and get_balance_aggregation (api_balance_history.hpp):
-// the rows of migration 0029's (pages from the change runs) and 0024's
-// functions (0020 says what they are).
+// the rows of migration 0030's (pages from the change runs; $8, $9 the
+// remembered account id and its generation) and 0024's functions (0020 says
+// what they are).
 constexpr const char* kBalanceHistorySql =
-    "(text, integer, integer, timestamptz, timestamptz, integer, smallint) AS"
-    " SELECT * FROM wallet_balance_history_page_rows($1, $2, $3, $4, $5, $6, $7)";
+    "(text, integer, integer, timestamptz, timestamptz, integer, smallint, integer, bigint) AS"
+    " SELECT * FROM wallet_balance_history_page_rows($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 constexpr const char* kBalancePeriodsSql =
     "(text, text, timestamptz, timestamptz, integer, smallint) AS"
     " SELECT * FROM wallet_balance_period_run_rows($1, $2, $3, $4, $5, $6)";
@@ -371,14 +374,16 @@ StatementCall totals_statement(const PageQuery& query, const std::optional<Remem
     return call;
 }
 
-StatementCall balances_statement(const BalanceQuery& query) {
+StatementCall balances_statement(const BalanceQuery& query, const std::optional<RememberedAccount>& remembered) {
     if (query.time) return StatementCall{"wh_balances_at_time", {query.account, iso(query.time), std::to_string(kDecoderVersion)}};
-    return StatementCall{"wh_balances",
-                         {query.account, query.block ? std::optional(std::to_string(*query.block)) : std::nullopt,
-                          std::to_string(kDecoderVersion)}};
+    StatementCall call{"wh_balances",
+                       {query.account, query.block ? std::optional(std::to_string(*query.block)) : std::nullopt,
+                        std::to_string(kDecoderVersion)}};
+    append_remembered(call, remembered);
+    return call;
 }
 
-StatementCall balance_history_statement(const BalanceHistoryQuery& query) {
+StatementCall balance_history_statement(const BalanceHistoryQuery& query, const std::optional<RememberedAccount>& remembered) {
     std::string before_block = "2147483647", before_key = "0";  // every stored block is below the largest integer
     if (query.after) {
         const auto role = parse_role(query.after->role);
@@ -386,9 +391,11 @@ StatementCall balance_history_statement(const BalanceHistoryQuery& query) {
         before_key = std::to_string(std::int64_t{query.after->block_seq} * 100 + (role ? role_code(*role) : 0));
     }
     // One event more than the page looks at tells whether another page exists.
-    return StatementCall{"wh_balance_history",
-                         {query.account, before_block, before_key, iso(query.from), iso(query.to),
-                          std::to_string(balance_history_scan(query.limit)), std::to_string(kDecoderVersion)}};
+    StatementCall call{"wh_balance_history",
+                       {query.account, before_block, before_key, iso(query.from), iso(query.to),
+                        std::to_string(balance_history_scan(query.limit)), std::to_string(kDecoderVersion)}};
+    append_remembered(call, remembered);
+    return call;
 }
 
 StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::int64_t max_periods) {

@@ -40,8 +40,10 @@ StatementCall status_statement(std::int64_t node_max_stall_ms);
 // Whether the database is a standby and how far its replay is behind (the
 // workers' probes of each database, not a client's method).
 StatementCall database_statement();
-StatementCall balances_statement(const BalanceQuery& query);
-StatementCall balance_history_statement(const BalanceHistoryQuery& query);
+// `remembered` as for a page (not used at a time).
+StatementCall balances_statement(const BalanceQuery& query, const std::optional<RememberedAccount>& remembered = std::nullopt);
+StatementCall balance_history_statement(const BalanceHistoryQuery& query,
+                                        const std::optional<RememberedAccount>& remembered = std::nullopt);
 StatementCall balance_periods_statement(const BalanceHistoryQuery& query, std::int64_t max_periods);
 
 // How many of the account's events a balance history page looks at: a page
@@ -65,7 +67,7 @@ inline constexpr int kN2 = 2;  // header: the block; events: block_seq
 inline constexpr int kN3 = 3;  // header: account id (NULL: unknown); run: its start (after_block)
 inline constexpr int kN4 = 4;  // header: the configured range's first block
 inline constexpr int kN5 = 5;  // header: the first block still loading
-inline constexpr int kN6 = 6;  // header: NULL (the snapshot pass's checkpoint until migration 0021; unused)
+inline constexpr int kN6 = 6;  // header: the store generation the account id is of (migration 0030; NULL before it)
 inline constexpr int kT1 = 7;  // header: outdated from; run: the state at its start (hex); events: account
 inline constexpr int kT2 = 8;  // header: outdated to; run: its changes (hex, wallet/balance_runs.hpp); events: role
 inline constexpr int kT3 = 9;  // header: the account's first undecodable block; events: op type

@@ -12,6 +12,7 @@
 #include <libpq-fe.h>
 
 #include "api_accounts.hpp"
+#include "api_balances.hpp"
 #include "api_config.hpp"
 #include "api_inflight.hpp"
 #include "api_limits.hpp"
@@ -424,6 +425,57 @@ TEST(ApiCore, PageStatementPassesTheRememberedAccount) {
     EXPECT_EQ(warm.params[8], "123456789");
     query.op_types = {"transfer"};
     EXPECT_EQ(page_statement(query, RememberedAccount{42, 1}).params.size(), 10U);
+}
+
+// get_balances (not at a time) and a balance-history page take it too
+// (migration 0030), and the worker learns it from their header row (kind 0:
+// the account id in n3, the generation in n6; none when either is NULL).
+TEST(ApiCore, BalanceStatementsPassAndReturnTheRememberedAccount) {
+    BalanceQuery balances;
+    balances.account = "alice";
+    const auto fresh = balances_statement(balances);
+    ASSERT_EQ(fresh.params.size(), 5U);
+    EXPECT_FALSE(fresh.params[3]);
+    EXPECT_FALSE(fresh.params[4]);
+    const auto warm = balances_statement(balances, RememberedAccount{42, 123456789});
+    EXPECT_EQ(warm.params[3], "42");
+    EXPECT_EQ(warm.params[4], "123456789");
+    balances.time = wallet::Timestamp::from_seconds(1577836800).value();
+    EXPECT_EQ(balances_statement(balances, RememberedAccount{42, 1}).params.size(), 3U);
+    BalanceHistoryQuery history;
+    history.account = "alice";
+    history.limit = 25;
+    const auto page = balance_history_statement(history, RememberedAccount{42, 7});
+    ASSERT_EQ(page.params.size(), 9U);
+    EXPECT_EQ(page.params[7], "42");
+    EXPECT_EQ(page.params[8], "7");
+    EXPECT_FALSE(balance_history_statement(history).params[8]);
+
+    namespace c = balances_column;
+    PGresult* result = PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK);
+    std::vector<PGresAttDesc> attrs(11);
+    for (auto& attr : attrs) {
+        attr = PGresAttDesc{};
+        attr.name = const_cast<char*>("column");
+    }
+    PQsetResultAttrs(result, 11, attrs.data());
+    auto set = [&](int row, int column, const char* value) {
+        PQsetvalue(result, row, column, const_cast<char*>(value), value ? static_cast<int>(std::strlen(value)) : -1);
+    };
+    set(0, c::kKind, "1");  // a run row first: the header is found by its kind
+    set(1, c::kKind, "0");
+    set(1, c::kN3, "42");
+    set(1, c::kN6, "123456789");
+    const auto learned = balance_rows_account(result);
+    ASSERT_TRUE(learned);
+    EXPECT_EQ(learned->id, 42);
+    EXPECT_EQ(learned->generation, 123456789);
+    set(1, c::kN6, nullptr);  // the previous functions' header: no generation
+    EXPECT_FALSE(balance_rows_account(result));
+    set(1, c::kN6, "5");
+    set(1, c::kN3, nullptr);  // an unknown account
+    EXPECT_FALSE(balance_rows_account(result));
+    PQclear(result);
 }
 
 TEST(ApiCore, InflightTableTakesTheRequestsOfDeadWorkersOut) {
