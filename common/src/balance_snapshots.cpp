@@ -648,6 +648,12 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     // rewritten rows, whatever autovacuum's pace).
     auto vacuumed = pg::exec(conn, "VACUUM wallet_balance_open_runs");
     if (!vacuumed) return make_error("snapshots: " + vacuumed.error());
+    // Caught up: the pass's input it deleted is freed (after a bulk load's
+    // pass, the whole table: VACUUM truncates its empty pages).
+    if (next + period_blocks > loaded) {
+        auto freed = pg::exec(conn, "VACUUM wallet_balance_pending");
+        if (!freed) return make_error("snapshots: " + freed.error());
+    }
     step.advanced = true;
     step.through = next;
     return step;
