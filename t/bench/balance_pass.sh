@@ -62,9 +62,11 @@ log "loading $blocks blocks (--bulk, the pass held off)"
 run_backfill $((blocks + 1)) --bulk
 events=$(q -c "SELECT count(*) FROM wallet_events")
 # The pass's input the writers kept (migration 0031; none before it): bytes per event, transient.
-pending=$(q -c "SELECT CASE WHEN to_regclass('wallet_balance_pending') IS NULL THEN '0 0'
-                 ELSE (SELECT pg_total_relation_size('wallet_balance_pending') || ' ' || coalesce(sum(length(events)), 0)
-                         FROM wallet_balance_pending) END")
+pending="0 0"
+if [ "$(q -c "SELECT to_regclass('wallet_balance_pending') IS NOT NULL")" = t ]; then
+  pending=$(q -c "SELECT pg_total_relation_size('wallet_balance_pending') || ' ' || coalesce(sum(length(events)), 0)
+                    FROM wallet_balance_pending")
+fi
 # Written out before the measurement (the checkpointer's CPU is PostgreSQL's too).
 q -c "VACUUM ANALYZE" >/dev/null
 q -c "CHECKPOINT" >/dev/null
