@@ -60,8 +60,25 @@ std::span<const std::string_view> asset_templates() noexcept {
 }
 
 namespace {
+
+// The columns of the two tables a batch writes (migrations 0004 and 0015).
+constexpr std::string_view kEventColumns =
+    "ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, "
+    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets, wide";
+constexpr std::size_t kEventColumnCount = 19;
+constexpr std::string_view kBlockColumns = "block_num, ts, ops";
+using Row = std::vector<std::optional<std::string>>;
+
+// Rows per multi-row INSERT statement: 18 parameters each, well below
+// PostgreSQL's 65535-parameter limit.
+constexpr std::size_t kRowsPerInsert = 1000;
+
+// A cache of account ids stops growing here (about 100 MB); it starts over.
+constexpr std::size_t kMaxCachedAccounts = 1'000'000;
+
 // PostgreSQL text cannot hold NUL: a memo with one keeps a visible U+FFFD.
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+
 }  // namespace
 
 std::string storable_text(std::string_view text) {
@@ -78,21 +95,6 @@ std::string storable_text(std::string_view text) {
 }
 
 namespace {
-
-// The columns of the two tables a batch writes (migrations 0004 and 0015).
-constexpr std::string_view kEventColumns =
-    "ts, account_id, block_num, block_seq, virtual_op, op_in_trx, op_type, role, amount, symbol, vesting_amount, "
-    "vesting_symbol, trx_id, counterparty, memo, author, permlink, assets, wide";
-constexpr std::size_t kEventColumnCount = 19;
-constexpr std::string_view kBlockColumns = "block_num, ts, ops";
-using Row = std::vector<std::optional<std::string>>;
-
-// Rows per multi-row INSERT statement: 18 parameters each, well below
-// PostgreSQL's 65535-parameter limit.
-constexpr std::size_t kRowsPerInsert = 1000;
-
-// A cache of account ids stops growing here (about 100 MB); it starts over.
-constexpr std::size_t kMaxCachedAccounts = 1'000'000;
 
 // json refuses the escape \u0000 for the same reason; it becomes \ufffd.
 // Other escapes (an escaped backslash before "u0000" included) stay as they are.
