@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13,17 +15,30 @@
 #include "wallet/balance_state.hpp"
 #include "wallet/decoder.hpp"
 #include "wallet/json_scan.hpp"
+#include "wallet/operation_types.hpp"
 #include "wallet/pg.hpp"
 
 namespace wallet::store {
 
 namespace {
 
-constexpr int kFetchRows = 5000;   // events held at once
+constexpr int kFetchRows = 5000;   // events held at once (events read back)
 constexpr int kFetchBlocks = 500;  // blocks' stored operations held at once
+constexpr int kFetchPending = 2000;  // wallet_balance_pending rows held at once
 
 std::int64_t number_at(PGresult* result, int row, int column) {
     return std::strtoll(PQgetvalue(result, row, column), nullptr, 10);
+}
+
+// A binary-format integer column (pg::exec_binary).
+std::int32_t int4_at(PGresult* result, int row, int column) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(PQgetvalue(result, row, column));
+    return static_cast<std::int32_t>((std::uint32_t{bytes[0]} << 24) | (std::uint32_t{bytes[1]} << 16) |
+                                     (std::uint32_t{bytes[2]} << 8) | std::uint32_t{bytes[3]});
+}
+
+std::string_view bytes_at(PGresult* result, int row, int column) {
+    return {PQgetvalue(result, row, column), static_cast<std::size_t>(PQgetlength(result, row, column))};
 }
 
 std::string integer_array(const std::vector<std::int32_t>& items) {
@@ -35,7 +50,7 @@ std::string integer_array(const std::vector<std::int32_t>& items) {
 // A run's row for binary COPY: a closed run (wallet_balance_runs) with its
 // end, an open one (wallet_balance_open_runs, ending at the checkpoint) without.
 void add_run_row(pg::BinaryRows& rows, std::int32_t account, std::int64_t after, std::optional<std::int64_t> through,
-                 const std::string& state, const std::string& changes) {
+                 std::string_view state, std::string_view changes) {
     rows.row(through ? 5 : 4);
     rows.int4(account);
     rows.int4(static_cast<std::int32_t>(after));
@@ -58,35 +73,28 @@ Result<bool> copy_runs(PGconn* conn, pg::BinaryRows closed, pg::BinaryRows open)
     return true;
 }
 
-// The states of the accounts the period touches, each loaded once from its
-// last run (its open run, else its last closed run; none: all zero), and
-// their runs: the account's events that change its balances since the run's
-// start. A run is closed at the end of a block where it reaches kRunEvents
-// (appended to wallet_balance_runs, never updated); the last one of each
-// account stays open (wallet_balance_open_runs, rewritten at the period's
-// end with the events up to it).
+// The states of the accounts the period changes, by id, each loaded once
+// from its last run (its open run, else its last closed run; none: all
+// zero), and their runs: the account's events that change its balances
+// since the run's start. A run is closed at the end of a block where it
+// reaches kRunEvents (appended to wallet_balance_runs, never updated); the
+// last one of each account stays open (wallet_balance_open_runs, rewritten
+// at the period's end with the events up to it).
 class States {
 public:
-    States(PGconn* conn, AccountIds& ids, std::int64_t through) : conn_(conn), ids_(ids), through_(through) {}
+    States(PGconn* conn, std::int64_t through) : conn_(conn), through_(through) {}
 
-    // Loads the states of the accounts of `names` not loaded yet.
-    Result<bool> load(std::vector<std::string> names) {
-        std::erase_if(names, [&](const std::string& name) { return states_.contains(name); });
-        if (names.empty()) return true;
-        auto resolved = ids_.resolve_names(conn_, names);
-        if (!resolved) return make_error(resolved.error());
+    // Loads the states of the accounts not loaded yet.
+    Result<bool> load(const std::vector<std::int32_t>& accounts) {
         std::vector<std::int32_t> wanted;
-        std::map<std::int32_t, std::string> name_of;
-        for (auto& name : names) {
-            const auto id = ids_.find(name);
-            if (!id) return make_error("account " + name + " has no id");
-            if (!name_of.emplace(*id, name).second) continue;
-            wanted.push_back(*id);
-            states_.emplace(std::move(name), Entry{*id, BalanceState{}, through_, {}, {}, false, std::nullopt, false});
+        for (const auto id : accounts) {
+            if (!states_.try_emplace(id, Entry{id, BalanceState{}, through_, {}, {}, false, std::nullopt, false}).second) continue;
+            wanted.push_back(id);
         }
+        if (wanted.empty()) return true;
         // The account's open run, else its last closed one (an index probe each).
-        auto rows = pg::exec_params(conn_,
-                                    "SELECT a.id, r.after_block, r.through_block, encode(r.state, 'hex'), encode(r.changes, 'hex'), r.open"
+        auto rows = pg::exec_binary(conn_,
+                                    "SELECT a.id, r.after_block, r.through_block, r.state, r.changes, r.open"
                                     " FROM unnest($1::integer[]) AS a(id) CROSS JOIN LATERAL"
                                     " (SELECT o.after_block, $2::integer AS through_block, o.state, o.changes, true AS open"
                                     "   FROM wallet_balance_open_runs o WHERE o.account_id = a.id"
@@ -97,25 +105,24 @@ public:
                                     {integer_array(wanted), std::to_string(through_)});
         if (!rows) return make_error("runs: " + rows.error());
         for (int row = 0; row < PQntuples(rows->get()); ++row) {
-            const auto id = static_cast<std::int32_t>(number_at(rows->get(), row, 0));
-            const std::int64_t after = number_at(rows->get(), row, 1);
-            const std::int64_t end = number_at(rows->get(), row, 2);
-            const bool open = PQgetvalue(rows->get(), row, 5)[0] == 't';
-            const auto state = bytes_of_hex(PQgetvalue(rows->get(), row, 3));
-            const auto changes = bytes_of_hex(PQgetvalue(rows->get(), row, 4));
-            auto loaded = state && changes ? run_state_at(*state, *changes, after, through_)
-                                           : Result<BalanceState>(make_error("not hex"));
-            auto events = open && changes ? decode_run(*changes, after) : Result<std::vector<RunEvent>>(std::vector<RunEvent>{});
+            const std::int32_t id = int4_at(rows->get(), row, 0);
+            const std::int64_t after = int4_at(rows->get(), row, 1);
+            const std::int64_t end = int4_at(rows->get(), row, 2);
+            const bool open = PQgetvalue(rows->get(), row, 5)[0] != 0;
+            const auto state = bytes_at(rows->get(), row, 3);
+            const auto changes = bytes_at(rows->get(), row, 4);
+            auto loaded = run_state_at(state, changes, after, through_);
+            auto events = open ? decode_run(changes, after) : Result<std::vector<RunEvent>>(std::vector<RunEvent>{});
             if (!loaded || !events) {
                 return make_error("runs: the run of account id " + std::to_string(id) + " after " + std::to_string(after) +
                                   " is unreadable: " + (loaded ? events.error() : loaded.error()));
             }
-            Entry& entry = states_.at(name_of.at(id));
+            Entry& entry = states_.at(id);
             entry.state = std::move(loaded).value();
             if (open) {
                 // Goes on growing.
                 entry.after = after;
-                entry.start = *state;
+                entry.start = std::string(state);
                 entry.events = std::move(events).value();
                 entry.stored_open = true;
             } else {
@@ -129,35 +136,33 @@ public:
         return true;
     }
 
-    std::int32_t id_of(const std::string& account) const { return states_.at(account).id; }
-
-    // An event of `account`'s run, before its changes are applied (they are
-    // applied here): starts the account's run at its current state.
-    Result<bool> add(const std::string& account, RunEvent event) {
-        auto& entry = *states_.find(account);
-        Entry& value = entry.second;
+    // An event of the account's run, before its changes are applied (they
+    // are applied here): starts the account's run at its current state.
+    Result<bool> add(std::int32_t account, RunEvent event) {
+        Entry& value = states_.at(account);
         if (!value.start) {
             const auto bytes = value.state.encode();
-            if (!bytes) return make_error("runs: a balance of " + account + " is out of range");
+            if (!bytes) return make_error("runs: a balance of account id " + std::to_string(account) + " is out of range");
             value.start = *bytes;
             value.began = true;
         }
-        for (const RunChange& change : event.changes) value.state.apply(change.to_change(account));
+        for (const RunChange& change : event.changes) {
+            value.state.apply(change.component, change.kind, change.amount, change.other, change.request_id);
+        }
         value.events.push_back(std::move(event));
-        if (static_cast<std::int64_t>(value.events.size()) == kRunEvents) full_.push_back(&entry);
+        if (static_cast<std::int64_t>(value.events.size()) == kRunEvents) full_.push_back(&value);
         return true;
     }
 
     // After every event of `block`: the runs that reached kRunEvents are closed there.
     Result<bool> end_block(std::int64_t block) {
-        for (auto* entry : full_) {
-            Entry& value = entry->second;
-            auto changes = encode_run(value.events, value.after);
+        for (Entry* entry : full_) {
+            auto changes = encode_run(entry->events, entry->after);
             if (!changes) return make_error(changes.error());
-            add_run_row(closed_, value.id, value.after, block, *value.start, *changes);
-            value.after = block;
-            value.events.clear();
-            value.start.reset();
+            add_run_row(closed_, entry->id, entry->after, block, *entry->start, *changes);
+            entry->after = block;
+            entry->events.clear();
+            entry->start.reset();
         }
         full_.clear();
         return true;
@@ -168,17 +173,17 @@ public:
     Result<std::int64_t> write() {
         std::vector<std::int32_t> reopened, replaced, replaced_at;
         pg::BinaryRows open;
-        for (auto& [account, value] : states_) {
-            if (value.stored_open) reopened.push_back(value.id);
-            // (An account named by the period's events but without a change in them keeps it.)
+        for (auto& [id, value] : states_) {
+            if (value.stored_open) reopened.push_back(id);
+            // (An account whose events in the period change nothing keeps it.)
             if (value.replaces && value.began) {
-                replaced.push_back(value.id);
+                replaced.push_back(id);
                 replaced_at.push_back(static_cast<std::int32_t>(*value.replaces));
             }
             if (!value.start) continue;
             auto changes = encode_run(value.events, value.after);
             if (!changes) return make_error(changes.error());
-            add_run_row(open, value.id, value.after, std::nullopt, *value.start, *changes);
+            add_run_row(open, id, value.after, std::nullopt, *value.start, *changes);
         }
         if (!replaced.empty()) {
             auto deleted = pg::exec_params(conn_,
@@ -211,12 +216,122 @@ private:
     };
 
     PGconn* conn_;
-    AccountIds& ids_;
     std::int64_t through_;
-    std::map<std::string, Entry> states_;
-    std::vector<std::pair<const std::string, Entry>*> full_;  // runs that reached kRunEvents in the current block
+    std::unordered_map<std::int32_t, Entry> states_;  // its nodes stay put: full_ points into it
+    std::vector<Entry*> full_;  // runs that reached kRunEvents in the current block
     pg::BinaryRows closed_;  // the closed runs to write
 };
+
+// Feeds the period's events, in the pass's order, to the states: each
+// under the account whose run it joins (PendingEvent), its block's runs
+// closed once the block is done.
+class Replay {
+public:
+    explicit Replay(States& states) : states_(states) {}
+
+    Result<bool> apply(std::vector<PendingEvent>& events) {
+        std::vector<std::int32_t> accounts;
+        accounts.reserve(events.size());
+        for (const auto& pending : events) accounts.push_back(pending.account);
+        if (auto loaded = states_.load(accounts); !loaded) return loaded;
+        for (auto& pending : events) {
+            const std::int64_t block = pending.event.block_num;
+            if (block != open_block_ && open_block_ >= 0) {
+                if (auto ended = states_.end_block(open_block_); !ended) return ended;
+            }
+            open_block_ = block;
+            if (!pending.event.carried_by) ++events_;
+            if (auto added = states_.add(pending.account, std::move(pending.event)); !added) return added;
+        }
+        return true;
+    }
+
+    Result<bool> finish() {
+        if (open_block_ < 0) return true;
+        return states_.end_block(open_block_);
+    }
+
+    // Events replayed (each event once, not once per account it changes).
+    std::int64_t events() const { return events_; }
+
+private:
+    States& states_;
+    std::int64_t open_block_ = -1;
+    std::int64_t events_ = 0;
+};
+
+// The key an event sorts by in its block (the events read back are ordered
+// by block_seq and role; an operation's events of one role by account) and
+// is written once by.
+std::tuple<std::int64_t, int, std::int32_t> event_key(const PendingEvent& pending) {
+    return {pending.event.block_seq, role_code(pending.event.role), pending.event.carried_by.value_or(pending.account)};
+}
+
+// The events of a block written by several writes (a re-run inserting what
+// a first write had not; rows loaded again by hand): each event once, from
+// the first row that holds it, in the pass's order.
+std::vector<PendingEvent> merge_block(std::vector<std::vector<PendingEvent>>& rows) {
+    if (rows.size() == 1) return std::move(rows.front());
+    struct Item {
+        std::size_t row;
+        PendingEvent* pending;
+    };
+    std::vector<Item> items;
+    for (std::size_t row = 0; row < rows.size(); ++row) {
+        for (auto& pending : rows[row]) items.push_back({row, &pending});
+    }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Item& a, const Item& b) { return event_key(*a.pending) < event_key(*b.pending); });
+    std::vector<PendingEvent> merged;
+    merged.reserve(items.size());
+    for (std::size_t at = 0; at < items.size();) {
+        const auto key = event_key(*items[at].pending);
+        const std::size_t row = items[at].row;
+        for (; at < items.size() && event_key(*items[at].pending) == key; ++at) {
+            if (items[at].row == row) merged.push_back(std::move(*items[at].pending));
+        }
+    }
+    return merged;
+}
+
+// The period's events from wallet_balance_pending (migration 0031), in
+// block order.
+Result<bool> replay_pending(PGconn* conn, Replay& replay, std::int64_t through, std::int64_t next) {
+    auto declared = pg::exec_params(conn,
+                                    "DECLARE wallet_balance_pending_rows NO SCROLL CURSOR FOR"
+                                    " SELECT block_num, events FROM wallet_balance_pending"
+                                    " WHERE block_num > $1::integer AND block_num <= $2::integer ORDER BY block_num",
+                                    {std::to_string(through), std::to_string(next)});
+    if (!declared) return make_error("snapshots: " + declared.error());
+    std::int64_t held_block = -1;
+    std::vector<std::vector<PendingEvent>> held;  // the rows of held_block (more may follow in the next fetch)
+    for (;;) {
+        auto rows = pg::exec_binary(conn, "FETCH " + std::to_string(kFetchPending) + " FROM wallet_balance_pending_rows");
+        if (!rows) return make_error("snapshots: " + rows.error());
+        const int count = PQntuples(rows->get());
+        std::vector<PendingEvent> ready;
+        for (int row = 0; row < count; ++row) {
+            const std::int64_t block = int4_at(rows->get(), row, 0);
+            auto events = decode_pending(bytes_at(rows->get(), row, 1), block);
+            if (!events) return make_error("snapshots: block " + std::to_string(block) + ": " + events.error());
+            if (block != held_block && !held.empty()) {
+                for (auto& pending : merge_block(held)) ready.push_back(std::move(pending));
+                held.clear();
+            }
+            held_block = block;
+            held.push_back(std::move(events).value());
+        }
+        if (count == 0 && !held.empty()) {
+            for (auto& pending : merge_block(held)) ready.push_back(std::move(pending));
+            held.clear();
+        }
+        if (auto applied = replay.apply(ready); !applied) return applied;
+        if (count == 0) break;
+    }
+    auto closed = pg::exec(conn, "CLOSE wallet_balance_pending_rows");
+    if (!closed) return make_error("snapshots: " + closed.error());
+    return true;
+}
 
 // The stored operations of the period's blocks (wallet_blocks.ops), read in
 // block order beside the events, a bounded number of blocks at a time.
@@ -293,44 +408,24 @@ private:
     std::map<std::int64_t, std::string_view> operations_;  // of block_, into rows_
 };
 
-}  // namespace
-
-Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, const BalanceRules& rules,
-                                               std::int64_t period_blocks, std::int64_t limit_block) {
-    SnapshotStep step;
-    if (period_blocks < 1) return make_error("snapshots: the period must be at least one block");
-    auto tx = pg::Transaction::begin(conn);
-    if (!tx) return make_error(tx.error());
-    // The fully loaded prefix: spec 000's indexed block; before the
-    // indexer's first batch, the backfill shards' from block 1 up to the
-    // first block still loading.
-    auto state = pg::exec(conn, "SELECT c.through_block, coalesce(s.indexed_block,"
-                                " (SELECT CASE WHEN min(b.start_block) = 1 THEN coalesce((SELECT min(l.first_block) - 1"
-                                " FROM wallet_loading_shards() l), max(b.end_block)) END FROM backfill_shards b), 0)"
-                                " FROM wallet_balance_snapshot_state c, wallet_store_state s FOR UPDATE OF c");
-    if (!state) return make_error("snapshots: " + state.error());
-    if (PQntuples(state->get()) != 1) return make_error("snapshots: no checkpoint row");
-    const std::int64_t through = number_at(state->get(), 0, 0);
-    const std::int64_t loaded = std::min(number_at(state->get(), 0, 1), limit_block);
-    step.through = through;
-    const std::int64_t next = (through / period_blocks + 1) * period_blocks;
-    if (next > loaded) return step;
-
+// The period's events read back from wallet_events, with their changes
+// read from the blocks' stored operations: for events no writer kept
+// pending rows of (stored before migration 0031, or through the view).
+Result<bool> replay_stored_events(PGconn* conn, AccountIds& ids, const BalanceRules& rules, Replay& replay,
+                                  std::int64_t through, std::int64_t next) {
     // The period's events in replay order, a bounded number at a time, and
     // beside them its blocks' stored operations: each block's ops are read
     // once, for all its events (not parsed again by PostgreSQL per event).
     auto declared = pg::exec_params(
         conn,
         "DECLARE wallet_snapshot_events NO SCROLL CURSOR FOR"
-        " SELECT a.name, e.role, wallet_op_type_name(e.op_type), e.block_num, e.block_seq, e.op_type"
+        " SELECT a.name, e.role, wallet_op_type_name(e.op_type), e.block_num, e.block_seq, e.op_type, e.account_id"
         " FROM wallet_events e JOIN wallet_accounts a ON a.id = e.account_id"
         " WHERE e.block_num > $1::integer AND e.block_num <= $2::integer ORDER BY e.block_num, e.block_seq, e.role",
         {std::to_string(through), std::to_string(next)});
     if (!declared) return make_error("snapshots: " + declared.error());
     BlockOperations operations(conn, through, next);
     if (auto opened = operations.open(); !opened) return make_error(opened.error());
-    States states(conn, ids, through);
-    std::int64_t open_block = -1;  // the block whose events were replayed last
     // The events of one operation are adjacent (same block and seq): its changes are read once.
     std::optional<std::pair<std::int64_t, std::int64_t>> operation_key;
     Result<std::vector<CarriedBalanceChange>> operation_changes = std::vector<CarriedBalanceChange>{};
@@ -342,7 +437,6 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
         if (count == 0) break;
         std::vector<std::optional<std::vector<BalanceChange>>> changes;  // nullopt: undecodable
         std::vector<std::string> names;
-        for (int row = 0; row < count; ++row) names.emplace_back(PQgetvalue(result, row, 0));
         for (int row = 0; row < count; ++row) {
             WalletEvent event;
             event.account = PQgetvalue(result, row, 0);
@@ -370,29 +464,25 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
             event_changes.emplace();
             for (const auto& [carrier, change] : *operation_changes) {
                 if (carrier != event.role) continue;
-                names.push_back(change.account);
+                if (change.account != event.account) names.push_back(storable_text(change.account));
                 event_changes->push_back(change);
             }
         }
-        auto loaded_states = states.load(std::move(names));
-        if (!loaded_states) return make_error(loaded_states.error());
+        auto resolved = ids.resolve_names(conn, std::move(names));
+        if (!resolved) return make_error(resolved.error());
+        std::vector<PendingEvent> events;
         for (int row = 0; row < count; ++row) {
-            const std::int64_t block = number_at(result, row, 3);
-            if (block != open_block && open_block >= 0) {
-                if (auto ended = states.end_block(open_block); !ended) return make_error(ended.error());
-            }
-            open_block = block;
             const std::string account = PQgetvalue(result, row, 0);
+            const auto account_id = static_cast<std::int32_t>(number_at(result, row, 6));
             RunEvent key;
-            key.block_num = block;
+            key.block_num = number_at(result, row, 3);
             key.block_seq = number_at(result, row, 4);
             key.role = role_of_code(static_cast<int>(number_at(result, row, 1))).value_or(Role::Sender);
             key.op_type = static_cast<int>(number_at(result, row, 5));
             const auto& event_changes = changes[static_cast<std::size_t>(row)];
             if (!event_changes) {
-                RunEvent marked = key;
-                marked.undecodable = true;
-                if (auto added = states.add(account, std::move(marked)); !added) return make_error(added.error());
+                key.undecodable = true;
+                events.push_back({account_id, std::move(key)});
                 continue;
             }
             // The event in the run of each account it changes (its own, and the
@@ -402,24 +492,148 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
                 if (std::find(changed.begin(), changed.end(), change.account) == changed.end()) changed.push_back(change.account);
             }
             for (const auto& other : changed) {
-                RunEvent run_event = key;
-                if (other != account) run_event.carried_by = states.id_of(account);
-                for (const auto& change : *event_changes) {
-                    if (change.account == other) run_event.changes.push_back(RunChange::of(change));
+                PendingEvent pending{account_id, key};
+                if (other != account) {
+                    const auto id = ids.find(storable_text(other));
+                    if (!id) return make_error("account " + other + " has no id");
+                    pending.account = *id;
+                    pending.event.carried_by = account_id;
                 }
-                if (auto added = states.add(other, std::move(run_event)); !added) return make_error(added.error());
+                for (const auto& change : *event_changes) {
+                    if (change.account == other) pending.event.changes.push_back(RunChange::of(change));
+                }
+                events.push_back(std::move(pending));
             }
         }
-        step.events += count;
+        if (auto applied = replay.apply(events); !applied) return applied;
     }
     auto closed = pg::exec(conn, "CLOSE wallet_snapshot_events; CLOSE wallet_snapshot_blocks");
     if (!closed) return make_error("snapshots: " + closed.error());
-    if (open_block >= 0) {
-        if (auto ended = states.end_block(open_block); !ended) return make_error(ended.error());
+    return true;
+}
+
+}  // namespace
+
+void PendingBalanceChanges::add(const WalletEvent& event, std::int32_t account_id,
+                                const Result<std::vector<CarriedBalanceChange>>& changes) {
+    Event kept{event.block_num, event.block_seq.value_or(0), event.role, operation_type_id(event.op_type), account_id, !changes, {}};
+    if (changes) {
+        for (const auto& [carrier, change] : *changes) {
+            if (carrier != event.role) continue;
+            kept.changes.emplace_back(change.account == event.account ? std::string() : storable_text(change.account),
+                                      RunChange::of(change));
+        }
+        // An event that changes no balance joins no run.
+        if (kept.changes.empty()) return;
     }
+    events_.push_back(std::move(kept));
+}
+
+Result<bool> PendingBalanceChanges::write(PGconn* conn, AccountIds& ids) {
+    if (events_.empty()) return true;
+    std::vector<std::string> names;
+    for (const auto& event : events_) {
+        for (const auto& [name, change] : event.changes) {
+            if (!name.empty()) names.push_back(name);
+        }
+    }
+    if (!names.empty()) {
+        auto resolved = ids.resolve_names(conn, std::move(names));
+        if (!resolved) return make_error(resolved.error());
+    }
+    // The pass's order within a block (event_key).
+    std::stable_sort(events_.begin(), events_.end(), [](const Event& a, const Event& b) {
+        return std::tuple(a.block_num, a.block_seq, role_code(a.role), a.account) <
+               std::tuple(b.block_num, b.block_seq, role_code(b.role), b.account);
+    });
+    pg::BinaryRows rows;
+    std::vector<PendingEvent> block;
+    const auto flush = [&](std::int64_t block_num) -> Result<bool> {
+        auto bytes = encode_pending(block);
+        if (!bytes) return make_error("balance pending: " + bytes.error());
+        rows.row(2);
+        rows.int4(static_cast<std::int32_t>(block_num));
+        rows.bytes(*bytes);
+        block.clear();
+        return true;
+    };
+    for (std::size_t at = 0; at < events_.size(); ++at) {
+        const Event& event = events_[at];
+        RunEvent key;
+        key.block_num = event.block_num;
+        key.block_seq = event.block_seq;
+        key.role = event.role;
+        key.op_type = event.op_type;
+        if (event.undecodable) {
+            key.undecodable = true;
+            block.push_back({event.account, std::move(key)});
+        } else {
+            // The event under each account it changes, in the order of their first change.
+            const std::size_t first = block.size();
+            for (const auto& [name, change] : event.changes) {
+                std::int32_t id = event.account;
+                if (!name.empty()) {
+                    const auto found = ids.find(name);
+                    if (!found) return make_error("account " + name + " has no id");
+                    id = *found;
+                }
+                auto joined = std::find_if(block.begin() + static_cast<std::ptrdiff_t>(first), block.end(),
+                                           [&](const PendingEvent& pending) { return pending.account == id; });
+                if (joined == block.end()) {
+                    block.push_back({id, key});
+                    if (id != event.account) block.back().event.carried_by = event.account;
+                    joined = block.end() - 1;
+                }
+                joined->event.changes.push_back(change);
+            }
+        }
+        if (at + 1 == events_.size() || events_[at + 1].block_num != event.block_num) {
+            if (auto flushed = flush(event.block_num); !flushed) return flushed;
+        }
+    }
+    events_.clear();
+    auto written = pg::copy_binary(conn, "wallet_balance_pending", "block_num, events", std::move(rows));
+    if (!written) return make_error("balance pending: " + written.error());
+    return true;
+}
+
+Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, const BalanceRules& rules,
+                                               std::int64_t period_blocks, std::int64_t limit_block) {
+    SnapshotStep step;
+    if (period_blocks < 1) return make_error("snapshots: the period must be at least one block");
+    auto tx = pg::Transaction::begin(conn);
+    if (!tx) return make_error(tx.error());
+    // The fully loaded prefix: spec 000's indexed block; before the
+    // indexer's first batch, the backfill shards' from block 1 up to the
+    // first block still loading.
+    auto state = pg::exec(conn, "SELECT c.through_block, coalesce(s.indexed_block,"
+                                " (SELECT CASE WHEN min(b.start_block) = 1 THEN coalesce((SELECT min(l.first_block) - 1"
+                                " FROM wallet_loading_shards() l), max(b.end_block)) END FROM backfill_shards b), 0),"
+                                " c.events_read_through"
+                                " FROM wallet_balance_snapshot_state c, wallet_store_state s FOR UPDATE OF c");
+    if (!state) return make_error("snapshots: " + state.error());
+    if (PQntuples(state->get()) != 1) return make_error("snapshots: no checkpoint row");
+    const std::int64_t through = number_at(state->get(), 0, 0);
+    const std::int64_t loaded = std::min(number_at(state->get(), 0, 1), limit_block);
+    const std::int64_t events_read_through = number_at(state->get(), 0, 2);
+    step.through = through;
+    const std::int64_t next = (through / period_blocks + 1) * period_blocks;
+    if (next > loaded) return step;
+
+    States states(conn, through);
+    Replay replay(states);
+    auto replayed = through < events_read_through ? replay_stored_events(conn, ids, rules, replay, through, next)
+                                                  : replay_pending(conn, replay, through, next);
+    if (!replayed) return make_error(replayed.error());
+    if (auto finished = replay.finish(); !finished) return make_error(finished.error());
+    step.events = replay.events();
     auto written = states.write();
     if (!written) return make_error(written.error());
     step.runs = *written;
+    // The pass's input up to the period's end is done with (rows of blocks
+    // below the checkpoint too: a re-run's rows of passed blocks).
+    auto passed = pg::exec_params(conn, "DELETE FROM wallet_balance_pending WHERE block_num <= $1::integer", {std::to_string(next)});
+    if (!passed) return make_error("snapshots: " + passed.error());
     // The period's block times for the pages' readers (migration 0029).
     auto timed = pg::exec_params(conn, "SELECT wallet_block_times_refresh($1::integer, $2::integer)",
                                  {std::to_string(through + 1), std::to_string(next)});
@@ -434,6 +648,12 @@ Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, co
     // rewritten rows, whatever autovacuum's pace).
     auto vacuumed = pg::exec(conn, "VACUUM wallet_balance_open_runs");
     if (!vacuumed) return make_error("snapshots: " + vacuumed.error());
+    // Caught up: the pass's input it deleted is freed (after a bulk load's
+    // pass, the whole table: VACUUM truncates its empty pages).
+    if (next + period_blocks > loaded) {
+        auto freed = pg::exec(conn, "VACUUM wallet_balance_pending");
+        if (!freed) return make_error("snapshots: " + freed.error());
+    }
     step.advanced = true;
     step.through = next;
     return step;

@@ -17,21 +17,25 @@ std::optional<C> component_at(std::uint64_t number) {
 }  // namespace
 
 void BalanceState::apply(const BalanceChange& change) {
-    Units& value = at(change.component);
-    const Units amount = change.amount.units();
-    switch (change.kind) {
+    apply(change.component, change.kind, change.amount.units(), change.other, change.request_id);
+}
+
+void BalanceState::apply(BalanceComponent component, ChangeKind kind, Units amount, const std::optional<std::string>& other,
+                         std::optional<std::int64_t> request_id) {
+    Units& value = at(component);
+    switch (kind) {
         case ChangeKind::add:
             value += amount;
-            if (change.request_id &&
-                (change.component == C::savings_pending_amount_hive || change.component == C::savings_pending_amount_hbd)) {
-                if (amount > 0) requests_[*change.request_id] = {change.component, amount};
-                if (amount < 0) requests_.erase(*change.request_id);
+            if (request_id &&
+                (component == C::savings_pending_amount_hive || component == C::savings_pending_amount_hbd)) {
+                if (amount > 0) requests_[*request_id] = {component, amount};
+                if (amount < 0) requests_.erase(*request_id);
             }
             break;
         case ChangeKind::set: value = amount; break;
         case ChangeKind::delegation: {
-            const bool out = change.component == C::delegated_vests;
-            const std::pair key{out, change.other.value_or("")};
+            const bool out = component == C::delegated_vests;
+            const std::pair key{out, other.value_or("")};
             const auto found = delegations_.find(key);
             const Units previous = found == delegations_.end() ? 0 : found->second;
             const Units delta = amount - previous;
@@ -45,7 +49,7 @@ void BalanceState::apply(const BalanceChange& change) {
             break;
         }
         case ChangeKind::savings_withdrawal_cancelled: {
-            const auto request = change.request_id ? requests_.find(*change.request_id) : requests_.end();
+            const auto request = request_id ? requests_.find(*request_id) : requests_.end();
             value += amount;
             if (request == requests_.end()) break;
             at(request->second.first) -= request->second.second;

@@ -79,6 +79,8 @@ constexpr std::size_t kMaxCachedAccounts = 1'000'000;
 // PostgreSQL text cannot hold NUL: a memo with one keeps a visible U+FFFD.
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
 
+}  // namespace
+
 std::string storable_text(std::string_view text) {
     std::string out;
     out.reserve(text.size());
@@ -91,6 +93,8 @@ std::string storable_text(std::string_view text) {
     }
     return out;
 }
+
+namespace {
 
 // json refuses the escape \u0000 for the same reason; it becomes \ufffd.
 // Other escapes (an escaped backslash before "u0000" included) stay as they are.
@@ -683,7 +687,7 @@ Result<Inserted> multi_row_insert(PGconn* conn, const Rendered& rows) {
 // The balances themselves are the snapshot pass's (wallet/balance_snapshots.hpp).
 class BalanceRows {
 public:
-    void add_event(const WalletEvent& event, const BalanceRules& rules) {
+    void add_event(const WalletEvent& event, std::int32_t account_id, const BalanceRules& rules) {
         // The events of one operation are adjacent and share its payload:
         // its changes are read once, each event takes its role's.
         if (!operation_ || event.payload != operation_->payload || event.block_num != operation_->block_num ||
@@ -692,6 +696,7 @@ public:
                                    event_balance_changes(event, rules.assets, rules.forks)};
         }
         const auto& changes = operation_->changes;
+        pending_.add(event, account_id, changes);  // the pass's input (migration 0031)
         const std::string account = storable_text(event.account);
         if (!changes) {
             // Stored without its changes, listed so that the balances it may
@@ -750,7 +755,7 @@ public:
                         event.op_type_name + " (account " + event.account +
                         ") not readable, stored without them: " + event.problem);
         }
-        return true;
+        return pending_.write(conn, ids);
     }
 
     // Events stored without their balance changes (the decoder could not read them).
@@ -765,6 +770,7 @@ private:
         Result<std::vector<CarriedBalanceChange>> changes;
     };
     std::optional<Operation> operation_;
+    PendingBalanceChanges pending_;
     // (account the change is of, block, seq, role, the event's account)
     std::set<std::tuple<std::string, std::int64_t, std::int64_t, int, std::string>> carried_;
     struct Undecodable {
@@ -882,7 +888,7 @@ Result<WriteCounts> insert_events(PGconn* conn, AccountIds& ids, const std::vect
                                                                  role_code(event.role)})) {
             continue;
         }
-        balance_rows.add_event(event, rules);
+        balance_rows.add_event(event, account_id, rules);
     }
     auto written = balance_rows.write(conn, ids);
     if (!written) return make_error(written.error());
@@ -950,6 +956,8 @@ Result<std::int64_t> delete_events_above(PGconn* conn, std::int64_t block_num) {
         auto cut = cut_balance_runs(conn, block_num);
         if (!cut) return make_error("delete: " + cut.error());
     }
+    auto passed = pg::exec_params(conn, "DELETE FROM wallet_balance_pending WHERE block_num > $1::integer", {above});
+    if (!passed) return make_error("delete: " + passed.error());
     auto pending = pg::exec_params(conn, "DELETE FROM wallet_balance_carried WHERE block_num > $1::integer", {above});
     if (!pending) return make_error("delete: " + pending.error());
     auto undecodable = pg::exec_params(conn, "DELETE FROM wallet_balance_undecodable WHERE block_num > $1::integer", {above});

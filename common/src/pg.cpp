@@ -43,12 +43,25 @@ Result<PgConnPtr> connect(const std::string& url) {
 
 Result<PgResultPtr> exec(PGconn* conn, const std::string& sql) { return checked(conn, PQexec(conn, sql.c_str())); }
 
-Result<PgResultPtr> exec_params(PGconn* conn, const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+namespace {
+
+Result<PgResultPtr> exec_in(PGconn* conn, const std::string& sql, const std::vector<std::optional<std::string>>& params,
+                            int result_format) {
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
     return checked(conn, PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
-                                      nullptr, nullptr, 0));
+                                      nullptr, nullptr, result_format));
+}
+
+}  // namespace
+
+Result<PgResultPtr> exec_params(PGconn* conn, const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+    return exec_in(conn, sql, params, 0);
+}
+
+Result<PgResultPtr> exec_binary(PGconn* conn, const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+    return exec_in(conn, sql, params, 1);
 }
 
 Result<Transaction> Transaction::begin(PGconn* conn, const std::string& begin_sql) {

@@ -111,6 +111,40 @@ TEST(BalanceRuns, ChangesConvertBothWays) {
     EXPECT_EQ(RunChange::of(original).to_change("alice"), original);
 }
 
+// The pass's input (migration 0031): a block's events, each under the account
+// whose run it joins, back as they were (the row's block); malformed bytes an
+// error.
+TEST(BalanceRuns, PendingEventsRoundTrip) {
+    std::vector<PendingEvent> events;
+    std::int32_t account = -3;
+    for (auto event : sample_run()) {
+        event.block_num = 777;
+        events.push_back({account, event});
+        account = account * 1000 + 17;
+    }
+    events.push_back({std::numeric_limits<std::int32_t>::max(), {777, 0, Role::Owner, 64, {}, false, {}}});
+    const auto bytes = encode_pending(events);
+    ASSERT_TRUE(bytes) << bytes.error();
+    const auto decoded = decode_pending(*bytes, 777);
+    ASSERT_TRUE(decoded) << decoded.error();
+    EXPECT_EQ(*decoded, events);
+    EXPECT_EQ(decode_pending(encode_pending({}).value(), 1).value(), std::vector<PendingEvent>{});
+    for (std::size_t size = 0; size < bytes->size(); ++size) {
+        EXPECT_FALSE(decode_pending(bytes->substr(0, size), 777)) << size;
+    }
+    EXPECT_FALSE(decode_pending(*bytes + '\0', 777));
+    std::mt19937 random(31);
+    for (int i = 0; i < 2000; ++i) {
+        std::string noise(random() % 64, '\0');
+        for (auto& byte : noise) byte = static_cast<char>(random() & 0xff);
+        (void)decode_pending(noise, 1);
+    }
+    // A plain event (a reward to one component of its own account) takes a few bytes.
+    const auto reward = encode_pending({{123'456, {777, 1, Role::Owner, 64, {}, false, {change(C::vesting_shares, ChangeKind::add, 987'654)}}}});
+    ASSERT_TRUE(reward);
+    EXPECT_LE(reward->size(), 1 + 12u);
+}
+
 // A run's state at a block: the state at its start with the changes of its
 // events up to the block (an undecodable event has none); malformed bytes an
 // error.

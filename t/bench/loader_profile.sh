@@ -6,22 +6,26 @@
 # waits for it). Prints the top functions by their own instructions; ends
 # with `RESULT loader_profile events=.. instructions_per_event=..
 # without_connect_per_event=.. fetch_per_event=.. scan_per_event=..
-# decode_per_event=.. write_per_event=.. rows_per_event=.. copy_per_event=..`:
+# decode_per_event=.. write_per_event=.. rows_per_event=.. copy_per_event=..
+# pass_per_event=..`:
 # the loader's instructions per event in all, without its database
 # connections' setup (SCRAM: a fixed cost, large at this size), and the
 # inclusive instructions per event of each part: fetch (HTTP and the batch
 # answer's scan), scan, decode (the decoder, balance changes included),
 # write (store::insert_events: rows, COPY, balance rows), rows (rendering
-# the rows), copy (COPY text encoding and sending).
+# the rows), copy (COPY text encoding and sending), pass (the balance pass
+# after the build: store::advance_balance_snapshots, over the loaded blocks'
+# whole periods of BENCH_PERIOD blocks; its instructions per event loaded).
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (3000),
-# BENCH_KEEP (a directory: the callgrind output is kept there), BENCH_BACKFILL
+# BENCH_PERIOD (1000: the pass's period, CHAIN_BALANCE_SNAPSHOT_BLOCKS), BENCH_KEEP (a directory: the callgrind output is kept there), BENCH_BACKFILL
 # (another wallet-backfill binary to profile, e.g. main's, for a before/after).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${WALLET_BUILD_DIR:-$root/build}
 blocks=${BENCH_BLOCKS:-3000}
+period=${BENCH_PERIOD:-1000}
 backfill=${BENCH_BACKFILL:-$build/backfill/wallet-backfill}
 sim=$build/t/sim/hive-node-sim
 setup=$build/common/wallet-db-setup
@@ -53,7 +57,7 @@ sim_pid=$!
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 log "loading $blocks blocks under callgrind (one worker)"
 BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=1 \
-  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' \
+  BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 CHAIN_BALANCE_SNAPSHOT_BLOCKS=$period DB_PASSWORD='' \
   valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
   "$backfill" --bulk --progress=none 2>"$work/backfill.log" || { tail -20 "$work/backfill.log" >&2; exit 1; }
 events=$(psql -qAt "$db" -c "SELECT count(*) FROM wallet_events")
@@ -66,12 +70,13 @@ per_event() { python3 -c "print(round(${1:-0} / $events))"; }
 # Each part by the function that stands for it.
 declare -A count
 for spec in connect=pg::connect fetch=NodeClient::get_ops_in_blocks scan=scan_entry_list \
-            decode=decode_block_entries write=store::insert_events rows=render_rows copy=copy_rows; do
+            decode=decode_block_entries write=store::insert_events rows=render_rows copy=copy_rows \
+            pass=store::advance_balance_snapshots; do
   count[${spec%%=*}]=$(part "${spec#*=}")
 done
 log "top functions by their own instructions:"
 callgrind_annotate --threshold=90 "$work/callgrind.out" 2>/dev/null | sed -n '/file:function/,$p' | sed -n '1,40p' >&2
 parts=""
-for name in fetch scan decode write rows copy; do parts+=" ${name}_per_event=$(per_event "${count[$name]}")"; done
+for name in fetch scan decode write rows copy pass; do parts+=" ${name}_per_event=$(per_event "${count[$name]}")"; done
 echo "RESULT loader_profile events=$events instructions_per_event=$(per_event "$total")" \
   "without_connect_per_event=$(per_event "$((total - ${count[connect]:-0}))")$parts blocks=$blocks"

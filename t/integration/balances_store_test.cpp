@@ -255,6 +255,9 @@ void load() {
     commit(store, indexer_batch(1951, kHead, kForkSalt));
     pass(stores().shuffled, 1950);
     EXPECT_EQ(through("shuffled"), "1750");
+    // The pass's input (migration 0031): the writers' rows of the blocks above it, none below.
+    EXPECT_EQ(stores().pg.query("SELECT count(*) > 100, min(block_num) > 1750 FROM wallet_balance_pending", "shuffled"),
+              std::vector<std::string>{"t\tt"});
     commit(store, indexer_batch(1951, kHead, 0, 1950));
     pass(stores().shuffled, kHead);
 }
@@ -266,6 +269,9 @@ void expect_the_in_order_runs() {
     EXPECT_EQ(through("shuffled"), std::to_string(kHead));
     EXPECT_EQ(through("in_order"), std::to_string(kHead));
     EXPECT_EQ(carried("shuffled"), carried("in_order"));
+    for (const char* database : {"in_order", "shuffled"}) {
+        EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_pending", database), std::vector<std::string>{"0"});
+    }
     EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_events", "shuffled"),
               stores().pg.query("SELECT count(*) FROM wallet_events", "in_order"));
 }
@@ -519,6 +525,9 @@ void expect_snapshots_upgraded_to_runs() {
     stores().upgraded = stores().pg.provision("upgraded");
     EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_runs WHERE after_block = through_block", "upgraded").at(0),
               snapshot_count);
+    // As if the events up to 1,333 had been stored before migration 0031 (no pending rows kept for
+    // them): the pass reads those periods' events back, and the writers' rows above.
+    stores().pg.query("UPDATE wallet_balance_snapshot_state SET events_read_through = 1333", "upgraded");
     {
         auto connected = EventStore::connect(stores().upgraded.db.indexer_url);
         ASSERT_TRUE(connected) << connected.error();
@@ -528,6 +537,7 @@ void expect_snapshots_upgraded_to_runs() {
     }
     pass(stores().upgraded, kHead);
     EXPECT_EQ(through("upgraded"), std::to_string(kHead));
+    EXPECT_EQ(stores().pg.query("SELECT count(*) FROM wallet_balance_pending", "upgraded"), std::vector<std::string>{"0"});
     // The converted runs at the first snapshots' block stay; those at the checkpoint are replaced by the
     // pass's runs starting there (of the accounts with events above it).
     const auto converted = [](std::uint32_t block) {
@@ -656,6 +666,22 @@ void expect_stored_operations_read_as_the_payloads() {
     EXPECT_GT(changing, count / 2);
 }
 
+// A write through wallet_operation_events keeps no pending rows: it raises
+// events_read_through to its block, so that the pass reads that period's
+// events back (in a transaction rolled back).
+void expect_a_write_through_the_view_read_back() {
+    auto conn = connect(stores().shuffled);
+    auto tx = wallet::pg::Transaction::begin(conn.get());
+    ASSERT_TRUE(tx) << tx.error();
+    const std::string block = std::to_string(kHead - 5);
+    auto updated = wallet::pg::exec(conn.get(), "UPDATE wallet_operation_events SET memo = memo WHERE block_num = " + block);
+    ASSERT_TRUE(updated) << updated.error();
+    EXPECT_NE(std::string(PQcmdTuples(updated->get())), "0");
+    auto read = wallet::pg::exec(conn.get(), "SELECT events_read_through FROM wallet_balance_snapshot_state");
+    ASSERT_TRUE(read) << read.error();
+    EXPECT_EQ(std::string(PQgetvalue(read->get(), 0, 0)), block);
+}
+
 // One test, so that ctest loads the chain once (each test is a process).
 TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedger) {
     load();
@@ -676,6 +702,10 @@ TEST(BalancesStore, OutOfOrderShardsReRunsForkRewindsAndKilledBatchesGiveTheLedg
     {
         SCOPED_TRACE("the pass reads the stored operations as wallet_operation_payload gives them");
         expect_stored_operations_read_as_the_payloads();
+    }
+    {
+        SCOPED_TRACE("a write through the view");
+        expect_a_write_through_the_view_read_back();
     }
     {
         SCOPED_TRACE("carried rows");

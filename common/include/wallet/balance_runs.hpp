@@ -60,6 +60,21 @@ Result<std::string> encode_run(const std::vector<RunEvent>& events, std::int64_t
 // give an error, never undefined behaviour.
 Result<std::vector<RunEvent>> decode_run(std::string_view bytes, std::int64_t after);
 
+// The pass's input, kept by the writers (migration 0031,
+// wallet_balance_pending: one row per block and write): the block's events
+// that change balances, each under the account whose run it joins (the
+// event's own account, or with carried_by the account of another's event
+// carrying a change of it), in the pass's order. The block is the row's.
+struct PendingEvent {
+    std::int32_t account = 0;
+    RunEvent event;
+
+    friend bool operator==(const PendingEvent&, const PendingEvent&) = default;
+};
+Result<std::string> encode_pending(const std::vector<PendingEvent>& events);
+// Malformed bytes give an error, never undefined behaviour.
+Result<std::vector<PendingEvent>> decode_pending(std::string_view bytes, std::int64_t block);
+
 // The account's state after block `block` from one of its runs
 // (wallet_balance_runs: the state after `after`, BalanceState::encode, and
 // the run's bytes): the state with the changes of the run's events up to

@@ -15,9 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <libpq-fe.h>
 
+#include "wallet/balance_runs.hpp"
+#include "wallet/decoder.hpp"
 #include "wallet/event_store.hpp"
 #include "wallet/result.hpp"
 
@@ -36,8 +41,38 @@ struct SnapshotStep {
     std::int64_t runs = 0;        // runs written (the closed ones, and the open ones rewritten)
 };
 
+// The pass's input, kept by the writers (migration 0031): the balance changes
+// of the events one write inserts, as wallet_balance_pending rows (one per
+// block, wallet::encode_pending), written in the write's transaction. The
+// pass reads them instead of the events and the blocks' operations.
+class PendingBalanceChanges {
+public:
+    // An event the write inserts, its account's id, and its operation's
+    // changes (every role's: the event's are its role's; an error: the
+    // event is undecodable).
+    void add(const WalletEvent& event, std::int32_t account_id, const Result<std::vector<CarriedBalanceChange>>& changes);
+    // Inside the write's transaction; gives the accounts the changes name ids.
+    Result<bool> write(PGconn* conn, AccountIds& ids);
+
+private:
+    struct Event {
+        std::int64_t block_num = 0;
+        std::int64_t block_seq = 0;
+        Role role = Role::Sender;
+        int op_type = 0;
+        std::int32_t account = 0;
+        bool undecodable = false;
+        std::vector<std::pair<std::string, RunChange>> changes;  // (the account changed, stored name; "": the event's own)
+    };
+    std::vector<Event> events_;
+};
+
 // Does the next period if every block of it is stored and at or below
-// limit_block; else nothing (advanced false).
+// limit_block; else nothing (advanced false). Its events come from
+// wallet_balance_pending; a period at or below the checkpoint row's
+// events_read_through (events stored before migration 0031, or written
+// through wallet_operation_events) reads the events and their stored
+// operations instead.
 Result<SnapshotStep> advance_balance_snapshots(PGconn* conn, AccountIds& ids, const BalanceRules& rules,
                                                std::int64_t period_blocks, std::int64_t limit_block);
 

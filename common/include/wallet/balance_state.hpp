@@ -25,6 +25,10 @@ public:
 
     // Applies a change of this account (the caller gives only its own).
     void apply(const BalanceChange& change);
+    // The same from a change's parts (the amount in units of the component's
+    // precision): what the pass and the readers hold (wallet::RunChange).
+    void apply(BalanceComponent component, ChangeKind kind, Units amount, const std::optional<std::string>& other,
+               std::optional<std::int64_t> request_id);
 
     Units value(BalanceComponent component) const { return values_[static_cast<std::size_t>(component)]; }
     void set(BalanceComponent component, Units units) { values_[static_cast<std::size_t>(component)] = units; }

@@ -62,6 +62,9 @@ struct BalanceRules {
 };
 const BalanceRules& mainnet_balance_rules();
 
+// Text as it is stored (PostgreSQL's text holds no NUL: it becomes U+FFFD).
+std::string storable_text(std::string_view text);
+
 // The integer ids of account names (wallet_accounts) of one database, cached:
 // ids are never changed or reused, so a cached id stays right.
 class AccountIds {

@@ -25,6 +25,11 @@ Result<PgResultPtr> exec(PGconn* conn, const std::string& sql);
 Result<PgResultPtr> exec_params(PGconn* conn, const std::string& sql,
                                 const std::vector<std::optional<std::string>>& params);
 
+// The same with every result column in binary format (integers in network
+// byte order, bytea as its bytes).
+Result<PgResultPtr> exec_binary(PGconn* conn, const std::string& sql,
+                                const std::vector<std::optional<std::string>>& params = {});
+
 // A literal or identifier quoted by libpq (for DDL, which takes no parameters).
 std::string quote_literal(PGconn* conn, std::string_view text);
 std::string quote_identifier(PGconn* conn, std::string_view text);
