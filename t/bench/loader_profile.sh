@@ -12,7 +12,7 @@
 # inclusive instructions per event of each part: fetch (HTTP and the batch
 # answer's scan), scan, decode (the decoder, balance changes included),
 # write (store::insert_events: rows, COPY, balance rows), rows (rendering
-# the rows), copy (COPY text encoding and sending).
+# the rows as COPY text), copy (sending it).
 #
 # Environment: WALLET_BUILD_DIR (set by t/bench/run), BENCH_BLOCKS (3000),
 # BENCH_KEEP (a directory: the callgrind output is kept there), BENCH_BACKFILL
