@@ -136,7 +136,7 @@ loader_wrapper=$!
 loader_cpu_now() {
   local pid
   pid=$(ps --ppid "$loader_wrapper" -o pid= | awk 'NR == 1 { print $1 }')
-  [ -z "$pid" ] || bench_proc_cpu "$pid"
+  [ -z "$pid" ] || bench_proc_cpu "$pid" 2>/dev/null || true
 }
 # PostgreSQL's and the loader's CPU when the build begins split their shares
 # into loading and building; when the build is done, into building and the
