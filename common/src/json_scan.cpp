@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "wallet/json_ascii.hpp"
 #include "wallet/json_util.hpp"
 
 namespace wallet::json {
@@ -138,7 +139,7 @@ bool Scanner::skip_string() {
     const std::size_t size = text_.size();
     const char* data = text_.data();
     while (pos_ < size) {
-        pos_ += plain_run(text_.substr(pos_));  // stops at DEL too, which the table lets through
+        pos_ += plain_run_inline(text_.substr(pos_));  // stops at DEL too, which the table lets through
         while (pos_ < size && !kStringSpecial[static_cast<unsigned char>(data[pos_])]) ++pos_;
         if (pos_ >= size) break;
         const char c = text_[pos_];
@@ -389,7 +390,7 @@ private:
         const std::size_t start = ++pos_;
         bool escaped = false;
         while (true) {
-            pos_ += plain_run(text_.substr(pos_));
+            pos_ += plain_run_inline(text_.substr(pos_));
             if (pos_ >= text_.size()) return fail("unterminated string");
             const unsigned char c = static_cast<unsigned char>(text_[pos_]);
             if (c == '"') break;

@@ -13,7 +13,7 @@
 # inclusive instructions per event of each part: fetch (HTTP and the batch
 # answer's scan), scan, decode (the decoder, balance changes included),
 # write (store::insert_events: rows, COPY, balance rows), rows (rendering
-# the rows), copy (COPY text encoding and sending), pass (the balance pass
+# the rows as COPY text), copy (sending it), pass (the balance pass
 # after the build: store::advance_balance_snapshots, over the loaded blocks'
 # whole periods of BENCH_PERIOD blocks; its instructions per event loaded).
 #

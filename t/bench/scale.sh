@@ -130,8 +130,14 @@ BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BL
   BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 DB_PASSWORD='' /usr/bin/time -f "%U %S" -o "$work/backfill.time" \
   "$backfill" "${load_argv[@]}" 2>"$work/backfill.log" &
 loader_wrapper=$!
-# The loader's CPU seconds so far (it is the child of /usr/bin/time).
-loader_cpu_now() { bench_proc_cpu "$(ps --ppid "$loader_wrapper" -o pid= | awk 'NR == 1 { print $1 }')"; }
+# The loader's CPU seconds so far (it is the child of /usr/bin/time); nothing
+# once it has exited (a short load can end before the watcher below sees its
+# last line: the phase is then not split).
+loader_cpu_now() {
+  local pid
+  pid=$(ps --ppid "$loader_wrapper" -o pid= | awk 'NR == 1 { print $1 }')
+  [ -z "$pid" ] || bench_proc_cpu "$pid" 2>/dev/null || true
+}
 # PostgreSQL's and the loader's CPU when the build begins split their shares
 # into loading and building; when the build is done, into building and the
 # balance snapshot pass (which runs after it, in the loader).
