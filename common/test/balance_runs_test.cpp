@@ -1,5 +1,6 @@
 #include "wallet/balance_runs.hpp"
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -116,11 +117,12 @@ TEST(BalanceRuns, ChangesConvertBothWays) {
 // error.
 TEST(BalanceRuns, PendingEventsRoundTrip) {
     std::vector<PendingEvent> events;
-    std::int32_t account = -3;
+    // Ids of every width the codec must carry: negative, small, wide.
+    constexpr std::array<std::int32_t, 6> kAccounts{-3, -2'983, 17, 70'017, 1'999'999'999, 0};
+    std::size_t next = 0;
     for (auto event : sample_run()) {
         event.block_num = 777;
-        events.push_back({account, event});
-        account = account * 1000 + 17;
+        events.push_back({kAccounts[next++ % kAccounts.size()], event});
     }
     events.push_back({std::numeric_limits<std::int32_t>::max(), {777, 0, Role::Owner, 64, {}, false, {}}});
     const auto bytes = encode_pending(events);
