@@ -51,7 +51,7 @@ q() { psql -qAt -v ON_ERROR_STOP=1 "$db" "$@"; }
 port=$(free_port)
 "$sim" --synthetic --seed 3 --length $((blocks + 1)) --block-interval-ms 0 --port "$port" >"$work/sim.log" 2>&1 &
 sim_pid=$!
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+wait_port "$port"
 run_backfill() {  # PERIOD ARGS...
   BACKFILL_RPC_URLS=http://127.0.0.1:$port/ BACKFILL_START_BLOCK=1 BACKFILL_END_BLOCK=$blocks BACKFILL_WORKERS=4 \
     BACKFILL_BATCH_SIZE=100 BACKFILL_SHARD_SIZE=10000 CHAIN_BALANCE_SNAPSHOT_BLOCKS=$1 DB_PASSWORD='' \

@@ -1,7 +1,9 @@
 #include "api_balances.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -16,6 +18,9 @@
 namespace wallet::api {
 
 namespace {
+
+// The largest block_seq whose key (block_seq * 100 + role) fits the statement's integer for every role.
+constexpr std::int64_t kLargestKeyBlockSeq = std::numeric_limits<std::int32_t>::max() / 100 - 1;
 
 namespace col = balances_column;
 using Units = Decimal::Units;
@@ -529,7 +534,7 @@ BalancesAnswer balance_history_answer(const BalanceHistoryQuery& query, PGresult
         // newest run is the one before the snapshot.
         PageEvent below;
         below.block = *page.snapshot_block;
-        below.block_seq = 21474835;
+        below.block_seq = kLargestKeyBlockSeq;
         below.role_name = wallet::role_name(Role::Taker);
         json::append_quoted(out, position_cursor(query, below, cursors));
     } else {
